@@ -1,0 +1,16 @@
+//! rkt's pod networking: pods that run in their own network namespace, wired up by CNI
+//! plugins found where the configuration says.
+//!
+//! - [`config`]: the layered `paths` configuration and the effective directories.
+//! - [`pod`]: pods on disk, their states and locks.
+//! - [`netns`]: network namespaces, created, bind-mounted, entered and removed.
+//! - [`networking`]: network selection, built-in networks, setup and teardown, DNS and hosts.
+//! - [`stage`]: the process that runs the app inside the pod's namespaces.
+//! - [`cli`]: the command line, a thin layer on top.
+
+pub mod cli;
+pub mod config;
+pub mod netns;
+pub mod networking;
+pub mod pod;
+pub mod stage;
