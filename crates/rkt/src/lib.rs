@@ -6,9 +6,9 @@
 //! - [`netns`]: network namespaces, created, bind-mounted, entered and removed.
 //! - [`networking`]: network selection, built-in networks, setup and teardown, DNS and hosts.
 //! - [`stage`]: the process that runs the app inside the pod's namespaces.
-//! - [`cli`]: the command line, a thin layer on top.
+//!
+//! The command line (`src/cli/`, part of the `rkt` binary) is a thin layer on top.
 
-pub mod cli;
 pub mod config;
 pub mod netns;
 pub mod networking;

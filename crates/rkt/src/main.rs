@@ -1,1 +1,7 @@
-fn main() {}
+//! The `rkt` binary: parses the command line and hands each command to the library.
+
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::main()
+}
