@@ -132,7 +132,7 @@ fn main() {
         });
         print_and_exit(&to_line(&answer), exit.unwrap_or(0));
     }
-    if !versions.iter().any(|v| *v == request_version) {
+    if !versions.contains(&request_version) {
         fail(
             1,
             &format!(
