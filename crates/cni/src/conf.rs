@@ -1,1 +1,655 @@
-//! (being written)
+//! Network configuration files: parsing `.conflist`, `.conf` and `.json` files into
+//! [`NetworkConfigList`]s, loading a configuration directory, and building the request
+//! body each plugin receives ([`inject`]).
+//!
+//! The raw JSON is the source of truth: every plugin object is kept as written, and the
+//! typed fields (`type`, `capabilities`) are only a view of it, so unknown keys reach
+//! the plugin unchanged (libcni `InjectConf`).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::validate::{self, ValidateError};
+use crate::version::{self, VersionError};
+
+/// Where a configuration came from: a file, or bytes handed over by a caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin(pub Option<PathBuf>);
+
+impl Origin {
+    fn of(p: Option<&Path>) -> Origin {
+        Origin(p.map(Path::to_path_buf))
+    }
+
+    /// The file, if the configuration came from one.
+    pub fn path(&self) -> Option<&Path> {
+        self.0.as_deref()
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Some(p) => write!(f, "{}", p.display()),
+            None => f.write_str("<network configuration>"),
+        }
+    }
+}
+
+/// A configuration that could not be loaded. Every variant says which file.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfError {
+    /// The file or directory could not be read.
+    #[error("{origin}: cannot read: {source}")]
+    Read {
+        /// The file or directory.
+        origin: Origin,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not valid JSON (or not UTF-8, or nested too deeply).
+    #[error("{origin}: invalid JSON at line {line}, column {column}: {message}")]
+    Json {
+        /// The file.
+        origin: Origin,
+        /// 1-based line of the error.
+        line: usize,
+        /// 1-based column of the error.
+        column: usize,
+        /// What serde_json found wrong, without its position suffix.
+        message: String,
+    },
+    /// The top level, or a plugin entry, is not a JSON object.
+    #[error("{origin}: {what} must be a JSON object, found {found}")]
+    NotAnObject {
+        /// The file.
+        origin: Origin,
+        /// "the configuration" or "plugins[2]".
+        what: String,
+        /// The JSON kind that was found.
+        found: &'static str,
+    },
+    /// A field has the wrong JSON type.
+    #[error("{origin}: field {field:?} must be {expected}, found {found}")]
+    FieldType {
+        /// The file.
+        origin: Origin,
+        /// The field, e.g. `cniVersion` or `plugins[1].capabilities.portMappings`.
+        field: String,
+        /// The expected type.
+        expected: &'static str,
+        /// What was there.
+        found: String,
+    },
+    /// The network has no `name`.
+    #[error("{origin}: missing network name (field \"name\")")]
+    MissingName {
+        /// The file.
+        origin: Origin,
+    },
+    /// The network name breaks the naming rule.
+    #[error("{origin}: {source}")]
+    InvalidName {
+        /// The file.
+        origin: Origin,
+        /// The rule it breaks.
+        source: ValidateError,
+    },
+    /// A plugin object has no `type`.
+    #[error("{origin}: plugin {index} of network {network:?} has no \"type\"")]
+    MissingType {
+        /// The file.
+        origin: Origin,
+        /// The network.
+        network: String,
+        /// Position in the `plugins` array (0-based).
+        index: usize,
+    },
+    /// A plugin's `type` could name a file outside the plugin directories.
+    #[error("{origin}: plugin {index} of network {network:?}: {source}")]
+    InvalidType {
+        /// The file.
+        origin: Origin,
+        /// The network.
+        network: String,
+        /// Position in the `plugins` array (0-based).
+        index: usize,
+        /// The rule it breaks.
+        source: ValidateError,
+    },
+    /// The list has no plugins at all (neither inlined nor aggregated).
+    #[error("{origin}: network {network:?} has no plugins")]
+    NoPlugins {
+        /// The file.
+        origin: Origin,
+        /// The network.
+        network: String,
+    },
+    /// `loadOnlyInlinedPlugins` is true but there is no `plugins` key.
+    #[error("{origin}: network {network:?} sets loadOnlyInlinedPlugins but has no \"plugins\"")]
+    InlinedWithoutPlugins {
+        /// The file.
+        origin: Origin,
+        /// The network.
+        network: String,
+    },
+    /// The file's extension is none of `.conflist`, `.conf`, `.json`.
+    #[error("{origin}: not a network configuration file (expected .conflist, .conf or .json)")]
+    UnknownExtension {
+        /// The file.
+        origin: Origin,
+    },
+}
+
+impl ConfError {
+    /// The file the error is about, if any.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            ConfError::Read { origin, .. }
+            | ConfError::Json { origin, .. }
+            | ConfError::NotAnObject { origin, .. }
+            | ConfError::FieldType { origin, .. }
+            | ConfError::MissingName { origin }
+            | ConfError::InvalidName { origin, .. }
+            | ConfError::MissingType { origin, .. }
+            | ConfError::InvalidType { origin, .. }
+            | ConfError::NoPlugins { origin, .. }
+            | ConfError::InlinedWithoutPlugins { origin, .. }
+            | ConfError::UnknownExtension { origin } => origin.path(),
+        }
+    }
+}
+
+/// One plugin object of a network.
+#[derive(Clone, Debug)]
+pub struct NetworkConfig {
+    /// The plugin's `type`: the executable's file name.
+    pub plugin_type: String,
+    /// `capabilities` as written; only `true` entries are declared capabilities.
+    pub capabilities: BTreeMap<String, bool>,
+    /// The plugin's whole JSON object, every key as written.
+    pub raw: Map<String, Value>,
+}
+
+impl NetworkConfig {
+    /// True when the plugin declares capability `name`.
+    pub fn has_capability(&self, name: &str) -> bool {
+        self.capabilities.get(name).copied().unwrap_or(false)
+    }
+}
+
+/// A network: a name and the plugins that set it up, in order.
+#[derive(Clone, Debug)]
+pub struct NetworkConfigList {
+    /// The network's name.
+    pub name: String,
+    /// `cniVersion` as written, if present.
+    pub cni_version: Option<String>,
+    /// `cniVersions` as written (spec 1.1.0), possibly empty.
+    pub cni_versions: Vec<String>,
+    /// `disableCheck`: CHECK always succeeds without running plugins.
+    pub disable_check: bool,
+    /// `disableGC`: GC does nothing for this network.
+    pub disable_gc: bool,
+    /// `loadOnlyInlinedPlugins`: ignore `<dir>/<name>/*.conf` plugin files.
+    pub load_only_inlined_plugins: bool,
+    /// The plugins, inlined ones first, then aggregated ones.
+    pub plugins: Vec<NetworkConfig>,
+    /// The file the network came from.
+    pub source: Option<PathBuf>,
+    /// The file's bytes (for a single `.conf`, those bytes too).
+    pub bytes: Vec<u8>,
+}
+
+impl NetworkConfigList {
+    /// The version to speak to this network's plugins (see [`version::negotiate`]).
+    pub fn negotiated_version(&self) -> Result<String, VersionError> {
+        version::negotiate(self.cni_version.as_deref(), &self.cni_versions)
+    }
+}
+
+/// A configuration whose name another file already defined.
+#[derive(Debug)]
+pub struct Shadowed {
+    /// The network name.
+    pub name: String,
+    /// The file that lost.
+    pub file: PathBuf,
+    /// The earlier file that defines the name.
+    pub shadowed_by: PathBuf,
+}
+
+/// The result of loading a configuration directory.
+#[derive(Debug, Default)]
+pub struct LoadedDir {
+    /// The networks, in file-name order, one per name.
+    pub networks: Vec<NetworkConfigList>,
+    /// Files skipped because an earlier file defines the same name.
+    pub shadowed: Vec<Shadowed>,
+    /// Files that could not be loaded.
+    pub failed: Vec<ConfError>,
+}
+
+impl LoadedDir {
+    /// The network called `name`.
+    pub fn find(&self, name: &str) -> Option<&NetworkConfigList> {
+        self.networks.iter().find(|n| n.name == name)
+    }
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn field_type(origin: &Origin, field: &str, expected: &'static str, found: &Value) -> ConfError {
+    let found = match found {
+        Value::String(s) => format!("{s:?}"),
+        other => json_kind(other).to_string(),
+    };
+    ConfError::FieldType {
+        origin: origin.clone(),
+        field: field.to_string(),
+        expected,
+        found,
+    }
+}
+
+fn parse_object(bytes: &[u8], origin: &Origin) -> Result<Map<String, Value>, ConfError> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+        let full = e.to_string();
+        let suffix = format!(" at line {} column {}", e.line(), e.column());
+        let message = full.strip_suffix(&suffix).unwrap_or(&full).to_string();
+        ConfError::Json {
+            origin: origin.clone(),
+            line: e.line(),
+            column: e.column(),
+            message,
+        }
+    })?;
+    match value {
+        Value::Object(m) => Ok(m),
+        other => Err(ConfError::NotAnObject {
+            origin: origin.clone(),
+            what: "the configuration".into(),
+            found: json_kind(&other),
+        }),
+    }
+}
+
+fn opt_string(
+    m: &Map<String, Value>,
+    key: &str,
+    origin: &Origin,
+) -> Result<Option<String>, ConfError> {
+    match m.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(field_type(origin, key, "a string", other)),
+    }
+}
+
+/// A boolean flag; like libcni, the strings "true"/"false" (any case, or 1/0/t/f)
+/// are accepted too.
+fn flag(m: &Map<String, Value>, key: &str, origin: &Origin) -> Result<bool, ConfError> {
+    match m.get(key) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(v @ Value::String(s)) => match s.to_ascii_lowercase().as_str() {
+            "true" | "t" | "1" => Ok(true),
+            "false" | "f" | "0" => Ok(false),
+            _ => Err(field_type(origin, key, "a boolean", v)),
+        },
+        Some(other) => Err(field_type(origin, key, "a boolean", other)),
+    }
+}
+
+fn network_name(m: &Map<String, Value>, origin: &Origin) -> Result<String, ConfError> {
+    let name = opt_string(m, "name", origin)?.ok_or_else(|| ConfError::MissingName {
+        origin: origin.clone(),
+    })?;
+    validate::network_name(&name).map_err(|source| ConfError::InvalidName {
+        origin: origin.clone(),
+        source,
+    })?;
+    Ok(name)
+}
+
+/// Builds the typed view of one plugin object.
+fn plugin(
+    value: Value,
+    index: usize,
+    network: &str,
+    field_prefix: &str,
+    origin: &Origin,
+) -> Result<NetworkConfig, ConfError> {
+    let raw = match value {
+        Value::Object(m) => m,
+        other => {
+            return Err(ConfError::NotAnObject {
+                origin: origin.clone(),
+                what: format!("{field_prefix}plugin"),
+                found: json_kind(&other),
+            })
+        }
+    };
+    let plugin_type = match raw.get("type") {
+        None | Some(Value::Null) => {
+            return Err(ConfError::MissingType {
+                origin: origin.clone(),
+                network: network.to_string(),
+                index,
+            })
+        }
+        Some(Value::String(t)) => t.clone(),
+        Some(other) => {
+            return Err(field_type(
+                origin,
+                &format!("{field_prefix}type"),
+                "a string",
+                other,
+            ))
+        }
+    };
+    validate::plugin_type(&plugin_type).map_err(|source| ConfError::InvalidType {
+        origin: origin.clone(),
+        network: network.to_string(),
+        index,
+        source,
+    })?;
+    let mut capabilities = BTreeMap::new();
+    match raw.get("capabilities") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(caps)) => {
+            for (k, v) in caps {
+                match v {
+                    Value::Bool(b) => {
+                        capabilities.insert(k.clone(), *b);
+                    }
+                    other => {
+                        return Err(field_type(
+                            origin,
+                            &format!("{field_prefix}capabilities.{k}"),
+                            "a boolean",
+                            other,
+                        ))
+                    }
+                }
+            }
+        }
+        Some(other) => {
+            return Err(field_type(
+                origin,
+                &format!("{field_prefix}capabilities"),
+                "an object",
+                other,
+            ))
+        }
+    }
+    Ok(NetworkConfig {
+        plugin_type,
+        capabilities,
+        raw,
+    })
+}
+
+/// Parses a `.conflist` without requiring plugins; the caller decides whether an
+/// empty list is acceptable (aggregated plugins may still be appended).
+fn parse_list_inner(bytes: &[u8], origin: &Origin) -> Result<NetworkConfigList, ConfError> {
+    let mut m = parse_object(bytes, origin)?;
+    let name = network_name(&m, origin)?;
+    let cni_version = opt_string(&m, "cniVersion", origin)?;
+    let cni_versions = match m.get("cniVersions") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| match v {
+                Value::String(s) => Ok(s.clone()),
+                other => Err(field_type(
+                    origin,
+                    &format!("cniVersions[{i}]"),
+                    "a string",
+                    other,
+                )),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => {
+            return Err(field_type(
+                origin,
+                "cniVersions",
+                "an array of strings",
+                other,
+            ))
+        }
+    };
+    let disable_check = flag(&m, "disableCheck", origin)?;
+    let disable_gc = flag(&m, "disableGC", origin)?;
+    let load_only_inlined_plugins = flag(&m, "loadOnlyInlinedPlugins", origin)?;
+    let raw_plugins = match m.remove("plugins") {
+        None | Some(Value::Null) => {
+            if load_only_inlined_plugins {
+                return Err(ConfError::InlinedWithoutPlugins {
+                    origin: origin.clone(),
+                    network: name,
+                });
+            }
+            Vec::new()
+        }
+        Some(Value::Array(items)) => items,
+        Some(other) => return Err(field_type(origin, "plugins", "an array of objects", &other)),
+    };
+    let plugins = raw_plugins
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| plugin(v, i, &name, &format!("plugins[{i}]."), origin))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(NetworkConfigList {
+        name,
+        cni_version,
+        cni_versions,
+        disable_check,
+        disable_gc,
+        load_only_inlined_plugins,
+        plugins,
+        source: origin.0.clone(),
+        bytes: bytes.to_vec(),
+    })
+}
+
+fn require_plugins(
+    list: NetworkConfigList,
+    origin: &Origin,
+) -> Result<NetworkConfigList, ConfError> {
+    if list.plugins.is_empty() {
+        return Err(ConfError::NoPlugins {
+            origin: origin.clone(),
+            network: list.name,
+        });
+    }
+    Ok(list)
+}
+
+/// Parses the bytes of a `.conflist` file. `source` is only used for messages and
+/// recorded in the result; nothing is read from disk, so aggregated plugin files are
+/// not consulted and a list without plugins is an error (see [`load_file`]).
+pub fn parse_list(bytes: &[u8], source: Option<&Path>) -> Result<NetworkConfigList, ConfError> {
+    let origin = Origin::of(source);
+    let list = parse_list_inner(bytes, &origin)?;
+    require_plugins(list, &origin)
+}
+
+/// Parses the bytes of a single-plugin `.conf`/`.json` file and upgrades it to a
+/// one-plugin list: the list's name and `cniVersion` are taken from the object, and the
+/// plugin's raw object is the whole file.
+pub fn parse_single(bytes: &[u8], source: Option<&Path>) -> Result<NetworkConfigList, ConfError> {
+    let origin = Origin::of(source);
+    let m = parse_object(bytes, &origin)?;
+    let name = network_name(&m, &origin)?;
+    let cni_version = opt_string(&m, "cniVersion", &origin)?;
+    let plugin = plugin(Value::Object(m), 0, &name, "", &origin)?;
+    Ok(NetworkConfigList {
+        name,
+        cni_version,
+        cni_versions: Vec::new(),
+        disable_check: false,
+        disable_gc: false,
+        load_only_inlined_plugins: false,
+        plugins: vec![plugin],
+        source: source.map(Path::to_path_buf),
+        bytes: bytes.to_vec(),
+    })
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, ConfError> {
+    std::fs::read(path).map_err(|source| ConfError::Read {
+        origin: Origin::of(Some(path)),
+        source,
+    })
+}
+
+/// Regular files (symlinks followed) in `dir` whose extension is in `exts`, sorted
+/// byte-wise by file name. A missing directory yields no files.
+fn conf_files(dir: &Path, exts: &[&str]) -> Result<Vec<PathBuf>, ConfError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(ConfError::Read {
+                origin: Origin::of(Some(dir)),
+                source,
+            })
+        }
+    };
+    let mut files = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|source| ConfError::Read {
+            origin: Origin::of(Some(dir)),
+            source,
+        })?;
+        let path = entry.path();
+        let ext_ok = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| exts.contains(&e));
+        if ext_ok && std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
+            files.push(path);
+        }
+    }
+    files.sort_by(|a, b| {
+        use std::os::unix::ffi::OsStrExt;
+        let name = |p: &PathBuf| {
+            p.file_name()
+                .map(|n| n.as_bytes().to_vec())
+                .unwrap_or_default()
+        };
+        name(a).cmp(&name(b))
+    });
+    Ok(files)
+}
+
+/// Loads one configuration file, choosing the format by extension: `.conflist` is a
+/// list, `.conf` and `.json` are single plugins upgraded to a list.
+///
+/// For a `.conflist`, unless `loadOnlyInlinedPlugins` is set, the plugin objects in
+/// `<dir>/<name>/*.conf` (each a single plugin object with a `type`, in file-name
+/// order) are appended after the inlined plugins, as libcni does.
+pub fn load_file(path: &Path) -> Result<NetworkConfigList, ConfError> {
+    let origin = Origin::of(Some(path));
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    match ext {
+        "conflist" => {
+            let bytes = read(path)?;
+            let mut list = parse_list_inner(&bytes, &origin)?;
+            if !list.load_only_inlined_plugins {
+                let dir = path.parent().unwrap_or(Path::new("."));
+                let sub = dir.join(&list.name);
+                for file in conf_files(&sub, &["conf"])? {
+                    let file_origin = Origin::of(Some(&file));
+                    let m = parse_object(&read(&file)?, &file_origin)?;
+                    let index = list.plugins.len();
+                    let p = plugin(Value::Object(m), index, &list.name, "", &file_origin)?;
+                    list.plugins.push(p);
+                }
+            }
+            require_plugins(list, &origin)
+        }
+        "conf" | "json" => parse_single(&read(path)?, Some(path)),
+        _ => Err(ConfError::UnknownExtension { origin }),
+    }
+}
+
+/// Loads every `*.conflist`, `*.conf` and `*.json` file directly in `dir`, in byte-wise
+/// file-name order. The first file defining a name wins; later ones are reported in
+/// [`LoadedDir::shadowed`]. Files that fail to load are reported in
+/// [`LoadedDir::failed`] and do not stop the others. A missing directory is empty;
+/// only a directory that exists but cannot be read is an error.
+pub fn load_dir(dir: &Path) -> Result<LoadedDir, ConfError> {
+    let mut out = LoadedDir::default();
+    for file in conf_files(dir, &["conflist", "conf", "json"])? {
+        match load_file(&file) {
+            Ok(list) => {
+                if let Some(first) = out.networks.iter().find(|n| n.name == list.name) {
+                    out.shadowed.push(Shadowed {
+                        name: list.name,
+                        file,
+                        shadowed_by: first.source.clone().unwrap_or_default(),
+                    });
+                } else {
+                    out.networks.push(list);
+                }
+            }
+            Err(e) => out.failed.push(e),
+        }
+    }
+    Ok(out)
+}
+
+/// Builds the request body for one plugin: its raw object with `name` and
+/// `cniVersion` set, `prevResult` set when given, `runtimeConfig` set when non-empty,
+/// and `capabilities` removed (the spec says a runtime must not pass it on). Every other
+/// key, nested ones included, is passed through unchanged and in its original order.
+pub fn inject(
+    plugin: &NetworkConfig,
+    name: &str,
+    cni_version: &str,
+    prev_result: Option<&Value>,
+    runtime_config: &Map<String, Value>,
+) -> Value {
+    let mut m = plugin.raw.clone();
+    m.shift_remove("capabilities");
+    m.insert("name".into(), Value::String(name.to_string()));
+    m.insert("cniVersion".into(), Value::String(cni_version.to_string()));
+    if let Some(prev) = prev_result {
+        m.insert("prevResult".into(), prev.clone());
+    }
+    if !runtime_config.is_empty() {
+        m.insert(
+            "runtimeConfig".into(),
+            Value::Object(runtime_config.clone()),
+        );
+    }
+    Value::Object(m)
+}
+
+/// The capability arguments this plugin declares (`capabilities[k] == true`), in the
+/// order the runtime supplied them.
+pub fn runtime_config_for(
+    plugin: &NetworkConfig,
+    capability_args: &Map<String, Value>,
+) -> Map<String, Value> {
+    capability_args
+        .iter()
+        .filter(|(k, _)| plugin.has_capability(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
