@@ -66,13 +66,11 @@ impl Version {
             return Err(invalid());
         }
         let mut nums = [0u32; 3];
-        let mut count = 0;
-        for part in s.split('.') {
-            if count == 3 || part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
+        for (i, part) in s.split('.').enumerate() {
+            if i == 3 || part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
                 return Err(invalid());
             }
-            nums[count] = part.parse().map_err(|_| invalid())?;
-            count += 1;
+            nums[i] = part.parse().map_err(|_| invalid())?;
         }
         Ok(Version::new(nums[0], nums[1], nums[2]))
     }
