@@ -1,5 +1,209 @@
-//! (being written) The command line: clap definitions and one module per command.
+//! The command line: the clap definitions of `rkt`, its global options, and one module per
+//! command. Each command module exposes `XArgs` (a clap `Args` struct) and
+//! `pub fn run(global: &GlobalArgs, args: &XArgs) -> anyhow::Result<ExitCode>`; it parses
+//! nothing by hand and calls into the `rkt` library, which owns the behaviour.
+//!
+//! To add a command: a module here, a variant in [`Command`], an arm in [`dispatch`].
 
-pub fn main() -> std::process::ExitCode {
-    std::process::ExitCode::SUCCESS
+mod config;
+mod version;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+
+use rkt::config::{
+    absolutize, load_paths, require_dir, resolve, ConfigDirs, DirOverrides, EffectiveDirs, Origin,
+    PathsConfig, Value, DEFAULT_LOCAL_CONFIG, DEFAULT_SYSTEM_CONFIG,
+};
+
+/// Exit status of rkt's own failures (bad usage, configuration, I/O). Like upstream rkt,
+/// 254, so that it stays apart from the exit status of an app that `rkt run` passes on.
+pub const FAILURE: u8 = 254;
+
+const PRECEDENCE_HELP: &str = "\
+Directories, highest precedence first:
+  data dir           --dir > \"data\" in paths.d > /var/lib/rkt
+  network configs    --net-conf-dir > \"net-conf\" in paths.d > <local-config>/net.d
+  plugin search path --net-plugin-dir > \"net-plugin\" in paths.d
+                       > <local-config>/net.d, /usr/lib/rkt/plugins/net;
+                     then always /usr/lib/cni, /usr/libexec/cni, /opt/cni/bin (those that exist)
+paths.d files are read from <system-config>/paths.d, <local-config>/paths.d and
+<user-config>/paths.d; a later directory overrides an earlier one field by field.
+`rkt config --show-origin` shows the values in effect and where each was set.
+
+rkt exits with status 254 when it fails itself (usage, configuration, I/O).";
+
+/// rkt: pods in their own network namespace, wired up by CNI plugins.
+#[derive(Debug, Parser)]
+#[command(name = "rkt", version, after_help = PRECEDENCE_HELP)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command takes, before or after the command name.
+#[derive(Debug, Clone, Args)]
+pub struct GlobalArgs {
+    /// Data directory, where pods and the CNI cache live [default: "data" from the paths
+    /// configuration, else /var/lib/rkt]. Created when needed.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+
+    /// System configuration directory, the vendor's (lowest precedence)
+    /// [default: /usr/lib/rkt].
+    #[arg(long, global = true, value_name = "DIR")]
+    pub system_config: Option<PathBuf>,
+
+    /// Local configuration directory, the administrator's; overrides the system one
+    /// field by field. Its net.d is the default network configuration directory
+    /// [default: /etc/rkt].
+    #[arg(long, global = true, value_name = "DIR")]
+    pub local_config: Option<PathBuf>,
+
+    /// User configuration directory; overrides the local one field by field [default:
+    /// none].
+    #[arg(long, global = true, value_name = "DIR")]
+    pub user_config: Option<PathBuf>,
+
+    /// Print debugging information and configuration warnings to stderr.
+    #[arg(long, global = true)]
+    pub debug: bool,
+}
+
+/// Where to read network configurations and find CNI plugins; flattened into the commands
+/// that set up or list networks.
+#[derive(Debug, Clone, Default, Args)]
+pub struct NetDirArgs {
+    /// Directory of network configuration files. Overrides "net-conf" from the paths
+    /// configuration (user > local > system), which overrides <local-config>/net.d.
+    #[arg(long, value_name = "DIR")]
+    pub net_conf_dir: Option<PathBuf>,
+
+    /// Directories to search for CNI plugins, in order; may be repeated, and each value
+    /// may be a ':'-separated list like CNI_PATH. Replaces "net-plugin" from the paths
+    /// configuration, which replaces the default <local-config>/net.d,
+    /// /usr/lib/rkt/plugins/net. /usr/lib/cni, /usr/libexec/cni and /opt/cni/bin (those
+    /// that exist) are always searched last.
+    #[arg(long, value_name = "DIR[:DIR...]", value_delimiter = ':')]
+    pub net_plugin_dir: Vec<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    Config(config::ConfigArgs),
+    Version(version::VersionArgs),
+}
+
+impl GlobalArgs {
+    /// Prints a warning to stderr when `--debug` is on.
+    pub fn warn(&self, message: impl std::fmt::Display) {
+        if self.debug {
+            eprintln!("rkt: warning: {message}");
+        }
+    }
+
+    /// Prints a debugging message to stderr when `--debug` is on.
+    pub fn debug(&self, message: impl std::fmt::Display) {
+        if self.debug {
+            eprintln!("rkt: debug: {message}");
+        }
+    }
+
+    /// The configuration directories, relative ones resolved against the current
+    /// directory. One given explicitly must exist; a default one may be missing.
+    pub fn config_dirs(&self) -> anyhow::Result<ConfigDirs> {
+        let cwd = current_dir()?;
+        let explicit = |flag: &'static str, given: &Option<PathBuf>| {
+            let Some(dir) = given else {
+                return anyhow::Ok(None);
+            };
+            let dir = Value::new(absolutize(&cwd, dir), Origin::Flag(flag));
+            require_dir("configuration directory", &dir)?;
+            Ok(Some(dir.value))
+        };
+        Ok(ConfigDirs {
+            system: explicit("--system-config", &self.system_config)?
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_SYSTEM_CONFIG)),
+            local: explicit("--local-config", &self.local_config)?
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_LOCAL_CONFIG)),
+            user: explicit("--user-config", &self.user_config)?,
+        })
+    }
+
+    /// Loads the layered paths configuration, printing its warnings under `--debug`.
+    pub fn load_paths(&self, dirs: &ConfigDirs) -> anyhow::Result<PathsConfig> {
+        let paths = load_paths(dirs)?;
+        for warning in &paths.warnings {
+            self.warn(warning);
+        }
+        Ok(paths)
+    }
+
+    /// The directories in effect for a command, given its network directory flags.
+    pub fn effective_dirs(&self, net: &NetDirArgs) -> anyhow::Result<EffectiveDirs> {
+        let dirs = self.config_dirs()?;
+        let paths = self.load_paths(&dirs)?;
+        let overrides = DirOverrides {
+            data: self.dir.clone(),
+            net_conf_dir: net.net_conf_dir.clone(),
+            net_plugin_dirs: net
+                .net_plugin_dir
+                .iter()
+                .filter(|dir| !dir.as_os_str().is_empty())
+                .cloned()
+                .collect(),
+        };
+        let effective = resolve(&dirs, &paths, &overrides, &current_dir()?)?;
+        self.debug(format_args!(
+            "data dir {} ({}), network configs {} ({}), plugin path {}",
+            effective.data.value.display(),
+            effective.data.origin,
+            effective.net_conf.value.display(),
+            effective.net_conf.origin,
+            std::env::join_paths(effective.plugin_path())
+                .unwrap_or_default()
+                .to_string_lossy(),
+        ));
+        Ok(effective)
+    }
+}
+
+fn current_dir() -> anyhow::Result<PathBuf> {
+    std::env::current_dir().context("cannot determine the current directory")
+}
+
+/// Parses the command line, runs the command, and reports a failure as
+/// `rkt: <error>: <cause>...` on stderr with exit status [`FAILURE`].
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return if err.use_stderr() {
+                ExitCode::from(FAILURE)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    match dispatch(&cli) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("rkt: {err:#}");
+            ExitCode::from(FAILURE)
+        }
+    }
+}
+
+fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
+    let global = &cli.global;
+    match &cli.command {
+        Command::Config(args) => config::run(global, args),
+        Command::Version(args) => version::run(global, args),
+    }
 }

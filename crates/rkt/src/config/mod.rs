@@ -1,1 +1,26 @@
-//! (being written)
+//! rkt's configuration: the layered `paths` configuration and the effective directories.
+//!
+//! - [`origin`]: where a value came from (a default, a file, a flag).
+//! - [`paths`]: loading `paths.d/*.json` from the system, local and user directories.
+//! - [`dirs`]: the one function, [`resolve`], that turns flags, configuration and
+//!   defaults into the directories every command uses.
+//! - [`show`]: the JSON that `rkt config` prints.
+//! - [`error`]: what can go wrong, naming the file, field or flag involved.
+
+pub mod dirs;
+pub mod error;
+pub mod origin;
+pub mod paths;
+pub mod show;
+
+pub use dirs::{
+    absolutize, require_dir, resolve, resolve_with_builtin, DirOverrides, EffectiveDirs,
+    BUILTIN_PLUGIN_DIRS, DEFAULT_DATA_DIR, DEFAULT_STAGE1_IMAGES_DIR, STAGE1_PLUGIN_DIR,
+};
+pub use error::{ConfigError, DirProblem};
+pub use origin::{Origin, Value};
+pub use paths::{
+    load_paths, parse_paths_file, ConfigDirs, ConfigWarning, PathsConfig, DEFAULT_LOCAL_CONFIG,
+    DEFAULT_SYSTEM_CONFIG,
+};
+pub use show::stage0_json;

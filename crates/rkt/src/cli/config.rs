@@ -1,0 +1,28 @@
+//! `rkt config`: the paths configuration in effect, as JSON, optionally with origins.
+
+use std::process::ExitCode;
+
+use clap::Args;
+
+use super::{GlobalArgs, NetDirArgs};
+
+/// Print the configuration in effect (after layering, defaults included) as JSON.
+///
+/// The output has rkt's shape: {"stage0":[{"rktKind":"paths","rktVersion":"v1","data":...,
+/// "stage1-images":...,"net-conf":...,"net-plugin":[...]}]}.
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    /// Also say where each value came from: adds to the paths entry an "origins" object
+    /// mapping each field to "default", the path of the file that set it, or the flag
+    /// (e.g. "flag --dir"), and "net-plugin-builtin", the built-in plugin directories
+    /// always searched after "net-plugin".
+    #[arg(long)]
+    pub show_origin: bool,
+}
+
+pub fn run(global: &GlobalArgs, args: &ConfigArgs) -> anyhow::Result<ExitCode> {
+    let dirs = global.effective_dirs(&NetDirArgs::default())?;
+    let json = rkt::config::stage0_json(&dirs, args.show_origin);
+    println!("{}", serde_json::to_string_pretty(&json)?);
+    Ok(ExitCode::SUCCESS)
+}
