@@ -1,1 +1,416 @@
-//! (being written)
+//! Finding and running plugin binaries (libcni `pkg/invoke`).
+//!
+//! [`Exec`] is the seam between the runtime operations in [`crate::api`] and the operating
+//! system: [`RawExec`] runs a real binary, tests substitute a fake. [`find_in_path`] maps a
+//! plugin `type` to a file in the plugin directories.
+//!
+//! [`RawExec`] passes the inherited environment plus the `CNI_*` variables it is given
+//! (inherited `CNI_*` protocol variables that are not given are removed, so a runtime started
+//! from a plugin's environment cannot leak them), writes the config to stdin and closes it,
+//! drains stdout and stderr on their own threads, and kills the plugin with `SIGKILL` when the
+//! timeout passes. Starting a binary that is still open for writing (`ETXTBSY`) is retried
+//! up to five times, a second apart, like libcni. A plugin that exits non-zero is reported with
+//! the `{code, msg, details}` object it printed on stdout, or with its stderr text.
+
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// The `CNI_*` variables the protocol defines; inherited copies are dropped before a call.
+pub const PROTOCOL_VARS: &[&str] = &[
+    "CNI_COMMAND",
+    "CNI_CONTAINERID",
+    "CNI_NETNS",
+    "CNI_IFNAME",
+    "CNI_ARGS",
+    "CNI_PATH",
+];
+
+/// How many times a spawn failing with `ETXTBSY` is retried, and how long apart.
+const TXTBSY_RETRIES: u32 = 5;
+const TXTBSY_DELAY: Duration = Duration::from_secs(1);
+
+/// Runs one plugin binary. Implementations must be usable from several threads.
+pub trait Exec: Send + Sync {
+    /// Runs `plugin` with `stdin` and the `CNI_*` variables in `env` (added to the inherited
+    /// environment), and returns its stdout when it exits 0 within `timeout`.
+    fn exec_plugin(
+        &self,
+        plugin: &Path,
+        stdin: &[u8],
+        env: &[(String, String)],
+        timeout: Duration,
+    ) -> Result<Vec<u8>, ExecError>;
+}
+
+/// Why running a plugin failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    /// The binary could not be started.
+    #[error("cannot run plugin {}: {source}", plugin.display())]
+    Spawn {
+        plugin: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Talking to the plugin (its pipes, waiting for it) failed.
+    #[error("cannot talk to plugin {}: {source}", plugin.display())]
+    Io {
+        plugin: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The plugin did not finish in time and was killed.
+    #[error("plugin {} timed out after {}s and was killed", plugin.display(), secs(*timeout))]
+    Timeout { plugin: PathBuf, timeout: Duration },
+    /// The plugin was killed by a signal.
+    #[error("plugin {} was killed by signal {signal} ({})", plugin.display(), signal_name(*signal))]
+    Signal {
+        plugin: PathBuf,
+        signal: i32,
+        stderr: String,
+    },
+    /// The plugin exited non-zero; `code`, `msg` and `details` come from the error object it
+    /// printed, or `code` is `None` and `msg` describes what it printed instead.
+    #[error("{}", describe_failure(*code, msg, details))]
+    Plugin {
+        plugin: PathBuf,
+        exit_status: i32,
+        code: Option<u32>,
+        msg: String,
+        details: String,
+    },
+}
+
+impl ExecError {
+    /// The CNI error code the plugin reported, if it reported one.
+    pub fn code(&self) -> Option<u32> {
+        match self {
+            ExecError::Plugin { code, .. } => *code,
+            _ => None,
+        }
+    }
+}
+
+/// Formats a plugin failure as `code N: msg; details`.
+fn describe_failure(code: Option<u32>, msg: &str, details: &str) -> String {
+    let mut out = match code {
+        Some(c) => format!("code {c}: {msg}"),
+        None => msg.to_owned(),
+    };
+    if !details.is_empty() {
+        out.push_str("; ");
+        out.push_str(details);
+    }
+    out
+}
+
+/// Whole seconds for messages, rounded up so a sub-second timeout does not read "0s".
+fn secs(d: Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        d.as_secs().to_string()
+    } else {
+        format!("{:.1}", d.as_secs_f64())
+    }
+}
+
+/// The conventional name of a signal number, e.g. `SIGKILL`.
+pub fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGSYS => "SIGSYS",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        _ => "unknown signal",
+    }
+}
+
+/// The real [`Exec`]: runs the binary as a child process.
+///
+/// The plugin's stderr is forwarded to this process's stderr after the call unless it
+/// became the error message.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RawExec;
+
+impl Exec for RawExec {
+    fn exec_plugin(
+        &self,
+        plugin: &Path,
+        stdin: &[u8],
+        env: &[(String, String)],
+        timeout: Duration,
+    ) -> Result<Vec<u8>, ExecError> {
+        let deadline = Instant::now() + timeout;
+        let mut child = spawn_retrying(plugin, env)?;
+        let io_err = |source| ExecError::Io {
+            plugin: plugin.to_path_buf(),
+            source,
+        };
+
+        // Each pipe gets its own thread so a plugin that fills one pipe while we block on
+        // another cannot deadlock us. A plugin that exits without reading its stdin makes the
+        // writer see EPIPE, which is not an error of ours.
+        let mut child_stdin = child.stdin.take();
+        let input = stdin.to_vec();
+        let writer = std::thread::spawn(move || {
+            if let Some(pipe) = child_stdin.as_mut() {
+                let _ = pipe.write_all(&input);
+            }
+            drop(child_stdin);
+        });
+        let (tx, rx) = mpsc::channel::<(bool, std::io::Result<Vec<u8>>)>();
+        for (is_stdout, pipe) in [
+            (
+                true,
+                child
+                    .stdout
+                    .take()
+                    .map(|p| Box::new(p) as Box<dyn Read + Send>),
+            ),
+            (
+                false,
+                child
+                    .stderr
+                    .take()
+                    .map(|p| Box::new(p) as Box<dyn Read + Send>),
+            ),
+        ] {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let res = match pipe {
+                    Some(mut p) => p.read_to_end(&mut buf).map(|_| buf),
+                    None => Ok(buf),
+                };
+                let _ = tx.send((is_stdout, res));
+            });
+        }
+        drop(tx);
+
+        // Poll for the exit; `try_wait` never reaps behind our back, so a kill after it
+        // returned `None` cannot hit a recycled pid.
+        let mut pause = Duration::from_millis(1);
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) => {}
+                Err(e) => return Err(io_err(e)),
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                let _ = writer.join();
+                return Err(ExecError::Timeout {
+                    plugin: plugin.to_path_buf(),
+                    timeout,
+                });
+            }
+            std::thread::sleep(pause.min(deadline - now));
+            pause = (pause * 2).min(Duration::from_millis(20));
+        };
+        let _ = writer.join();
+
+        // The pipes close when the plugin exits, unless something it started still holds
+        // them; give that the rest of the timeout.
+        let (mut stdout, mut stderr) = (None, None);
+        while stdout.is_none() || stderr.is_none() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok((true, res)) => stdout = Some(res.map_err(io_err)?),
+                Ok((false, res)) => stderr = Some(res.map_err(io_err)?),
+                Err(_) => {
+                    return Err(ExecError::Timeout {
+                        plugin: plugin.to_path_buf(),
+                        timeout,
+                    })
+                }
+            }
+        }
+        let (stdout, stderr) = (stdout.unwrap_or_default(), stderr.unwrap_or_default());
+
+        if let Some(signal) = status.signal() {
+            forward_stderr(&stderr);
+            return Err(ExecError::Signal {
+                plugin: plugin.to_path_buf(),
+                signal,
+                stderr: String::from_utf8_lossy(&stderr).trim().to_owned(),
+            });
+        }
+        let exit_status = status.code().unwrap_or(-1);
+        if exit_status == 0 {
+            forward_stderr(&stderr);
+            return Ok(stdout);
+        }
+        Err(decode_failure(plugin, exit_status, &stdout, &stderr))
+    }
+}
+
+/// Starts the plugin, retrying while its binary is busy being written.
+fn spawn_retrying(
+    plugin: &Path,
+    env: &[(String, String)],
+) -> Result<std::process::Child, ExecError> {
+    let mut attempt = 0;
+    loop {
+        let mut cmd = Command::new(plugin);
+        for var in PROTOCOL_VARS {
+            if !env.iter().any(|(k, _)| k == var) {
+                cmd.env_remove(var);
+            }
+        }
+        cmd.envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        match cmd.spawn() {
+            Ok(child) => return Ok(child),
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && attempt < TXTBSY_RETRIES => {
+                attempt += 1;
+                std::thread::sleep(TXTBSY_DELAY);
+            }
+            Err(source) => {
+                return Err(ExecError::Spawn {
+                    plugin: plugin.to_path_buf(),
+                    source,
+                })
+            }
+        }
+    }
+}
+
+fn forward_stderr(stderr: &[u8]) {
+    if !stderr.is_empty() {
+        let _ = std::io::stderr().write_all(stderr);
+    }
+}
+
+/// The error object a plugin prints on stdout when it fails.
+#[derive(serde::Deserialize)]
+struct WireError {
+    code: u32,
+    #[serde(default)]
+    msg: String,
+    #[serde(default)]
+    details: String,
+}
+
+/// Builds the error for a non-zero exit from what the plugin printed.
+fn decode_failure(plugin: &Path, exit_status: i32, stdout: &[u8], stderr: &[u8]) -> ExecError {
+    let stderr_text = String::from_utf8_lossy(stderr).trim().to_owned();
+    let (code, msg, details) = if !stdout.iter().all(u8::is_ascii_whitespace) {
+        match serde_json::from_slice::<WireError>(stdout) {
+            Ok(w) => {
+                forward_stderr(stderr);
+                (Some(w.code), w.msg, w.details)
+            }
+            Err(e) => (
+                None,
+                format!(
+                    "exit status {exit_status}, and its error output could not be decoded ({e}): {:?}{}",
+                    String::from_utf8_lossy(stdout).trim(),
+                    if stderr_text.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; stderr: {stderr_text}")
+                    }
+                ),
+                String::new(),
+            ),
+        }
+    } else if !stderr_text.is_empty() {
+        (None, stderr_text, String::new())
+    } else {
+        (
+            None,
+            format!("exit status {exit_status} with no error message"),
+            String::new(),
+        )
+    };
+    ExecError::Plugin {
+        plugin: plugin.to_path_buf(),
+        exit_status,
+        code,
+        msg,
+        details,
+    }
+}
+
+/// A plugin `type` could not be mapped to a binary.
+#[derive(Debug, thiserror::Error)]
+pub enum FindError {
+    /// The name is empty or could escape the plugin directories.
+    #[error("invalid plugin type {plugin:?}: {reason}")]
+    InvalidName { plugin: String, reason: String },
+    /// No directory holds an executable regular file of that name.
+    #[error("plugin {plugin:?} not found in {}", join_dirs(dirs))]
+    NotFound { plugin: String, dirs: Vec<PathBuf> },
+}
+
+fn join_dirs(dirs: &[PathBuf]) -> String {
+    if dirs.is_empty() {
+        return "(no plugin directories configured)".into();
+    }
+    dirs.iter()
+        .map(|d| d.display().to_string())
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// Finds the binary for plugin `type` `plugin`: the first executable regular file named
+/// `plugin` in `dirs`, in order. The name is validated first, so `../x` or `/bin/sh` can
+/// never run.
+pub fn find_in_path(plugin: &str, dirs: &[PathBuf]) -> Result<PathBuf, FindError> {
+    check_plugin_type(plugin)?;
+    for dir in dirs {
+        let candidate = dir.join(plugin);
+        if let Ok(meta) = std::fs::metadata(&candidate) {
+            if meta.is_file() && meta.permissions().mode() & 0o111 != 0 {
+                return Ok(candidate);
+            }
+        }
+    }
+    Err(FindError::NotFound {
+        plugin: plugin.to_owned(),
+        dirs: dirs.to_vec(),
+    })
+}
+
+fn check_plugin_type(plugin: &str) -> Result<(), FindError> {
+    let reason = if plugin.is_empty() {
+        Some("the name is empty")
+    } else if plugin.contains('/') {
+        Some("it contains a path separator")
+    } else if plugin == "." || plugin == ".." {
+        Some("it names a directory")
+    } else if plugin.contains('\0') {
+        Some("it contains a NUL byte")
+    } else {
+        None
+    };
+    match reason {
+        Some(r) => Err(FindError::InvalidName {
+            plugin: plugin.to_owned(),
+            reason: r.to_owned(),
+        }),
+        None => Ok(()),
+    }
+}
