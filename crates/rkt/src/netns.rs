@@ -1,1 +1,341 @@
-//! (being written)
+//! Network namespaces: created and bind-mounted at `/run/netns/<name>` (where `ip netns`
+//! finds them), entered with an RAII guard, and removed.
+//!
+//! - [`create`] runs on a dedicated thread: `unshare(CLONE_NEWNET)` changes only the calling
+//!   thread's namespace, so the thread makes the namespace, bind-mounts its
+//!   `/proc/self/task/<tid>/ns/net` onto the target file, brings `lo` up inside it and ends;
+//!   the caller's threads never leave their namespace. Like iproute2, it first makes
+//!   `/run/netns` a shared mount point, so the bind mounts propagate to every mount namespace
+//!   and a pod's own mount namespace cannot keep one alive after it is deleted.
+//! - [`NetnsGuard`] enters a namespace on the current thread and returns to the original one
+//!   when dropped; it is `!Send`, so it cannot be dropped on another thread.
+//! - [`delete`] detaches the mount and unlinks the file; deleting twice is fine.
+//!
+//! Interfaces are brought up with the `SIOCGIFFLAGS`/`SIOCSIFFLAGS` ioctls on a datagram
+//! socket, not by running `ip`.
+
+use std::fs::{File, OpenOptions};
+use std::io::ErrorKind;
+use std::marker::PhantomData;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::mount::{mount, umount2, MntFlags, MsFlags};
+use nix::sched::{setns, unshare, CloneFlags};
+use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType};
+
+/// Where named network namespaces live (iproute2's `NETNS_RUN_DIR`).
+pub const NETNS_RUN_DIR: &str = "/run/netns";
+
+/// The namespace path of a pod: `/run/netns/rkt-<uuid>`.
+pub fn pod_netns_path(uuid: &str) -> PathBuf {
+    Path::new(NETNS_RUN_DIR).join(format!("rkt-{uuid}"))
+}
+
+/// What can go wrong with a network namespace; every variant names the path.
+#[derive(Debug, thiserror::Error)]
+pub enum NetnsError {
+    #[error("network namespace {path} already exists")]
+    Exists { path: PathBuf },
+    #[error("cannot {what} for network namespace {path}: {source}")]
+    Sys {
+        what: &'static str,
+        path: PathBuf,
+        source: Errno,
+    },
+    #[error("cannot {what} {path}: {source}")]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot bring up interface {ifname:?}: {source}")]
+    LinkUp { ifname: String, source: Errno },
+    #[error("the thread creating network namespace {path} panicked")]
+    ThreadPanicked { path: PathBuf },
+}
+
+/// Creates a new network namespace with `lo` up, bind-mounted at `path` (a file in a
+/// directory such as [`NETNS_RUN_DIR`]). On failure nothing is left at `path`.
+pub fn create(path: &Path) -> Result<(), NetnsError> {
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    std::fs::create_dir_all(dir).map_err(|source| NetnsError::Io {
+        what: "create directory",
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    make_shared_mount_point(dir)?;
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o000)
+        .open(path)
+        .map_err(|source| {
+            if source.kind() == ErrorKind::AlreadyExists {
+                NetnsError::Exists {
+                    path: path.to_path_buf(),
+                }
+            } else {
+                NetnsError::Io {
+                    what: "create mount point",
+                    path: path.to_path_buf(),
+                    source,
+                }
+            }
+        })?;
+    let target = path.to_path_buf();
+    let made = std::thread::Builder::new()
+        .name("rkt-netns".into())
+        .spawn(move || new_netns_on_this_thread(&target))
+        .map_err(|source| NetnsError::Io {
+            what: "start a thread",
+            path: path.to_path_buf(),
+            source,
+        })?
+        .join()
+        .unwrap_or_else(|_| {
+            Err(NetnsError::ThreadPanicked {
+                path: path.to_path_buf(),
+            })
+        });
+    if made.is_err() {
+        let _ = delete(path);
+    }
+    made
+}
+
+/// Runs on a thread of its own, which ends right after: its namespace change dies with it.
+fn new_netns_on_this_thread(path: &Path) -> Result<(), NetnsError> {
+    let sys = |what| {
+        move |source| NetnsError::Sys {
+            what,
+            path: path.to_path_buf(),
+            source,
+        }
+    };
+    unshare(CloneFlags::CLONE_NEWNET).map_err(sys("unshare the network namespace"))?;
+    let own = format!("/proc/self/task/{}/ns/net", nix::unistd::gettid());
+    mount(
+        Some(own.as_str()),
+        path,
+        None::<&str>,
+        MsFlags::MS_BIND,
+        None::<&str>,
+    )
+    .map_err(sys("bind-mount the namespace"))?;
+    set_link_up("lo")
+}
+
+/// Makes `dir` a shared mount point (bind-mounting it onto itself first if it is not a mount
+/// point yet), as `ip netns add` does.
+fn make_shared_mount_point(dir: &Path) -> Result<(), NetnsError> {
+    let shared = || {
+        mount(
+            None::<&str>,
+            dir,
+            None::<&str>,
+            MsFlags::MS_SHARED | MsFlags::MS_REC,
+            None::<&str>,
+        )
+    };
+    match shared() {
+        Ok(()) => return Ok(()),
+        Err(Errno::EINVAL) => {}
+        Err(source) => {
+            return Err(NetnsError::Sys {
+                what: "make the directory a shared mount",
+                path: dir.to_path_buf(),
+                source,
+            })
+        }
+    }
+    mount(
+        Some(dir),
+        dir,
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        None::<&str>,
+    )
+    .and_then(|()| shared())
+    .map_err(|source| NetnsError::Sys {
+        what: "make the directory a shared mount point",
+        path: dir.to_path_buf(),
+        source,
+    })
+}
+
+/// Removes the namespace at `path`: detaches the bind mount and unlinks the file. A path
+/// that is not mounted or does not exist is fine.
+pub fn delete(path: &Path) -> Result<(), NetnsError> {
+    match umount2(path, MntFlags::MNT_DETACH) {
+        Ok(()) | Err(Errno::EINVAL) | Err(Errno::ENOENT) => {}
+        Err(source) => {
+            return Err(NetnsError::Sys {
+                what: "unmount",
+                path: path.to_path_buf(),
+                source,
+            })
+        }
+    }
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(NetnsError::Io {
+            what: "remove",
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// The current thread is in the namespace at `path` until this guard is dropped.
+#[derive(Debug)]
+pub struct NetnsGuard {
+    original: OwnedFd,
+    /// setns(2) is per thread: the guard must be dropped on the thread that made it.
+    _not_send: PhantomData<*const ()>,
+}
+
+impl NetnsGuard {
+    /// Enters the network namespace at `path` on the current thread.
+    pub fn enter(path: &Path) -> Result<NetnsGuard, NetnsError> {
+        let open = |p: &Path| {
+            File::open(p).map_err(|source| NetnsError::Io {
+                what: "open",
+                path: p.to_path_buf(),
+                source,
+            })
+        };
+        let original: OwnedFd = open(Path::new(&format!(
+            "/proc/self/task/{}/ns/net",
+            nix::unistd::gettid()
+        )))?
+        .into();
+        let target = open(path)?;
+        setns(target.as_fd(), CloneFlags::CLONE_NEWNET).map_err(|source| NetnsError::Sys {
+            what: "enter",
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(NetnsGuard {
+            original,
+            _not_send: PhantomData,
+        })
+    }
+}
+
+impl Drop for NetnsGuard {
+    fn drop(&mut self) {
+        // Returning to the namespace the thread came from cannot reasonably fail (the fd
+        // keeps it alive); if it does, the thread must not go on in the wrong namespace.
+        if let Err(e) = setns(self.original.as_fd(), CloneFlags::CLONE_NEWNET) {
+            panic!("cannot return to the original network namespace: {e}");
+        }
+    }
+}
+
+fn ifreq_for(ifname: &str) -> Result<libc::ifreq, Errno> {
+    let bytes = ifname.as_bytes();
+    if bytes.is_empty() || bytes.len() >= libc::IFNAMSIZ || bytes.contains(&0) {
+        return Err(Errno::EINVAL);
+    }
+    // SAFETY: ifreq is a plain C struct (a name array and a union of integers and
+    // pointers) for which all-zero bytes are a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, src) in req.ifr_name.iter_mut().zip(bytes) {
+        *dst = *src as libc::c_char;
+    }
+    Ok(req)
+}
+
+/// The interface flags (`IFF_*`) of `ifname` in the current thread's network namespace.
+pub fn link_flags(ifname: &str) -> Result<libc::c_short, Errno> {
+    let sock = socket(
+        AddressFamily::Inet,
+        SockType::Datagram,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )?;
+    let mut req = ifreq_for(ifname)?;
+    // SAFETY: SIOCGIFFLAGS reads the name from and writes the flags into `req`, a valid,
+    // exclusively borrowed ifreq that outlives the call; `sock` is an open socket.
+    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req) };
+    Errno::result(rc)?;
+    // SAFETY: after a successful SIOCGIFFLAGS the kernel has set the `ifru_flags` member.
+    Ok(unsafe { req.ifr_ifru.ifru_flags })
+}
+
+/// Brings `ifname` up in the current thread's network namespace.
+pub fn set_link_up(ifname: &str) -> Result<(), NetnsError> {
+    let err = |source| NetnsError::LinkUp {
+        ifname: ifname.to_string(),
+        source,
+    };
+    let flags = link_flags(ifname).map_err(err)?;
+    let sock = socket(
+        AddressFamily::Inet,
+        SockType::Datagram,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )
+    .map_err(err)?;
+    let mut req = ifreq_for(ifname).map_err(err)?;
+    req.ifr_ifru.ifru_flags = flags | libc::IFF_UP as libc::c_short;
+    // SAFETY: SIOCSIFFLAGS reads the name and flags from `req`, a valid ifreq that outlives
+    // the call; `sock` is an open socket.
+    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &req) };
+    Errno::result(rc).map(drop).map_err(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn is_root() -> bool {
+        nix::unistd::geteuid().is_root()
+    }
+
+    struct Cleanup(PathBuf);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            let _ = delete(&self.0);
+        }
+    }
+
+    fn ns_inode(path: &str) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).unwrap().ino()
+    }
+
+    #[test]
+    fn create_enter_and_delete_a_namespace_with_lo_up() {
+        if !is_root() {
+            eprintln!("skipping: needs root");
+            return;
+        }
+        let path = pod_netns_path(&format!("test-{}", uuid::Uuid::new_v4()));
+        let _cleanup = Cleanup(path.clone());
+        create(&path).unwrap();
+        assert!(matches!(create(&path), Err(NetnsError::Exists { .. })));
+        let before = ns_inode("/proc/thread-self/ns/net");
+        {
+            let _guard = NetnsGuard::enter(&path).unwrap();
+            assert_ne!(ns_inode("/proc/thread-self/ns/net"), before);
+            let flags = link_flags("lo").unwrap();
+            assert!(flags & libc::IFF_UP as libc::c_short != 0, "lo is down");
+            assert!(link_flags("eth0").is_err(), "a new namespace has only lo");
+        }
+        assert_eq!(ns_inode("/proc/thread-self/ns/net"), before);
+        delete(&path).unwrap();
+        assert!(!path.exists());
+        delete(&path).unwrap();
+    }
+
+    #[test]
+    fn interface_names_are_checked() {
+        assert_eq!(ifreq_for("").unwrap_err(), Errno::EINVAL);
+        assert_eq!(ifreq_for("a-very-long-ifname").unwrap_err(), Errno::EINVAL);
+    }
+}

@@ -1,0 +1,181 @@
+//! The pod's state record (`<pod>/state.json`), replaced atomically (temporary file, fsync,
+//! rename, fsync of the directory) and only by the holder of the pod's exclusive lock.
+//!
+//! States move forward only: `prepared` → `running` → `exited` → `garbage` (gc or rm marks a
+//! pod garbage just before deleting it). `rkt run` creates its pod directly in `running`.
+
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::time::Timestamp;
+use super::PodError;
+
+/// The file name of the state record inside a pod directory.
+pub const STATE_FILE: &str = "state.json";
+
+/// A pod's life-cycle state as recorded on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    /// Created by `rkt prepare`, waiting for `rkt run-prepared`.
+    Prepared,
+    /// A runner owns it (or owned it and died: see [`super::PodStatus`]).
+    Running,
+    /// The app exited and everything the pod set up is gone.
+    Exited,
+    /// Marked for deletion by gc or rm.
+    Garbage,
+}
+
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            State::Prepared => "prepared",
+            State::Running => "running",
+            State::Exited => "exited",
+            State::Garbage => "garbage",
+        })
+    }
+}
+
+/// `<pod>/state.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodState {
+    pub state: State,
+    /// When the runner took the pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<Timestamp>,
+    /// When the pod exited (or gc found its runner dead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exited: Option<Timestamp>,
+    /// When gc or rm marked the pod garbage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub garbage: Option<Timestamp>,
+    /// Host PID of the pod's init (PID 1 of its PID namespace) while it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<i32>,
+    /// The app's exit status (128 + signal number when a signal killed it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_status: Option<i32>,
+    /// The network namespace bind mount, recorded before it is created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netns: Option<PathBuf>,
+    /// The `--net` selection the pod ran with, as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net: Option<String>,
+    /// The pod's hostname.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    /// Why the pod failed to start, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl PodState {
+    /// A fresh record in `state`, nothing else set.
+    pub fn new(state: State) -> Self {
+        PodState {
+            state,
+            started: None,
+            exited: None,
+            garbage: None,
+            pid: None,
+            exit_status: None,
+            netns: None,
+            net: None,
+            hostname: None,
+            error: None,
+        }
+    }
+
+    /// Reads `<dir>/state.json`.
+    pub fn load(dir: &Path) -> Result<Self, PodError> {
+        let path = dir.join(STATE_FILE);
+        let bytes = fs::read(&path).map_err(|source| PodError::Io {
+            what: "read pod state",
+            path: path.clone(),
+            source,
+        })?;
+        serde_json::from_slice(&bytes).map_err(|source| PodError::Corrupt { path, source })
+    }
+
+    /// Atomically replaces `<dir>/state.json`. The caller holds the pod's exclusive lock.
+    pub fn store(&self, dir: &Path) -> Result<(), PodError> {
+        let bytes = serde_json::to_vec_pretty(self).expect("a pod state always serializes");
+        write_atomic(dir, STATE_FILE, &bytes)
+    }
+}
+
+/// Writes `dir/name` so that readers see either the old or the new content, never a mix:
+/// a 0600 temporary file in the same directory, fsync, rename over, fsync the directory.
+pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), PodError> {
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let io = |what: &'static str, path: &PathBuf| {
+        let path = path.clone();
+        move |source| PodError::Io { what, path, source }
+    };
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(io("create temporary file", &tmp))?;
+    file.write_all(bytes).map_err(io("write", &tmp))?;
+    file.sync_all().map_err(io("fsync", &tmp))?;
+    drop(file);
+    let dest = dir.join(name);
+    fs::rename(&tmp, &dest).map_err(io("rename into place", &dest))?;
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io("fsync directory", &dir.to_path_buf()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn store_then_load_round_trips_and_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = PodState::new(State::Running);
+        st.pid = Some(42);
+        st.netns = Some(PathBuf::from("/run/netns/rkt-x"));
+        st.store(dir.path()).unwrap();
+        assert_eq!(PodState::load(dir.path()).unwrap(), st);
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names, vec![STATE_FILE.to_string()]);
+        let mode = fs::metadata(dir.path().join(STATE_FILE))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn corrupt_state_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(STATE_FILE), b"{\"state\":").unwrap();
+        let err = PodState::load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("state.json"), "{err}");
+    }
+
+    #[test]
+    fn states_serialize_lowercase() {
+        assert_eq!(
+            serde_json::to_string(&State::Garbage).unwrap(),
+            "\"garbage\""
+        );
+        assert_eq!(State::Prepared.to_string(), "prepared");
+    }
+}

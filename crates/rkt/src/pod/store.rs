@@ -1,0 +1,353 @@
+//! The pod store: `<data>/pods/<uuid>/`, one directory per pod (0700, files 0600).
+//!
+//! A pod becomes visible only once complete: it is built in `.new-<uuid>` (manifest and state
+//! written, exclusive lock already held) and renamed to `<uuid>` in one step. Removal is the
+//! reverse: under the exclusive lock the state becomes `garbage`, the directory is renamed to
+//! `.rm-<uuid>` and only then deleted. Readers list only names that are UUIDs, so they never
+//! see a half-built or half-deleted pod.
+
+use std::fs::{self, DirBuilder, File};
+use std::io::ErrorKind;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use uuid::Uuid;
+
+use super::lock::PodLock;
+use super::manifest::{App, PodManifest};
+use super::state::{write_atomic, PodState, State};
+use super::time::Timestamp;
+use super::PodError;
+
+/// The manifest's file name inside a pod directory.
+pub const MANIFEST_FILE: &str = "pod.json";
+const NEW_PREFIX: &str = ".new-";
+const RM_PREFIX: &str = ".rm-";
+
+/// All pods under one data directory.
+#[derive(Debug, Clone)]
+pub struct PodStore {
+    dir: PathBuf,
+}
+
+/// One pod: its UUID and directory. Cheap; reads its files on demand.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pod {
+    pub uuid: String,
+    pub dir: PathBuf,
+}
+
+impl Pod {
+    /// Reads `pod.json`.
+    pub fn manifest(&self) -> Result<PodManifest, PodError> {
+        let path = self.dir.join(MANIFEST_FILE);
+        let bytes = fs::read(&path).map_err(|source| PodError::Io {
+            what: "read pod manifest",
+            path: path.clone(),
+            source,
+        })?;
+        serde_json::from_slice(&bytes).map_err(|source| PodError::Corrupt { path, source })
+    }
+
+    /// Reads `state.json`.
+    pub fn state(&self) -> Result<PodState, PodError> {
+        PodState::load(&self.dir)
+    }
+}
+
+impl PodStore {
+    /// The store rooted at `pods_dir` (normally `<data>/pods`). Nothing is created yet.
+    pub fn new(pods_dir: impl Into<PathBuf>) -> Self {
+        PodStore {
+            dir: pods_dir.into(),
+        }
+    }
+
+    /// The pods directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn mkdir(path: &Path, recursive: bool) -> Result<(), PodError> {
+        DirBuilder::new()
+            .recursive(recursive)
+            .mode(0o700)
+            .create(path)
+            .map_err(|source| PodError::Io {
+                what: "create directory",
+                path: path.to_path_buf(),
+                source,
+            })
+    }
+
+    /// Creates a complete pod in `state` and returns it with its exclusive lock held.
+    pub fn create(&self, app: App, state: &PodState) -> Result<(Pod, PodLock), PodError> {
+        Self::mkdir(&self.dir, true)?;
+        let uuid = Uuid::new_v4().hyphenated().to_string();
+        let tmp = self.dir.join(format!("{NEW_PREFIX}{uuid}"));
+        Self::mkdir(&tmp, false)?;
+        let built = (|| {
+            let mut lock = PodLock::try_lock(&tmp, true)?
+                .ok_or_else(|| PodError::InUse { uuid: uuid.clone() })?;
+            let manifest = PodManifest {
+                uuid: uuid.clone(),
+                created: Timestamp::now(),
+                app,
+            };
+            let bytes = serde_json::to_vec_pretty(&manifest).expect("a manifest serializes");
+            write_atomic(&tmp, MANIFEST_FILE, &bytes)?;
+            state.store(&tmp)?;
+            let dir = self.dir.join(&uuid);
+            fs::rename(&tmp, &dir).map_err(|source| PodError::Io {
+                what: "move new pod into place",
+                path: dir.clone(),
+                source,
+            })?;
+            self.sync_dir()?;
+            lock.renamed(dir.clone());
+            Ok((Pod { uuid, dir }, lock))
+        })();
+        if built.is_err() {
+            let _ = fs::remove_dir_all(&tmp);
+        }
+        built
+    }
+
+    fn sync_dir(&self) -> Result<(), PodError> {
+        File::open(&self.dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|source| PodError::Io {
+                what: "fsync pods directory",
+                path: self.dir.clone(),
+                source,
+            })
+    }
+
+    /// Every pod, sorted by UUID. A missing pods directory holds no pods.
+    pub fn list(&self) -> Result<Vec<Pod>, PodError> {
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(source) => {
+                return Err(PodError::Io {
+                    what: "list pods",
+                    path: self.dir.clone(),
+                    source,
+                })
+            }
+        };
+        let mut pods = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|source| PodError::Io {
+                what: "list pods",
+                path: self.dir.clone(),
+                source,
+            })?;
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            if is_uuid(&name) {
+                pods.push(Pod {
+                    dir: entry.path(),
+                    uuid: name,
+                });
+            }
+        }
+        pods.sort_by(|a, b| a.uuid.cmp(&b.uuid));
+        Ok(pods)
+    }
+
+    /// The one pod whose UUID starts with `prefix` (case-insensitive).
+    pub fn lookup(&self, prefix: &str) -> Result<Pod, PodError> {
+        let wanted = prefix.trim().to_ascii_lowercase();
+        if wanted.is_empty() || !wanted.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            return Err(PodError::BadUuid {
+                given: prefix.to_string(),
+            });
+        }
+        let mut matches: Vec<Pod> = self
+            .list()?
+            .into_iter()
+            .filter(|p| p.uuid.starts_with(&wanted))
+            .collect();
+        match matches.len() {
+            0 => Err(PodError::NotFound {
+                prefix: wanted,
+                dir: self.dir.clone(),
+            }),
+            1 => Ok(matches.remove(0)),
+            _ => Err(PodError::Ambiguous {
+                prefix: wanted,
+                candidates: matches.into_iter().map(|p| p.uuid).collect(),
+            }),
+        }
+    }
+
+    /// Marks the pod garbage and deletes it. The caller holds its exclusive lock, and has
+    /// already torn down whatever the pod left behind.
+    pub fn remove(&self, pod: &Pod, mut lock: PodLock) -> Result<(), PodError> {
+        let mut state = pod.state()?;
+        if state.state != State::Garbage {
+            state.state = State::Garbage;
+            state.garbage = Some(Timestamp::now());
+            state.store(&pod.dir)?;
+        }
+        let doomed = self.dir.join(format!("{RM_PREFIX}{}", pod.uuid));
+        fs::rename(&pod.dir, &doomed).map_err(|source| PodError::Io {
+            what: "move pod out of the way for deletion",
+            path: pod.dir.clone(),
+            source,
+        })?;
+        lock.renamed(doomed.clone());
+        fs::remove_dir_all(&doomed).map_err(|source| PodError::Io {
+            what: "delete pod directory",
+            path: doomed.clone(),
+            source,
+        })?;
+        drop(lock);
+        Ok(())
+    }
+
+    /// Deletes what interrupted creations and deletions left behind (`.new-*`, `.rm-*`)
+    /// once nobody holds their lock and, for `.new-*`, they are older than `min_age`.
+    /// Returns the paths it removed and the failures.
+    pub fn sweep_leftovers(&self, min_age: Duration) -> (Vec<PathBuf>, Vec<PodError>) {
+        let mut removed = Vec::new();
+        let mut errors = Vec::new();
+        let Ok(entries) = fs::read_dir(&self.dir) else {
+            return (removed, errors);
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = entry.path();
+            let is_new = name.starts_with(NEW_PREFIX);
+            if !is_new && !name.starts_with(RM_PREFIX) {
+                continue;
+            }
+            if is_new {
+                let old_enough = entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .map(|t| Timestamp(t).age() >= min_age)
+                    .unwrap_or(false);
+                if !old_enough {
+                    continue;
+                }
+            }
+            match PodLock::try_lock(&path, true) {
+                Ok(Some(_lock)) => match fs::remove_dir_all(&path) {
+                    Ok(()) => removed.push(path),
+                    Err(e) if e.kind() == ErrorKind::NotFound => {}
+                    Err(source) => errors.push(PodError::Io {
+                        what: "delete leftover pod directory",
+                        path,
+                        source,
+                    }),
+                },
+                Ok(None) => {}
+                Err(PodError::Io { source, .. }) if source.kind() == ErrorKind::NotFound => {}
+                Err(e) => errors.push(e),
+            }
+        }
+        (removed, errors)
+    }
+}
+
+/// Whether `name` is a pod directory name: a lowercase hyphenated UUID.
+pub fn is_uuid(name: &str) -> bool {
+    name.len() == 36
+        && Uuid::try_parse(name).is_ok()
+        && !name.chars().any(|c| c.is_ascii_uppercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn app() -> App {
+        App {
+            name: "true".into(),
+            exec: vec!["true".into()],
+            env: vec![],
+            inherit_env: false,
+            rootfs: None,
+        }
+    }
+
+    #[test]
+    fn create_makes_a_locked_complete_pod_with_private_modes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = PodStore::new(tmp.path().join("pods"));
+        let (pod, lock) = store
+            .create(app(), &PodState::new(State::Prepared))
+            .unwrap();
+        assert!(is_uuid(&pod.uuid));
+        assert_eq!(lock.dir(), pod.dir);
+        assert!(PodLock::is_held(&pod.dir).unwrap());
+        assert_eq!(pod.manifest().unwrap().app, app());
+        assert_eq!(pod.state().unwrap().state, State::Prepared);
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&pod.dir), 0o700);
+        assert_eq!(mode(&pod.dir.join(MANIFEST_FILE)), 0o600);
+        drop(lock);
+        assert!(!PodLock::is_held(&pod.dir).unwrap());
+        assert_eq!(store.list().unwrap(), vec![pod]);
+    }
+
+    #[test]
+    fn lookup_by_unique_prefix_and_reports_ambiguity() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = PodStore::new(tmp.path().join("pods"));
+        let mut pods = Vec::new();
+        for _ in 0..20 {
+            pods.push(
+                store
+                    .create(app(), &PodState::new(State::Prepared))
+                    .unwrap()
+                    .0,
+            );
+        }
+        let first = &pods[0];
+        assert_eq!(&store.lookup(&first.uuid).unwrap(), first);
+        assert_eq!(
+            &store.lookup(&first.uuid[..20].to_uppercase()).unwrap(),
+            first
+        );
+        // 20 pods over 16 hex digits: some first digit is shared.
+        let mut counts = std::collections::HashMap::new();
+        for p in &pods {
+            *counts.entry(&p.uuid[..1]).or_insert(0) += 1;
+        }
+        let (shared, _) = counts.iter().find(|(_, n)| **n > 1).unwrap();
+        match store.lookup(shared) {
+            Err(PodError::Ambiguous { candidates, .. }) => assert!(candidates.len() > 1),
+            other => panic!("expected ambiguity, got {other:?}"),
+        }
+        assert!(matches!(store.lookup("zz"), Err(PodError::BadUuid { .. })));
+    }
+
+    #[test]
+    fn lookup_in_a_missing_store_is_not_found() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = PodStore::new(tmp.path().join("nope"));
+        assert!(store.list().unwrap().is_empty());
+        let err = store.lookup("abc").unwrap_err();
+        assert!(matches!(err, PodError::NotFound { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn remove_deletes_the_pod_and_listing_ignores_leftovers() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = PodStore::new(tmp.path().join("pods"));
+        let (pod, lock) = store.create(app(), &PodState::new(State::Exited)).unwrap();
+        fs::create_dir(store.dir().join(".new-leftover")).unwrap();
+        store.remove(&pod, lock).unwrap();
+        assert!(!pod.dir.exists());
+        assert!(store.list().unwrap().is_empty());
+        let (removed, errors) = store.sweep_leftovers(Duration::ZERO);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(removed, vec![store.dir().join(".new-leftover")]);
+    }
+}
