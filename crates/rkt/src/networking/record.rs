@@ -1,0 +1,347 @@
+//! The pod's network record: `<pod>/net-info.json` and the configuration copies under
+//! `<pod>/net/`.
+//!
+//! The record holds everything teardown needs, so teardown works after the configuration
+//! directory, the plugin directories or the flags changed: per network the exact
+//! configuration used (a copy, referenced pod-relative like rkt's `net/99-default.conf`),
+//! the plugin search path, the CNI cache directory, the interface name, the CNI arguments,
+//! and, once ADD succeeded, the result and the address. rkt's fields (`netName`, `netConf`,
+//! `pluginPath`, `ifName`, `ip`, `args`, `mask`) keep their names and meaning.
+//!
+//! Every write is atomic (temp file, fsync, rename, fsync of the directory), and an entry is
+//! written *before* its ADD, so a crash in the middle of setup leaves a record that `gc` can
+//! tear down.
+
+use std::fs;
+use std::io::Write;
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The record's file name inside the pod directory.
+pub const FILE: &str = "net-info.json";
+/// The directory (inside the pod directory) holding the configuration copies.
+pub const CONF_DIR: &str = "net";
+
+/// Reading or writing the record failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("cannot {action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} is not a valid network record: {source}")]
+    Parse {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    /// A `netConf` that would leave the pod's `net/` directory.
+    #[error("network {net:?} in {path}: configuration copy {conf:?} is not inside {CONF_DIR}/")]
+    BadConfPath {
+        path: PathBuf,
+        net: String,
+        conf: String,
+    },
+}
+
+/// One network of a pod, as recorded at setup (one element of `net-info.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NetInfo {
+    /// The network's name.
+    pub net_name: String,
+    /// The configuration copy, relative to the pod directory (`net/<file>`).
+    pub net_conf: String,
+    /// The binary of the network's first (main) plugin that was found when setting up, or
+    /// the plugin type when it was not found.
+    pub plugin_path: String,
+    /// The interface inside the pod (`eth0`, `eth1`, …).
+    pub if_name: String,
+    /// The pod's address on this network (IPv4 preferred), once ADD succeeded.
+    pub ip: Option<IpAddr>,
+    /// The CNI arguments as given after `name:` in `--net`.
+    pub args: String,
+    /// The netmask of `ip`, in address form (`255.255.255.0`) like rkt.
+    pub mask: Option<IpAddr>,
+    /// The plugin search path used (CNI_PATH).
+    #[serde(default)]
+    pub plugin_dirs: Vec<PathBuf>,
+    /// The CNI cache directory used.
+    #[serde(default)]
+    pub cache_dir: Option<PathBuf>,
+    /// The configuration's `cniVersion`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cni_version: Option<String>,
+    /// CNI capability arguments passed to the plugins (e.g. `portMappings`).
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub capability_args: serde_json::Map<String, serde_json::Value>,
+    /// The ADD result, as the plugins returned it (absent until ADD succeeded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<serde_json::Value>,
+}
+
+impl NetInfo {
+    /// The pod's IPv4 address on this network, if it has one.
+    pub fn ip4(&self) -> Option<Ipv4Addr> {
+        match self.ip {
+            Some(IpAddr::V4(ip)) => Some(ip),
+            _ => None,
+        }
+    }
+
+    /// The path of the configuration copy inside `pod_dir`, checked to stay in `net/`.
+    pub fn conf_path(&self, pod_dir: &Path) -> Result<PathBuf, RecordError> {
+        let rel = Path::new(&self.net_conf);
+        let mut comps = rel.components();
+        let ok = comps.next() == Some(Component::Normal(CONF_DIR.as_ref()))
+            && matches!(comps.next(), Some(Component::Normal(_)))
+            && comps.next().is_none();
+        if !ok {
+            return Err(RecordError::BadConfPath {
+                path: record_path(pod_dir),
+                net: self.net_name.clone(),
+                conf: self.net_conf.clone(),
+            });
+        }
+        Ok(pod_dir.join(rel))
+    }
+}
+
+/// `<pod>/net-info.json`.
+pub fn record_path(pod_dir: &Path) -> PathBuf {
+    pod_dir.join(FILE)
+}
+
+/// The recorded networks, in setup order; a pod without a record has none.
+pub fn load(pod_dir: &Path) -> Result<Vec<NetInfo>, RecordError> {
+    let path = record_path(pod_dir);
+    let bytes = match fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(RecordError::Io {
+                action: "read",
+                path,
+                source,
+            })
+        }
+    };
+    serde_json::from_slice(&bytes).map_err(|source| RecordError::Parse { path, source })
+}
+
+/// Replaces the record with `nets`, atomically.
+pub fn save(pod_dir: &Path, nets: &[NetInfo]) -> Result<(), RecordError> {
+    let mut bytes = serde_json::to_vec_pretty(nets).expect("NetInfo serializes");
+    bytes.push(b'\n');
+    write_atomic(&record_path(pod_dir), &bytes)
+}
+
+/// Removes the record file and the `net/` directory (missing ones are fine).
+pub fn remove(pod_dir: &Path) -> Result<(), RecordError> {
+    let path = record_path(pod_dir);
+    match fs::remove_file(&path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(source) => {
+            return Err(RecordError::Io {
+                action: "remove",
+                path,
+                source,
+            })
+        }
+    }
+    let dir = pod_dir.join(CONF_DIR);
+    match fs::remove_dir_all(&dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(RecordError::Io {
+            action: "remove",
+            path: dir,
+            source,
+        }),
+    }
+}
+
+/// Saves a configuration copy as `<pod>/net/<file_name>` (or, if that name is taken by
+/// another entry in `taken`, a numbered variant) and returns its pod-relative path.
+pub fn save_conf(
+    pod_dir: &Path,
+    file_name: &str,
+    bytes: &[u8],
+    taken: &[NetInfo],
+) -> Result<String, RecordError> {
+    let mut rel = format!("{CONF_DIR}/{file_name}");
+    let mut n = 1;
+    while taken.iter().any(|t| t.net_conf == rel) {
+        rel = format!("{CONF_DIR}/{n}-{file_name}");
+        n += 1;
+    }
+    write_atomic(&pod_dir.join(&rel), bytes)?;
+    Ok(rel)
+}
+
+/// Reads the configuration copy of `net`.
+pub fn read_conf(pod_dir: &Path, net: &NetInfo) -> Result<Vec<u8>, RecordError> {
+    let path = net.conf_path(pod_dir)?;
+    fs::read(&path).map_err(|source| RecordError::Io {
+        action: "read",
+        path,
+        source,
+    })
+}
+
+/// Removes the configuration copy of `net` (a missing one is fine).
+pub fn remove_conf(pod_dir: &Path, net: &NetInfo) -> Result<(), RecordError> {
+    let path = net.conf_path(pod_dir)?;
+    match fs::remove_file(&path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(RecordError::Io {
+            action: "remove",
+            path,
+            source,
+        }),
+    }
+}
+
+/// Writes `bytes` to `path` through a temp file in the same directory: write, fsync,
+/// rename, fsync the directory.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RecordError> {
+    let io = |action, p: &Path| {
+        let p = p.to_path_buf();
+        move |source| RecordError::Io {
+            action,
+            path: p,
+            source,
+        }
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(dir).map_err(io("create", dir))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp",
+        path.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    let mut f = fs::File::create(&tmp).map_err(io("create", &tmp))?;
+    f.write_all(bytes).map_err(io("write", &tmp))?;
+    f.sync_all().map_err(io("sync", &tmp))?;
+    drop(f);
+    fs::rename(&tmp, path).map_err(io("rename into place", path))?;
+    fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io("sync", dir))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(name: &str, conf: &str) -> NetInfo {
+        NetInfo {
+            net_name: name.into(),
+            net_conf: conf.into(),
+            plugin_path: "/usr/lib/cni/ptp".into(),
+            if_name: "eth0".into(),
+            ip: Some("172.16.28.5".parse().unwrap()),
+            args: "IP=172.16.28.5".into(),
+            mask: Some("255.255.255.0".parse().unwrap()),
+            plugin_dirs: vec!["/usr/lib/cni".into()],
+            cache_dir: Some("/var/lib/cni".into()),
+            cni_version: Some("1.0.0".into()),
+            capability_args: Default::default(),
+            result: Some(serde_json::json!({"cniVersion": "1.0.0", "ips": []})),
+        }
+    }
+
+    #[test]
+    fn round_trip_and_rkt_field_names() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(load(dir.path()).unwrap(), vec![]);
+        let nets = vec![
+            entry("default", "net/99-default.conflist"),
+            entry("lan", "net/10-lan.conf"),
+        ];
+        save(dir.path(), &nets).unwrap();
+        assert_eq!(load(dir.path()).unwrap(), nets);
+        let v: serde_json::Value =
+            serde_json::from_slice(&fs::read(record_path(dir.path())).unwrap()).unwrap();
+        let first = v[0].as_object().unwrap();
+        for key in [
+            "netName",
+            "netConf",
+            "pluginPath",
+            "ifName",
+            "ip",
+            "args",
+            "mask",
+        ] {
+            assert!(first.contains_key(key), "{key} missing in {v}");
+        }
+        assert_eq!(first["ip"], "172.16.28.5");
+        assert_eq!(first["mask"], "255.255.255.0");
+        assert_eq!(nets[0].ip4(), Some(Ipv4Addr::new(172, 16, 28, 5)));
+    }
+
+    #[test]
+    fn reads_rkt_style_record_without_our_extra_fields() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            record_path(dir.path()),
+            r#"[{"netName":"default","netConf":"net/99-default.conf","pluginPath":"ptp",
+                "ifName":"eth0","ip":"172.16.28.2","args":"","mask":"255.255.255.0"}]"#,
+        )
+        .unwrap();
+        let nets = load(dir.path()).unwrap();
+        assert_eq!(nets[0].ip4(), Some(Ipv4Addr::new(172, 16, 28, 2)));
+        assert!(nets[0].plugin_dirs.is_empty() && nets[0].result.is_none());
+    }
+
+    #[test]
+    fn conf_copies_and_collisions() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = save_conf(dir.path(), "10-a.conf", b"{}", &[]).unwrap();
+        assert_eq!(a, "net/10-a.conf");
+        let taken = vec![entry("a", &a)];
+        let b = save_conf(dir.path(), "10-a.conf", b"{\"x\":1}", &taken).unwrap();
+        assert_eq!(b, "net/1-10-a.conf");
+        assert_eq!(read_conf(dir.path(), &taken[0]).unwrap(), b"{}");
+        remove_conf(dir.path(), &taken[0]).unwrap();
+        remove_conf(dir.path(), &taken[0]).unwrap();
+        assert!(read_conf(dir.path(), &taken[0]).is_err());
+        save(dir.path(), &taken).unwrap();
+        remove(dir.path()).unwrap();
+        remove(dir.path()).unwrap();
+        assert!(!dir.path().join("net").exists() && !record_path(dir.path()).exists());
+    }
+
+    #[test]
+    fn conf_path_must_stay_in_net_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        for bad in [
+            "../etc/passwd",
+            "/etc/passwd",
+            "net/../x",
+            "net",
+            "x/y",
+            "net/a/b",
+        ] {
+            assert!(
+                matches!(
+                    entry("n", bad).conf_path(dir.path()),
+                    Err(RecordError::BadConfPath { .. })
+                ),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn corrupt_record_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(record_path(dir.path()), "[{").unwrap();
+        let e = load(dir.path()).unwrap_err();
+        assert!(e.to_string().contains(FILE), "{e}");
+    }
+}

@@ -1,0 +1,192 @@
+//! The calls into the CNI library for one pod attachment: ADD and DEL of a network list,
+//! and what the pod keeps from a result (address, netmask, DNS).
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use cni::conf::NetworkConfigList;
+use cni::error::Error;
+use cni::result::CniResult;
+use serde_json::{Map, Value};
+
+use super::dns::ResolvConf;
+use super::prefix_to_mask;
+
+/// libcni's cache directory, for records written without one.
+pub const DEFAULT_CACHE_DIR: &str = "/var/lib/cni";
+
+/// One pod interface on one network, as the plugins see it.
+#[derive(Debug, Clone, Copy)]
+pub struct Attachment<'a> {
+    /// `CNI_CONTAINERID`: the pod UUID.
+    pub uuid: &'a str,
+    /// `CNI_NETNS`.
+    pub netns: Option<&'a Path>,
+    /// `CNI_IFNAME`.
+    pub if_name: &'a str,
+    /// `CNI_ARGS` as given in `--net` (`K=V;K2=V2`).
+    pub args: &'a str,
+    /// Capability arguments (`runtimeConfig`).
+    pub capability_args: &'a Map<String, Value>,
+    /// `CNI_PATH`.
+    pub plugin_dirs: &'a [PathBuf],
+    /// The CNI cache directory.
+    pub cache_dir: &'a Path,
+}
+
+/// What the pod keeps from a successful ADD.
+#[derive(Debug, Clone)]
+pub struct Added {
+    pub ip: Option<IpAddr>,
+    pub mask: Option<IpAddr>,
+    pub result: Value,
+}
+
+/// The `--net` argument text as libcni's `(key, value)` pairs (parsed leniently: a record
+/// from an older run is not re-validated here).
+fn arg_pairs(args: &str) -> Vec<(String, String)> {
+    args.split(';')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) => (k.to_string(), v.to_string()),
+            None => (p.to_string(), String::new()),
+        })
+        .collect()
+}
+
+fn runtime_conf(att: &Attachment) -> cni::api::RuntimeConf {
+    cni::api::RuntimeConf {
+        container_id: att.uuid.to_string(),
+        netns: att.netns.map(Path::to_path_buf),
+        ifname: att.if_name.to_string(),
+        args: arg_pairs(att.args),
+        capability_args: att.capability_args.clone(),
+    }
+}
+
+fn cni_config(att: &Attachment) -> cni::api::CniConfig {
+    cni::api::CniConfig::new(att.plugin_dirs.to_vec(), att.cache_dir.to_path_buf())
+}
+
+/// ADDs `list` for the attachment.
+pub fn add(list: &NetworkConfigList, att: &Attachment) -> Result<Added, Box<Error>> {
+    let result = cni_config(att).add_network_list(list, &runtime_conf(att))?;
+    Ok(added(&result))
+}
+
+/// DELs `list` for the attachment (plugins are told even when ADD never finished).
+pub fn del(list: &NetworkConfigList, att: &Attachment) -> Result<(), Box<Error>> {
+    Ok(cni_config(att).del_network_list(list, &runtime_conf(att))?)
+}
+
+/// The address rkt reports: the first IPv4 one, else the first one.
+fn added(result: &CniResult) -> Added {
+    let current = result.current();
+    let chosen = current
+        .ips
+        .iter()
+        .find(|ip| ip.is_v4())
+        .or_else(|| current.ips.first());
+    let ip = chosen.and_then(|c| c.ip());
+    let mask = chosen.and_then(|c| Some(prefix_to_mask(&c.ip()?, c.prefix_len()?)));
+    Added {
+        ip,
+        mask,
+        result: result.to_value(),
+    }
+}
+
+/// The DNS settings in a recorded result, if it carries nameservers.
+pub fn result_dns(result: &Value) -> Option<ResolvConf> {
+    let version = result
+        .get("cniVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let dns = CniResult::from_value(result.clone(), &version)
+        .ok()?
+        .current()
+        .dns;
+    if dns.nameservers.is_empty() {
+        return None;
+    }
+    Some(ResolvConf {
+        nameservers: dns.nameservers,
+        search: dns.search,
+        options: dns.options,
+        domain: dns.domain,
+    })
+}
+
+/// The plugin an error is about, when it names one.
+pub fn failed_plugin(e: &Error) -> Option<String> {
+    match e {
+        Error::Plugin { plugin, .. }
+        | Error::Timeout { plugin, .. }
+        | Error::Signal { plugin, .. }
+        | Error::Exec { plugin, .. }
+        | Error::InvalidResult { plugin, .. }
+        | Error::UnsupportedByPlugin { plugin, .. } => Some(plugin.clone()),
+        Error::PluginNotFound {
+            source: cni::invoke::FindError::NotFound { plugin, .. },
+            ..
+        } => Some(plugin.clone()),
+        Error::Multiple(errors) => errors.iter().find_map(failed_plugin),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn args_become_pairs() {
+        assert_eq!(
+            arg_pairs("IP=fd00::1;K=a=b;;X"),
+            vec![
+                ("IP".into(), "fd00::1".into()),
+                ("K".into(), "a=b".into()),
+                ("X".into(), "".into())
+            ]
+        );
+        assert!(arg_pairs("").is_empty());
+    }
+
+    #[test]
+    fn address_and_mask_prefer_ipv4() {
+        let r = CniResult::from_value(
+            serde_json::json!({"cniVersion":"1.0.0","ips":[
+                {"address":"fd00::5/64"},{"address":"172.16.28.5/24","gateway":"172.16.28.1"}]}),
+            "1.0.0",
+        )
+        .unwrap();
+        let a = added(&r);
+        assert_eq!(a.ip, Some("172.16.28.5".parse().unwrap()));
+        assert_eq!(a.mask, Some("255.255.255.0".parse().unwrap()));
+        let r = CniResult::from_value(
+            serde_json::json!({"cniVersion":"0.4.0","ips":[{"version":"6","address":"fd00::5/64"}]}),
+            "0.4.0",
+        )
+        .unwrap();
+        let a = added(&r);
+        assert_eq!(a.ip, Some("fd00::5".parse().unwrap()));
+        assert_eq!(a.mask, Some("ffff:ffff:ffff:ffff::".parse().unwrap()));
+        assert_eq!(
+            added(&CniResult::from_value(Value::Null, "1.0.0").unwrap()).ip,
+            None
+        );
+    }
+
+    #[test]
+    fn dns_from_results_of_any_version() {
+        let v = serde_json::json!({"cniVersion":"0.3.1","dns":{"nameservers":["10.0.0.53"],"search":["lan"]}});
+        let rc = result_dns(&v).unwrap();
+        assert_eq!(rc.nameservers, ["10.0.0.53"]);
+        assert_eq!(rc.search, ["lan"]);
+        assert!(
+            result_dns(&serde_json::json!({"cniVersion":"1.0.0","dns":{"domain":"x"}})).is_none()
+        );
+        assert!(result_dns(&serde_json::json!({"cniVersion":"1.0.0"})).is_none());
+    }
+}
