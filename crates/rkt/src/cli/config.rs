@@ -18,10 +18,15 @@ pub struct ConfigArgs {
     /// always searched after "net-plugin".
     #[arg(long)]
     pub show_origin: bool,
+
+    // The network directory flags of `run`, `run-prepared` and `net list`, to show what a
+    // command given them would use.
+    #[command(flatten)]
+    pub net: NetDirArgs,
 }
 
 pub fn run(global: &GlobalArgs, args: &ConfigArgs) -> anyhow::Result<ExitCode> {
-    let dirs = global.effective_dirs(&NetDirArgs::default())?;
+    let dirs = global.effective_dirs(&args.net)?;
     let json = rkt::config::stage0_json(&dirs, args.show_origin);
     println!("{}", serde_json::to_string_pretty(&json)?);
     Ok(ExitCode::SUCCESS)

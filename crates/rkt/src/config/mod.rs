@@ -24,3 +24,6 @@ pub use paths::{
     DEFAULT_SYSTEM_CONFIG,
 };
 pub use show::stage0_json;
+
+#[cfg(test)]
+mod tests;
