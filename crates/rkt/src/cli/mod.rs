@@ -48,6 +48,7 @@ pub struct Cli {
 
 /// Options every command takes, before or after the command name.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Global options")]
 pub struct GlobalArgs {
     /// Data directory, where pods and the CNI cache live [default: "data" from the paths
     /// configuration, else /var/lib/rkt]. Created when needed.
@@ -76,8 +77,9 @@ pub struct GlobalArgs {
 }
 
 /// Where to read network configurations and find CNI plugins; flattened into the commands
-/// that set up or list networks.
+/// that set up or list networks. Relative directories are taken from the current directory.
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Network directories")]
 pub struct NetDirArgs {
     /// Directory of network configuration files. Overrides "net-conf" from the paths
     /// configuration (user > local > system), which overrides <local-config>/net.d.
