@@ -209,3 +209,41 @@ fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Version(args) => version::run(global, args),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    /// clap's own consistency check of every command and option (duplicate flags, bad
+    /// defaults, ...); it catches clashes when a command is added.
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn net_plugin_dir_may_be_repeated_and_split_on_colons() {
+        let cli = Cli::try_parse_from([
+            "rkt",
+            "config",
+            "--net-plugin-dir",
+            "/a:/b",
+            "--net-plugin-dir=/c",
+        ])
+        .unwrap();
+        let Command::Config(args) = cli.command else {
+            panic!("parsed as another command");
+        };
+        let expected: Vec<PathBuf> = ["/a", "/b", "/c"].iter().map(PathBuf::from).collect();
+        assert_eq!(args.net.net_plugin_dir, expected);
+    }
+
+    #[test]
+    fn global_options_are_accepted_after_the_command() {
+        let cli = Cli::try_parse_from(["rkt", "version", "--debug", "--dir", "/d"]).unwrap();
+        assert!(cli.global.debug);
+        assert_eq!(cli.global.dir, Some(PathBuf::from("/d")));
+    }
+}
