@@ -52,3 +52,14 @@ fn no_command_is_a_usage_error() {
         .assert_failure()
         .assert_stderr_contains("Usage: rkt");
 }
+
+#[test]
+fn the_test_plugin_helper_finds_a_built_binary() {
+    let plugin = support::test_plugin();
+    assert!(
+        plugin.ends_with("debug/cni-test-plugin"),
+        "{}",
+        plugin.display()
+    );
+    assert!(plugin.is_file());
+}

@@ -153,3 +153,23 @@ impl Outcome {
             .unwrap_or_else(|err| panic!("stdout is not JSON: {err}\n{}", self.describe()))
     }
 }
+
+/// The `cni-test-plugin` binary, built once per test process on first use.
+pub fn test_plugin() -> std::path::PathBuf {
+    static BUILT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let status = Command::new(env!("CARGO"))
+                .args(["build", "-q", "-p", "cni-test-plugin"])
+                .status()
+                .expect("run cargo build for cni-test-plugin");
+            assert!(status.success(), "cargo build -p cni-test-plugin failed");
+            let target = std::env::var_os("CARGO_TARGET_DIR")
+                .map(std::path::PathBuf::from)
+                .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+            let plugin = target.join("debug").join("cni-test-plugin");
+            assert!(plugin.is_file(), "no test plugin at {}", plugin.display());
+            plugin
+        })
+        .clone()
+}
