@@ -1,1 +1,335 @@
-//! (being written)
+//! The crate-level error of the runtime operations in [`crate::api`].
+//!
+//! Every variant names the network, plugin and command it is about, so a message reads
+//! like `network "n": plugin "ptp" failed (ADD): code 7: bad config; details`. Operations
+//! that try every step before failing (GC, validation) report [`Error::Multiple`].
+
+use std::path::PathBuf;
+
+use crate::cache::CacheError;
+use crate::conf::ConfError;
+use crate::invoke::{signal_name, ExecError, FindError};
+use crate::validate::ValidateError;
+use crate::version::VersionError;
+
+/// `network "n": ` or nothing when the operation is not about a network.
+fn on(network: &str) -> String {
+    if network.is_empty() {
+        String::new()
+    } else {
+        format!("network {network:?}: ")
+    }
+}
+
+/// `code 7: msg; details`, leaving out what the plugin did not say.
+fn failure(code: u32, msg: &str, details: &str) -> String {
+    let mut out = String::new();
+    if code != 0 {
+        out.push_str(&format!("code {code}: "));
+    }
+    out.push_str(msg);
+    if !details.is_empty() {
+        out.push_str("; ");
+        out.push_str(details);
+    }
+    out
+}
+
+fn list(errors: &[Error]) -> String {
+    let mut out = format!("{} errors:", errors.len());
+    for (i, e) in errors.iter().enumerate() {
+        out.push_str(&format!(" ({}) {e}", i + 1));
+    }
+    out
+}
+
+/// Why a runtime operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A plugin exited non-zero. `code`, `msg` and `details` are from the error object it
+    /// printed; `code` is 0 when it printed none (then `msg` says what it printed).
+    #[error("{}plugin {plugin:?} failed ({command}): {}", on(network), failure(*code, msg, details))]
+    Plugin {
+        network: String,
+        plugin: String,
+        command: String,
+        code: u32,
+        msg: String,
+        details: String,
+    },
+    /// The plugin's binary was not found, or its `type` is not a valid file name.
+    #[error("{}{source}", on(network))]
+    PluginNotFound {
+        network: String,
+        #[source]
+        source: FindError,
+    },
+    /// The plugin did not finish within the timeout and was killed.
+    #[error(
+        "{}plugin {plugin:?} ({command}) timed out after {secs}s and was killed",
+        on(network)
+    )]
+    Timeout {
+        network: String,
+        plugin: String,
+        command: String,
+        secs: f64,
+    },
+    /// The plugin was killed by a signal.
+    #[error("{}plugin {plugin:?} ({command}) was killed by signal {signal} ({})", on(network), signal_name(*signal))]
+    Signal {
+        network: String,
+        plugin: String,
+        command: String,
+        signal: i32,
+    },
+    /// The plugin could not be started or talked to.
+    #[error("{}plugin {plugin:?} ({command}): {source}", on(network))]
+    Exec {
+        network: String,
+        plugin: String,
+        command: String,
+        #[source]
+        source: Box<ExecError>,
+    },
+    /// The plugin succeeded but what it printed is not a valid answer (a result, or
+    /// version information).
+    #[error(
+        "{}plugin {plugin:?} ({command}) printed an invalid answer: {source}",
+        on(network)
+    )]
+    InvalidResult {
+        network: String,
+        plugin: String,
+        command: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The cached result of an attachment could not be used.
+    #[error(
+        "{}cached result for container {container_id:?} interface {ifname:?} is unusable: {source}",
+        on(network)
+    )]
+    CachedResult {
+        network: String,
+        container_id: String,
+        ifname: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// An operation that needs the ADD's cached result (CHECK) found none.
+    #[error("{}no cached result for container {container_id:?} interface {ifname:?}: the attachment was never added, or was deleted", on(network))]
+    NotAdded {
+        network: String,
+        container_id: String,
+        ifname: String,
+    },
+    /// CHECK is not defined for the network's version (it needs 0.4.0 or later).
+    #[error("{}configuration version {version:?} does not support the CHECK command (it needs 0.4.0 or later)", on(network))]
+    CheckUnsupported { network: String, version: String },
+    /// A plugin does not support the version negotiated for the network.
+    #[error("{}plugin {plugin:?} does not support CNI version {version:?} (it supports {})", on(network), supported.join(", "))]
+    UnsupportedByPlugin {
+        network: String,
+        plugin: String,
+        version: String,
+        supported: Vec<String>,
+    },
+    /// A stale attachment could not be deleted during GC.
+    #[error(
+        "{}deleting stale attachment of container {container_id:?} interface {ifname:?}: {source}",
+        on(network)
+    )]
+    StaleAttachment {
+        network: String,
+        container_id: String,
+        ifname: String,
+        #[source]
+        source: Box<Error>,
+    },
+    /// The network configuration is invalid.
+    #[error(transparent)]
+    Conf(#[from] ConfError),
+    /// No version could be negotiated for the network.
+    #[error("{}{source}", on(network))]
+    Version {
+        network: String,
+        #[source]
+        source: VersionError,
+    },
+    /// A container ID, network name or interface name is invalid.
+    #[error(transparent)]
+    Validate(#[from] ValidateError),
+    /// Reading or writing the attachment cache failed.
+    #[error("{}result cache: {source}", on(network))]
+    Cache {
+        network: String,
+        path: Option<PathBuf>,
+        #[source]
+        source: Box<CacheError>,
+    },
+    /// A file operation failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Several steps failed (GC, teardown, validation); every failure is kept.
+    #[error("{}", list(.0))]
+    Multiple(Vec<Error>),
+}
+
+impl Error {
+    /// The CNI error code a plugin reported, if any (for [`Error::Multiple`], the first).
+    pub fn code(&self) -> Option<u32> {
+        match self {
+            Error::Plugin { code, .. } if *code != 0 => Some(*code),
+            Error::StaleAttachment { source, .. } => source.code(),
+            Error::Multiple(errors) => errors.iter().find_map(Error::code),
+            _ => None,
+        }
+    }
+
+    /// Folds collected errors: none is `Ok`, one is itself, more are [`Error::Multiple`].
+    pub fn from_all(mut errors: Vec<Error>) -> Result<(), Error> {
+        match errors.len() {
+            0 => Ok(()),
+            1 => Err(errors.remove(0)),
+            _ => Err(Error::Multiple(errors)),
+        }
+    }
+
+    /// Wraps a cache error of `network`.
+    pub(crate) fn cache(network: &str, source: CacheError) -> Error {
+        Error::Cache {
+            network: network.to_owned(),
+            path: source.path().map(PathBuf::from),
+            source: Box::new(source),
+        }
+    }
+
+    /// Attributes a plugin-execution failure to `network`, `plugin` and `command`.
+    pub(crate) fn from_exec(network: &str, plugin: &str, command: &str, e: ExecError) -> Error {
+        let (network, plugin, command) =
+            (network.to_owned(), plugin.to_owned(), command.to_owned());
+        match e {
+            ExecError::Timeout { timeout, .. } => Error::Timeout {
+                network,
+                plugin,
+                command,
+                secs: timeout.as_secs_f64(),
+            },
+            ExecError::Signal { signal, .. } => Error::Signal {
+                network,
+                plugin,
+                command,
+                signal,
+            },
+            ExecError::Plugin {
+                code, msg, details, ..
+            } => Error::Plugin {
+                network,
+                plugin,
+                command,
+                code: code.unwrap_or(0),
+                msg,
+                details,
+            },
+            e @ (ExecError::Spawn { .. } | ExecError::Io { .. }) => Error::Exec {
+                network,
+                plugin,
+                command,
+                source: Box::new(e),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plugin_err(code: u32, details: &str) -> Error {
+        Error::Plugin {
+            network: "n".into(),
+            plugin: "ptp".into(),
+            command: "ADD".into(),
+            code,
+            msg: "msg".into(),
+            details: details.into(),
+        }
+    }
+
+    #[test]
+    fn plugin_failure_reads_naturally() {
+        assert_eq!(
+            plugin_err(7, "details").to_string(),
+            r#"network "n": plugin "ptp" failed (ADD): code 7: msg; details"#
+        );
+        assert_eq!(
+            plugin_err(0, "").to_string(),
+            r#"network "n": plugin "ptp" failed (ADD): msg"#
+        );
+        assert_eq!(plugin_err(7, "").code(), Some(7));
+        assert_eq!(plugin_err(0, "").code(), None);
+    }
+
+    #[test]
+    fn multiple_lists_every_error_and_reports_first_code() {
+        let e = Error::Multiple(vec![
+            Error::NotAdded {
+                network: "n".into(),
+                container_id: "c".into(),
+                ifname: "eth0".into(),
+            },
+            plugin_err(11, ""),
+        ]);
+        let text = e.to_string();
+        assert!(
+            text.starts_with("2 errors: (1) network \"n\": no cached result"),
+            "{text}"
+        );
+        assert!(
+            text.contains("(2) network \"n\": plugin \"ptp\" failed (ADD): code 11: msg"),
+            "{text}"
+        );
+        assert_eq!(e.code(), Some(11));
+        assert!(Error::from_all(vec![]).is_ok());
+        assert!(matches!(
+            Error::from_all(vec![plugin_err(1, "")]),
+            Err(Error::Plugin { .. })
+        ));
+    }
+
+    #[test]
+    fn signal_and_timeout_name_the_plugin() {
+        let e = Error::from_exec(
+            "",
+            "bridge",
+            "DEL",
+            ExecError::Signal {
+                plugin: "/x/bridge".into(),
+                signal: 9,
+                stderr: String::new(),
+            },
+        );
+        assert_eq!(
+            e.to_string(),
+            r#"plugin "bridge" (DEL) was killed by signal 9 (SIGKILL)"#
+        );
+        let e = Error::from_exec(
+            "n",
+            "bridge",
+            "ADD",
+            ExecError::Timeout {
+                plugin: "/x/bridge".into(),
+                timeout: std::time::Duration::from_millis(1500),
+            },
+        );
+        assert_eq!(
+            e.to_string(),
+            r#"network "n": plugin "bridge" (ADD) timed out after 1.5s and was killed"#
+        );
+    }
+}

@@ -20,6 +20,8 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::validate::ValidateError;
+
 /// The `CNI_*` variables the protocol defines; inherited copies are dropped before a call.
 pub const PROTOCOL_VARS: &[&str] = &[
     "CNI_COMMAND",
@@ -358,8 +360,8 @@ fn decode_failure(plugin: &Path, exit_status: i32, stdout: &[u8], stderr: &[u8])
 #[derive(Debug, thiserror::Error)]
 pub enum FindError {
     /// The name is empty or could escape the plugin directories.
-    #[error("invalid plugin type {plugin:?}: {reason}")]
-    InvalidName { plugin: String, reason: String },
+    #[error(transparent)]
+    InvalidName(#[from] ValidateError),
     /// No directory holds an executable regular file of that name.
     #[error("plugin {plugin:?} not found in {}", join_dirs(dirs))]
     NotFound { plugin: String, dirs: Vec<PathBuf> },
@@ -379,7 +381,7 @@ fn join_dirs(dirs: &[PathBuf]) -> String {
 /// `plugin` in `dirs`, in order. The name is validated first, so `../x` or `/bin/sh` can
 /// never run.
 pub fn find_in_path(plugin: &str, dirs: &[PathBuf]) -> Result<PathBuf, FindError> {
-    check_plugin_type(plugin)?;
+    crate::validate::plugin_type(plugin)?;
     for dir in dirs {
         let candidate = dir.join(plugin);
         if let Ok(meta) = std::fs::metadata(&candidate) {
@@ -392,25 +394,4 @@ pub fn find_in_path(plugin: &str, dirs: &[PathBuf]) -> Result<PathBuf, FindError
         plugin: plugin.to_owned(),
         dirs: dirs.to_vec(),
     })
-}
-
-fn check_plugin_type(plugin: &str) -> Result<(), FindError> {
-    let reason = if plugin.is_empty() {
-        Some("the name is empty")
-    } else if plugin.contains('/') {
-        Some("it contains a path separator")
-    } else if plugin == "." || plugin == ".." {
-        Some("it names a directory")
-    } else if plugin.contains('\0') {
-        Some("it contains a NUL byte")
-    } else {
-        None
-    };
-    match reason {
-        Some(r) => Err(FindError::InvalidName {
-            plugin: plugin.to_owned(),
-            reason: r.to_owned(),
-        }),
-        None => Ok(()),
-    }
 }
