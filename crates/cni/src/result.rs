@@ -14,6 +14,7 @@
 
 use std::net::IpAddr;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -335,6 +336,35 @@ impl Checker<'_> {
         }
     }
 
+    /// Decodes `m[key]`; absent or null gives the default.
+    fn one<T: DeserializeOwned + Default>(
+        &self,
+        m: &Map<String, Value>,
+        key: &str,
+    ) -> Result<T, ResultError> {
+        match m.get(key) {
+            None | Some(Value::Null) => Ok(T::default()),
+            Some(v) => T::deserialize(v).map_err(|e| self.fail(format!("{key}: {e}"))),
+        }
+    }
+
+    /// Decodes the array `m[key]` element by element, so errors name the index.
+    fn list<T: DeserializeOwned>(
+        &self,
+        m: &Map<String, Value>,
+        key: &str,
+    ) -> Result<Vec<T>, ResultError> {
+        match m.get(key) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| T::deserialize(v).map_err(|e| self.fail(format!("{key}[{i}]: {e}"))))
+                .collect(),
+            Some(other) => Err(self.fail(format!("{key} must be an array, found {}", kind(other)))),
+        }
+    }
+
     fn cidr(&self, field: &str, s: &str) -> Result<IpAddr, ResultError> {
         parse_cidr(s).map(|(ip, _)| ip).ok_or_else(|| {
             self.fail(format!(
@@ -532,7 +562,7 @@ impl CniResult {
 
     /// Like [`CniResult::from_slice`], from parsed JSON.
     pub fn from_value(v: Value, config_version: &str) -> Result<CniResult, ResultError> {
-        let mut m = match v {
+        let m = match v {
             Value::Object(m) => m,
             Value::Null => Map::new(),
             other => return Err(ResultError::NotAnObject(kind(&other))),
@@ -553,22 +583,37 @@ impl CniResult {
         let fam = family(&version).ok_or_else(|| ResultError::UnsupportedVersion {
             version: version.clone(),
         })?;
-        m.insert("cniVersion".into(), Value::String(version.clone()));
         let checker = Checker { version: &version };
-        let decode_err = |e: serde_json::Error| checker.fail(e.to_string());
         let body = match fam {
             Family::Legacy => {
-                let r: Result020 = serde_json::from_value(Value::Object(m)).map_err(decode_err)?;
+                let r = Result020 {
+                    cni_version: version.clone(),
+                    ip4: checker.one(&m, "ip4")?,
+                    ip6: checker.one(&m, "ip6")?,
+                    dns: checker.one(&m, "dns")?,
+                };
                 checker.legacy(&r)?;
                 Body::Legacy(r)
             }
             Family::Spec04 => {
-                let r: Result040 = serde_json::from_value(Value::Object(m)).map_err(decode_err)?;
+                let r = Result040 {
+                    cni_version: version.clone(),
+                    interfaces: checker.list(&m, "interfaces")?,
+                    ips: checker.list(&m, "ips")?,
+                    routes: checker.list(&m, "routes")?,
+                    dns: checker.one(&m, "dns")?,
+                };
                 checker.spec04(&r)?;
                 Body::Spec04(r)
             }
             Family::Spec1 => {
-                let r: Result100 = serde_json::from_value(Value::Object(m)).map_err(decode_err)?;
+                let r = Result100 {
+                    cni_version: version.clone(),
+                    interfaces: checker.list(&m, "interfaces")?,
+                    ips: checker.list(&m, "ips")?,
+                    routes: checker.list(&m, "routes")?,
+                    dns: checker.one(&m, "dns")?,
+                };
                 checker.spec1(&r)?;
                 Body::Spec1(r)
             }
