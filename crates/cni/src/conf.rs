@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use crate::validate::{self, ValidateError};
-use crate::version::{self, VersionError};
+use crate::version::{self, Version, VersionError};
 
 /// Where a configuration came from: a file, or bytes handed over by a caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,6 +84,22 @@ pub enum ConfError {
         /// What was there.
         found: String,
     },
+    /// A version field that is not `MAJOR.MINOR.PATCH`.
+    #[error("{origin}: field {field:?}: {source}")]
+    InvalidVersion {
+        /// The file.
+        origin: Origin,
+        /// `cniVersion` or `cniVersions[i]`.
+        field: String,
+        /// What is wrong with it.
+        source: VersionError,
+    },
+    /// A `.conf`/`.json` file that holds a configuration list.
+    #[error("{origin}: has \"plugins\" but no \"type\": a network configuration list must be in a .conflist file")]
+    ListInSingleFile {
+        /// The file.
+        origin: Origin,
+    },
     /// The network has no `name`.
     #[error("{origin}: missing network name (field \"name\")")]
     MissingName {
@@ -152,6 +168,8 @@ impl ConfError {
             | ConfError::Json { origin, .. }
             | ConfError::NotAnObject { origin, .. }
             | ConfError::FieldType { origin, .. }
+            | ConfError::InvalidVersion { origin, .. }
+            | ConfError::ListInSingleFile { origin }
             | ConfError::MissingName { origin }
             | ConfError::InvalidName { origin, .. }
             | ConfError::MissingType { origin, .. }
@@ -298,18 +316,34 @@ fn opt_string(
     }
 }
 
-/// A boolean flag; like libcni, the strings "true"/"false" (any case, or 1/0/t/f)
-/// are accepted too.
+/// A boolean flag; like libcni, the strings "true" and "false" (any case) are
+/// accepted too.
 fn flag(m: &Map<String, Value>, key: &str, origin: &Origin) -> Result<bool, ConfError> {
     match m.get(key) {
         None | Some(Value::Null) => Ok(false),
         Some(Value::Bool(b)) => Ok(*b),
         Some(v @ Value::String(s)) => match s.to_ascii_lowercase().as_str() {
-            "true" | "t" | "1" => Ok(true),
-            "false" | "f" | "0" => Ok(false),
+            "true" => Ok(true),
+            "false" => Ok(false),
             _ => Err(field_type(origin, key, "a boolean", v)),
         },
         Some(other) => Err(field_type(origin, key, "a boolean", other)),
+    }
+}
+
+/// Rejects a version string that does not parse; absent or empty is fine (it means 0.1.0).
+fn check_version(v: Option<&str>, field: &str, origin: &Origin) -> Result<(), ConfError> {
+    match v {
+        Some(v) if !v.is_empty() => {
+            Version::parse(v)
+                .map(|_| ())
+                .map_err(|source| ConfError::InvalidVersion {
+                    origin: origin.clone(),
+                    field: field.to_string(),
+                    source,
+                })
+        }
+        _ => Ok(()),
     }
 }
 
@@ -408,7 +442,8 @@ fn parse_list_inner(bytes: &[u8], origin: &Origin) -> Result<NetworkConfigList, 
     let mut m = parse_object(bytes, origin)?;
     let name = network_name(&m, origin)?;
     let cni_version = opt_string(&m, "cniVersion", origin)?;
-    let cni_versions = match m.get("cniVersions") {
+    check_version(cni_version.as_deref(), "cniVersion", origin)?;
+    let cni_versions: Vec<String> = match m.get("cniVersions") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) => items
             .iter()
@@ -432,6 +467,9 @@ fn parse_list_inner(bytes: &[u8], origin: &Origin) -> Result<NetworkConfigList, 
             ))
         }
     };
+    for (i, v) in cni_versions.iter().enumerate() {
+        check_version(Some(v), &format!("cniVersions[{i}]"), origin)?;
+    }
     let disable_check = flag(&m, "disableCheck", origin)?;
     let disable_gc = flag(&m, "disableGC", origin)?;
     let load_only_inlined_plugins = flag(&m, "loadOnlyInlinedPlugins", origin)?;
@@ -444,6 +482,13 @@ fn parse_list_inner(bytes: &[u8], origin: &Origin) -> Result<NetworkConfigList, 
                 });
             }
             Vec::new()
+        }
+        Some(Value::Array(items)) if items.is_empty() => {
+            // libcni: an explicit empty list is an error even if aggregated files exist.
+            return Err(ConfError::NoPlugins {
+                origin: origin.clone(),
+                network: name,
+            });
         }
         Some(Value::Array(items)) => items,
         Some(other) => return Err(field_type(origin, "plugins", "an array of objects", &other)),
@@ -494,8 +539,12 @@ pub fn parse_list(bytes: &[u8], source: Option<&Path>) -> Result<NetworkConfigLi
 pub fn parse_single(bytes: &[u8], source: Option<&Path>) -> Result<NetworkConfigList, ConfError> {
     let origin = Origin::of(source);
     let m = parse_object(bytes, &origin)?;
+    if !m.contains_key("type") && m.contains_key("plugins") {
+        return Err(ConfError::ListInSingleFile { origin });
+    }
     let name = network_name(&m, &origin)?;
     let cni_version = opt_string(&m, "cniVersion", &origin)?;
+    check_version(cni_version.as_deref(), "cniVersion", &origin)?;
     let plugin = plugin(Value::Object(m), 0, &name, "", &origin)?;
     Ok(NetworkConfigList {
         name,

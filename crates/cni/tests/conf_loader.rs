@@ -369,7 +369,23 @@ fn aggregated_plugin_files_are_appended_in_name_order() {
         ["tuning", "portmap"]
     );
 
+    // An explicit empty "plugins" is an error even with aggregated files (libcni).
+    let empty = write(
+        d,
+        "10-agg.conflist",
+        r#"{"cniVersion":"1.1.0","name":"agg","plugins":[]}"#,
+    );
+    assert!(matches!(
+        conf::load_file(&empty),
+        Err(ConfError::NoPlugins { .. })
+    ));
+
     // An aggregated file with a bad type is an error that names that file.
+    let bare = write(
+        d,
+        "10-agg.conflist",
+        r#"{"cniVersion":"1.1.0","name":"agg"}"#,
+    );
     let bad = write(d, "agg/40-bad.conf", r#"{"type":"../sh"}"#);
     let err = conf::load_file(&bare).unwrap_err();
     assert_eq!(err.path(), Some(bad.as_path()), "{err}");
@@ -528,4 +544,57 @@ fn runtime_config_contains_only_declared_capabilities() {
     );
     let none = plugin(json!({"type": "bridge"}));
     assert!(conf::runtime_config_for(&none, &args).is_empty());
+}
+
+#[test]
+fn flags_accept_booleans_and_true_false_strings_only() {
+    let list = conf::parse_list(
+        br#"{"name":"n","disableCheck":"TRUE","disableGC":"False","plugins":[{"type":"p"}]}"#,
+        None,
+    )
+    .unwrap();
+    assert!(list.disable_check && !list.disable_gc);
+    for bad in [r#""t""#, r#""1""#, "1", "null"] {
+        let body = format!(r#"{{"name":"n","disableCheck":{bad},"plugins":[{{"type":"p"}}]}}"#);
+        let r = conf::parse_list(body.as_bytes(), None);
+        if bad == "null" {
+            assert!(!r.unwrap().disable_check);
+        } else {
+            assert!(matches!(r, Err(ConfError::FieldType { .. })), "{bad}");
+        }
+    }
+}
+
+#[test]
+fn version_fields_must_parse() {
+    let err = conf::parse_list(
+        br#"{"name":"n","cniVersions":["1.0.0","one"],"plugins":[{"type":"p"}]}"#,
+        None,
+    )
+    .unwrap_err();
+    assert!(matches!(err, ConfError::InvalidVersion { .. }), "{err:?}");
+    assert!(
+        err.to_string().contains("\"cniVersions[1]\"") && err.to_string().contains("\"one\""),
+        "{err}"
+    );
+    let err =
+        conf::parse_single(br#"{"name":"n","cniVersion":"1.x","type":"p"}"#, None).unwrap_err();
+    assert!(matches!(err, ConfError::InvalidVersion { .. }), "{err:?}");
+    // Parseable but unsupported versions load; negotiation reports them.
+    let list = conf::parse_list(
+        br#"{"name":"n","cniVersion":"9.0.0","plugins":[{"type":"p"}]}"#,
+        None,
+    )
+    .unwrap();
+    let err = list.negotiated_version().unwrap_err();
+    assert!(err.to_string().contains("9.0.0"), "{err}");
+}
+
+#[test]
+fn a_list_in_a_conf_file_gets_a_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(dir.path(), "10-l.conf", &conflist("l", &["bridge"]));
+    let err = conf::load_file(&f).unwrap_err();
+    assert!(matches!(err, ConfError::ListInSingleFile { .. }), "{err:?}");
+    assert!(err.to_string().contains(".conflist"), "{err}");
 }
