@@ -371,7 +371,10 @@ fn plugin(
         other => {
             return Err(ConfError::NotAnObject {
                 origin: origin.clone(),
-                what: format!("{field_prefix}plugin"),
+                what: match field_prefix.strip_suffix('.') {
+                    Some(field) => field.to_string(),
+                    None => "the plugin".to_string(),
+                },
                 found: json_kind(&other),
             })
         }

@@ -282,7 +282,7 @@ fn wrong_field_types_are_reported() {
         ),
         (
             r#"{"name":"n","plugins":["p"]}"#,
-            "plugins[0].plugin must be a JSON object, found a string",
+            ": plugins[0] must be a JSON object, found a string",
         ),
         (
             r#"{"name":"n","plugins":[{"type":"p","capabilities":["ips"]}]}"#,
