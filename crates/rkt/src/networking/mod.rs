@@ -78,6 +78,19 @@ pub enum TeardownFailure {
     /// The record file itself could not be rewritten or removed.
     #[error(transparent)]
     RecordFile(RecordError),
+    /// Plugins of the network are no longer in its recorded plugin directories; the others
+    /// were DELeted.
+    #[error(
+        "network {net:?} ({if_name}): plugin(s) {} not found in {}; what they set up may be left behind (reinstall them and tear down again)",
+        plugins.iter().map(|p| format!("{p:?}")).collect::<Vec<_>>().join(", "),
+        dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(":")
+    )]
+    PluginMissing {
+        net: String,
+        if_name: String,
+        plugins: Vec<String>,
+        dirs: Vec<PathBuf>,
+    },
     /// CNI DEL failed.
     #[error("network {net:?} ({if_name}): {source}")]
     Del {
@@ -236,7 +249,7 @@ fn add_all(
             Err(source) => {
                 let plugin = runtime::failed_plugin(&source)
                     .unwrap_or_else(|| net.main_plugin_type().to_string());
-                let cleanup = teardown_entries(pod, entries);
+                let cleanup = teardown_entries(pod, entries, Mode::Rollback { failed: &source });
                 return Err(NetError::Add {
                     net: net.list.name.clone(),
                     plugin,
@@ -306,7 +319,7 @@ fn write_dns_files(
 /// copies are removed. Calling it again (or on a pod without networks) is fine.
 pub fn teardown(pod: &PodNet) -> Result<(), NetError> {
     let entries = record::load(pod.pod_dir)?;
-    let failures = teardown_entries(pod, entries);
+    let failures = teardown_entries(pod, entries, Mode::Teardown);
     if failures.is_empty() {
         Ok(())
     } else {
@@ -317,15 +330,35 @@ pub fn teardown(pod: &PodNet) -> Result<(), NetError> {
     }
 }
 
+/// Why networks are being DELeted.
+#[derive(Debug, Clone, Copy)]
+enum Mode<'a> {
+    /// Regular teardown (pod exit, `rm`, `gc`).
+    Teardown,
+    /// Rolling back a setup whose last network's ADD just failed with `failed`.
+    ///
+    /// A plugin that is missing now was missing at ADD too, so it never ran and has nothing
+    /// to undo. And when the failed plugin refuses the DEL exactly as it refused the ADD
+    /// (typically a configuration it cannot parse), it never got to set anything up: it is
+    /// left out so the plugins before it in the list still get their DEL.
+    Rollback { failed: &'a cni::error::Error },
+}
+
 /// DELs `entries` in reverse; returns every failure (empty when all came down).
-fn teardown_entries(pod: &PodNet, entries: Vec<NetInfo>) -> Vec<TeardownFailure> {
+fn teardown_entries(pod: &PodNet, entries: Vec<NetInfo>, mode: Mode) -> Vec<TeardownFailure> {
     // A namespace that is already gone is not passed on: plugins then only release what
     // they hold on the host side.
     let netns = pod.netns.filter(|p| p.exists());
     let mut failures = Vec::new();
     let mut kept = Vec::new();
-    for entry in entries.into_iter().rev() {
-        match teardown_one(pod, netns, &entry) {
+    for (i, entry) in entries.into_iter().rev().enumerate() {
+        // Only the network whose ADD failed (the last one) may have refused its config.
+        let add_failure = match mode {
+            Mode::Rollback { failed } if i == 0 => Some(failed),
+            _ => None,
+        };
+        let skip_missing = matches!(mode, Mode::Rollback { .. });
+        match teardown_one(pod, netns, &entry, skip_missing, add_failure) {
             Ok(()) => {
                 if let Err(source) = record::remove_conf(pod.pod_dir, &entry) {
                     failures.push(TeardownFailure::Record {
@@ -357,6 +390,8 @@ fn teardown_one(
     pod: &PodNet,
     netns: Option<&Path>,
     entry: &NetInfo,
+    skip_missing: bool,
+    add_failure: Option<&cni::error::Error>,
 ) -> Result<(), TeardownFailure> {
     let net = || entry.net_name.clone();
     let if_name = || entry.if_name.clone();
@@ -367,11 +402,18 @@ fn teardown_one(
             source,
         })?;
     let path = pod.pod_dir.join(&entry.net_conf);
-    let list = plan::parse_saved(&bytes, &path).map_err(|source| TeardownFailure::Conf {
+    let mut list = plan::parse_saved(&bytes, &path).map_err(|source| TeardownFailure::Conf {
         net: net(),
         if_name: if_name(),
         source: Box::new(source),
     })?;
+    // libcni's DEL stops at the first plugin it cannot run, which would skip the DEL of
+    // every plugin before it; DEL the plugins that exist instead.
+    let (present, absent): (Vec<_>, Vec<_>) = list
+        .plugins
+        .into_iter()
+        .partition(|p| cni::invoke::find_in_path(&p.plugin_type, &entry.plugin_dirs).is_ok());
+    list.plugins = present;
     let cache_dir = entry
         .cache_dir
         .clone()
@@ -385,10 +427,29 @@ fn teardown_one(
         plugin_dirs: &entry.plugin_dirs,
         cache_dir: &cache_dir,
     };
-    runtime::del(&list, &rt).map_err(|source| TeardownFailure::Del {
+    while !list.plugins.is_empty() {
+        let Err(source) = runtime::del(&list, &rt) else {
+            break;
+        };
+        let refused = add_failure.and_then(|add| runtime::same_refusal(add, &source));
+        let Some(pos) = refused.and_then(|p| list.plugins.iter().rposition(|x| x.plugin_type == p))
+        else {
+            return Err(TeardownFailure::Del {
+                net: net(),
+                if_name: if_name(),
+                source,
+            });
+        };
+        list.plugins.remove(pos);
+    }
+    if absent.is_empty() || skip_missing {
+        return Ok(());
+    }
+    Err(TeardownFailure::PluginMissing {
         net: net(),
         if_name: if_name(),
-        source,
+        plugins: absent.into_iter().map(|p| p.plugin_type).collect(),
+        dirs: entry.plugin_dirs.clone(),
     })
 }
 

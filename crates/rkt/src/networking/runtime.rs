@@ -118,6 +118,28 @@ pub fn result_dns(result: &Value) -> Option<ResolvConf> {
     })
 }
 
+/// When `del` is the same plugin failure as `add` (same plugin, code and message), the
+/// plugin's type: it rejects its input the same way whatever the command.
+pub fn same_refusal(add: &Error, del: &Error) -> Option<String> {
+    match (add, del) {
+        (
+            Error::Plugin {
+                plugin: p1,
+                code: c1,
+                msg: m1,
+                ..
+            },
+            Error::Plugin {
+                plugin: p2,
+                code: c2,
+                msg: m2,
+                ..
+            },
+        ) if p1 == p2 && c1 == c2 && m1 == m2 => Some(p1.clone()),
+        _ => None,
+    }
+}
+
 /// The plugin an error is about, when it names one.
 pub fn failed_plugin(e: &Error) -> Option<String> {
     match e {

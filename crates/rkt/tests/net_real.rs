@@ -1,0 +1,271 @@
+//! Pod networks with the real plugins from /usr/lib/cni, in network namespaces the tests
+//! create (root only; skipped otherwise). After every teardown nothing of the pod is left on
+//! the host: no veth, no host-local reservation, no firewall rule or chain.
+
+mod net_support;
+
+use std::fs;
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+
+use net_support::{
+    assert_no_leaks, fw_chains, host_ifaces, unique, HostLocalDirs, TeardownGuard, TestNetns, World,
+};
+use rkt::networking::{self, NetError, NetInfo, NetOptions};
+use serde_json::{json, Value};
+
+const SYSTEM_PLUGINS: &str = "/usr/lib/cni";
+
+fn root_or_skip(test: &str) -> bool {
+    if net_support::is_root() {
+        true
+    } else {
+        eprintln!("{test}: skipped, needs root");
+        false
+    }
+}
+
+/// Options with the system plugin directory (after the world's own one).
+fn real_opts(w: &World, net: &[&str]) -> NetOptions {
+    let mut opts = w.opts(net);
+    opts.plugin_path = vec![w.plugin_dir(), PathBuf::from(SYSTEM_PLUGINS)];
+    opts
+}
+
+/// A ptp + host-local network with a subnet of its own (10.<a>.<b>.0/24 from a random seed).
+fn ptp_net(name: &str, plugin: &str) -> (Value, String) {
+    let seed = uuid::Uuid::new_v4().as_u128();
+    let subnet = format!("10.{}.{}.0/24", 200 + (seed % 50) as u8, (seed >> 8) as u8);
+    let conf = json!({
+        "cniVersion": "1.0.0",
+        "name": name,
+        "plugins": [{
+            "type": plugin,
+            "ipMasq": false,
+            "ipam": {"type": "host-local", "subnet": subnet}
+        }]
+    });
+    (conf, subnet)
+}
+
+fn in_subnet(ip: Ipv4Addr, subnet: &str) -> bool {
+    let (base, len) = subnet.split_once('/').unwrap();
+    let base: Ipv4Addr = base.parse().unwrap();
+    let len: u32 = len.parse().unwrap();
+    let mask = u32::MAX << (32 - len);
+    u32::from(ip) & mask == u32::from(base) & mask
+}
+
+/// Everything the leak check needs, taken before teardown.
+struct Trace {
+    ifaces: Vec<String>,
+    chains: Vec<String>,
+}
+
+fn trace(uuid: &str, nets: &[NetInfo]) -> Trace {
+    let results: Vec<Value> = nets.iter().filter_map(|n| n.result.clone()).collect();
+    Trace {
+        ifaces: host_ifaces(&results),
+        chains: fw_chains(uuid),
+    }
+}
+
+fn assert_addr_on(ns: &TestNetns, ifname: &str, ip: Ipv4Addr) {
+    let addrs = ns.addrs();
+    assert!(
+        addrs
+            .lines()
+            .any(|l| l.contains(&format!(" {ifname} ")) && l.contains(&format!("inet {ip}/"))),
+        "{ip} not on {ifname}:\n{addrs}"
+    );
+}
+
+#[test]
+fn builtin_default_gets_an_address_and_leaves_nothing() {
+    if !root_or_skip("builtin_default") {
+        return;
+    }
+    let w = World::new();
+    let ns = TestNetns::new();
+    let pod_dir = w.pod_dir();
+    let pod = w.pod(&pod_dir, Some(&ns.path));
+    let _guard = TeardownGuard(pod);
+
+    let nets = networking::setup(&pod, &real_opts(&w, &[])).unwrap();
+    let t = trace(&w.uuid, &nets);
+
+    assert_eq!(nets.len(), 1);
+    assert_eq!(nets[0].net_name, "default");
+    assert_eq!(nets[0].plugin_path, format!("{SYSTEM_PLUGINS}/ptp"));
+    let ip = nets[0].ip4().expect("an IPv4 address");
+    assert!(in_subnet(ip, "172.16.28.0/24"), "{ip}");
+    assert_eq!(nets[0].mask, Some("255.255.255.0".parse().unwrap()));
+    assert_addr_on(&ns, "eth0", ip);
+    assert_eq!(t.ifaces.len(), 1, "ptp's host veth: {:?}", nets[0].result);
+    assert!(!t.chains.is_empty(), "ipMasq made no chain for the pod");
+    let reservation = Path::new("/var/lib/cni/networks/default").join(ip.to_string());
+    assert!(reservation.exists());
+
+    networking::teardown(&pod).unwrap();
+    assert!(!reservation.exists());
+    assert_no_leaks(&w.uuid, &["default"], &t.ifaces, &t.chains);
+    assert_eq!(ns.links(), ["lo"]);
+}
+
+#[test]
+fn pinned_address_through_net_args_on_default_restricted() {
+    if !root_or_skip("pinned_address") {
+        return;
+    }
+    let w = World::new();
+    let ns = TestNetns::new();
+    let pod_dir = w.pod_dir();
+    let pod = w.pod(&pod_dir, Some(&ns.path));
+    let _guard = TeardownGuard(pod);
+    // a random address in 172.31.0.0/16, away from the low end host-local hands out first
+    let seed = uuid::Uuid::new_v4().as_u128();
+    let ip = Ipv4Addr::new(
+        172,
+        31,
+        100 + (seed % 150) as u8,
+        2 + ((seed >> 8) % 250) as u8,
+    );
+    let arg = format!("default-restricted:IP={ip}");
+
+    let nets = networking::setup(&pod, &real_opts(&w, &[&arg])).unwrap();
+    let t = trace(&w.uuid, &nets);
+    assert_eq!(nets[0].ip4(), Some(ip));
+    assert_eq!(nets[0].mask, Some("255.255.0.0".parse().unwrap()));
+    assert_addr_on(&ns, "eth0", ip);
+    assert!(
+        t.chains.is_empty(),
+        "default-restricted must not masquerade"
+    );
+
+    networking::teardown(&pod).unwrap();
+    assert_no_leaks(&w.uuid, &["default-restricted"], &t.ifaces, &t.chains);
+}
+
+#[test]
+fn user_network_from_conf_dir_and_renamed_plugin_from_plugin_dir() {
+    if !root_or_skip("user_network_and_renamed_plugin") {
+        return;
+    }
+    let w = World::new();
+    let ns = TestNetns::new();
+    let renamed = format!("myptp{}", unique());
+    fs::copy(
+        format!("{SYSTEM_PLUGINS}/ptp"),
+        w.plugin_dir().join(&renamed),
+    )
+    .unwrap();
+    let name_a = format!("rkt-test-a-{}", unique());
+    let name_b = format!("rkt-test-b-{}", unique());
+    let _dirs = HostLocalDirs(vec![name_a.clone(), name_b.clone()]);
+    let (conf_a, subnet_a) = ptp_net(&name_a, "ptp");
+    let (conf_b, subnet_b) = ptp_net(&name_b, &renamed);
+    w.conf("10-a.conflist", conf_a);
+    w.conf("20-b.conflist", conf_b);
+    let pod_dir = w.pod_dir();
+    let pod = w.pod(&pod_dir, Some(&ns.path));
+    let _guard = TeardownGuard(pod);
+
+    let nets = networking::setup(&pod, &real_opts(&w, &[&format!("{name_b},{name_a}")])).unwrap();
+    let t = trace(&w.uuid, &nets);
+
+    assert_eq!(nets.len(), 2);
+    assert_eq!(
+        (nets[0].net_name.as_str(), nets[0].if_name.as_str()),
+        (name_a.as_str(), "eth0")
+    );
+    assert_eq!(
+        (nets[1].net_name.as_str(), nets[1].if_name.as_str()),
+        (name_b.as_str(), "eth1")
+    );
+    assert_eq!(nets[0].plugin_path, format!("{SYSTEM_PLUGINS}/ptp"));
+    assert_eq!(
+        nets[1].plugin_path,
+        w.plugin_dir().join(&renamed).display().to_string()
+    );
+    let (ip_a, ip_b) = (nets[0].ip4().unwrap(), nets[1].ip4().unwrap());
+    assert!(
+        in_subnet(ip_a, &subnet_a) && in_subnet(ip_b, &subnet_b),
+        "{ip_a} {ip_b}"
+    );
+    assert_addr_on(&ns, "eth0", ip_a);
+    assert_addr_on(&ns, "eth1", ip_b);
+    assert_eq!(t.ifaces.len(), 2);
+
+    // teardown works from the record alone
+    fs::remove_dir_all(w.conf_dir()).unwrap();
+    networking::teardown(&pod).unwrap();
+    assert_no_leaks(&w.uuid, &[&name_a, &name_b], &t.ifaces, &t.chains);
+    assert_eq!(ns.links(), ["lo"]);
+}
+
+#[test]
+fn failing_second_network_tears_down_the_first() {
+    if !root_or_skip("failing_second_network") {
+        return;
+    }
+    let w = World::new();
+    let ns = TestNetns::new();
+    let name_a = format!("rkt-test-a-{}", unique());
+    let name_b = format!("rkt-test-b-{}", unique());
+    let _dirs = HostLocalDirs(vec![name_a.clone(), name_b.clone()]);
+    let (conf_a, _) = ptp_net(&name_a, "ptp");
+    w.conf("10-a.conflist", conf_a);
+    w.conf(
+        "20-b.conflist",
+        json!({
+            "cniVersion": "1.0.0",
+            "name": name_b,
+            "plugins": [{"type": "ptp", "ipam": {"type": "host-local", "subnet": "10.300.0.0/24"}}]
+        }),
+    );
+    let pod_dir = w.pod_dir();
+    let pod = w.pod(&pod_dir, Some(&ns.path));
+    let _guard = TeardownGuard(pod);
+    let chains_before = fw_chains(&w.uuid);
+    assert!(chains_before.is_empty());
+
+    let err =
+        networking::setup(&pod, &real_opts(&w, &[&format!("{name_a},{name_b}")])).unwrap_err();
+
+    let NetError::Add { net, cleanup, .. } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(net, &name_b);
+    assert!(cleanup.is_empty(), "{cleanup:?}");
+    assert!(err.to_string().contains(&name_b), "{err}");
+    assert_eq!(ns.links(), ["lo"]);
+    assert!(!rkt::networking::record::record_path(&pod_dir).exists());
+    // the first network's host veth is gone: no link on the host points into our namespace
+    let host_links = net_support::sh(&["ip", "-o", "link"]);
+    assert!(!host_links.contains(&ns.name), "{host_links}");
+    assert_no_leaks(&w.uuid, &[&name_a, &name_b], &[], &[]);
+}
+
+#[test]
+fn missing_plugin_names_it_and_leaves_nothing() {
+    if !root_or_skip("missing_plugin") {
+        return;
+    }
+    let w = World::new();
+    let ns = TestNetns::new();
+    let name = format!("rkt-test-{}", unique());
+    let _dirs = HostLocalDirs(vec![name.clone()]);
+    let (conf, _) = ptp_net(&name, "no-such-plugin");
+    w.conf("10-x.conflist", conf);
+    let pod_dir = w.pod_dir();
+    let pod = w.pod(&pod_dir, Some(&ns.path));
+    let _guard = TeardownGuard(pod);
+    let err = networking::setup(&pod, &real_opts(&w, &[&name])).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("no-such-plugin") && msg.contains(&name) && msg.contains(SYSTEM_PLUGINS),
+        "{msg}"
+    );
+    assert!(!rkt::networking::record::record_path(&pod_dir).exists());
+    assert_eq!(ns.links(), ["lo"]);
+}

@@ -1,0 +1,313 @@
+//! Helpers of the networking tests (`net_*.rs`): the scriptable test plugin, temporary pods,
+//! network namespaces made by the test, and host-side leak checks.
+
+#![allow(dead_code)] // Each test file uses its own subset.
+
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use rkt::networking::{DnsOptions, HostsOptions, NetOptions, NetSelection, PodNet};
+use serde_json::Value;
+
+/// The `cni-test-plugin` binary, built once per test process.
+pub fn test_plugin() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let status = Command::new(env!("CARGO"))
+                .args(["build", "-q", "-p", "cni-test-plugin"])
+                .status()
+                .expect("run cargo build for the test plugin");
+            assert!(status.success(), "building cni-test-plugin failed");
+            let target = std::env::var_os("CARGO_TARGET_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+            let bin = target.join("debug/cni-test-plugin");
+            assert!(bin.is_file(), "{} missing", bin.display());
+            bin
+        })
+        .clone()
+}
+
+/// Whether the tests run as root (the real-plugin tests need it).
+pub fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// A unique suffix for names shared with the host (namespaces, networks, subnets).
+pub fn unique() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..10].to_string()
+}
+
+/// A temporary world for one test: a pod directory, a configuration directory, a plugin
+/// directory and a CNI cache directory.
+pub struct World {
+    pub root: tempfile::TempDir,
+    pub uuid: String,
+}
+
+impl World {
+    pub fn new() -> World {
+        let root = tempfile::tempdir().unwrap();
+        for d in ["pod", "conf", "plugins", "cache"] {
+            fs::create_dir(root.path().join(d)).unwrap();
+        }
+        World {
+            root,
+            uuid: uuid::Uuid::new_v4().to_string(),
+        }
+    }
+
+    pub fn pod_dir(&self) -> PathBuf {
+        self.root.path().join("pod")
+    }
+    pub fn conf_dir(&self) -> PathBuf {
+        self.root.path().join("conf")
+    }
+    pub fn plugin_dir(&self) -> PathBuf {
+        self.root.path().join("plugins")
+    }
+    pub fn cache_dir(&self) -> PathBuf {
+        self.root.path().join("cache")
+    }
+    pub fn log(&self) -> PathBuf {
+        self.root.path().join("calls.jsonl")
+    }
+
+    /// Installs the test plugin as `name` in the plugin directory, driven by `script`
+    /// (the script's `log` is set to this world's call log).
+    pub fn plugin(&self, name: &str, mut script: Value) {
+        let link = self.plugin_dir().join(name);
+        if !link.exists() {
+            symlink(test_plugin(), &link).unwrap();
+        }
+        script["log"] = Value::String(self.log().display().to_string());
+        self.script(name, &script);
+    }
+
+    /// Replaces the script of plugin `name`.
+    pub fn script(&self, name: &str, script: &Value) {
+        fs::write(
+            self.plugin_dir().join(format!("{name}.script")),
+            script.to_string(),
+        )
+        .unwrap();
+    }
+
+    /// Writes a configuration file into the configuration directory.
+    pub fn conf(&self, file: &str, json: Value) {
+        fs::write(self.conf_dir().join(file), json.to_string()).unwrap();
+    }
+
+    /// Options selecting `net` (the values of `--net` flags).
+    pub fn opts(&self, net: &[&str]) -> NetOptions {
+        NetOptions {
+            selection: NetSelection::parse(&net.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+                .unwrap(),
+            conf_dir: self.conf_dir(),
+            plugin_path: vec![self.plugin_dir()],
+            cache_dir: self.cache_dir(),
+            dns: DnsOptions::default(),
+            hosts: HostsOptions::default(),
+            hostname: format!("rkt-{}", self.uuid),
+        }
+    }
+
+    /// The pod, with `netns` as its namespace.
+    pub fn pod<'a>(&'a self, pod_dir: &'a Path, netns: Option<&'a Path>) -> PodNet<'a> {
+        PodNet {
+            uuid: &self.uuid,
+            pod_dir,
+            netns,
+        }
+    }
+
+    /// Every logged plugin call as (argv0 file name, command, CNI_IFNAME, stdin).
+    pub fn calls(&self) -> Vec<Call> {
+        let Ok(text) = fs::read_to_string(self.log()) else {
+            return Vec::new();
+        };
+        text.lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                Call {
+                    plugin: Path::new(v["argv0"].as_str().unwrap())
+                        .file_name()
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned(),
+                    command: v["command"].as_str().unwrap().to_string(),
+                    ifname: v["env"]["CNI_IFNAME"].as_str().unwrap_or("").to_string(),
+                    env: v["env"].clone(),
+                    stdin: v["stdin"].clone(),
+                }
+            })
+            .filter(|c| c.command != "VERSION")
+            .collect()
+    }
+}
+
+/// One logged plugin call.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub plugin: String,
+    pub command: String,
+    pub ifname: String,
+    pub env: Value,
+    pub stdin: Value,
+}
+
+impl Call {
+    /// `"ADD plug eth0"`, for comparing sequences.
+    pub fn short(&self) -> String {
+        format!("{} {} {}", self.command, self.plugin, self.ifname)
+    }
+}
+
+/// Runs a command, returning stdout; panics with its stderr when it fails.
+pub fn sh(args: &[&str]) -> String {
+    let out = Command::new(args[0]).args(&args[1..]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A network namespace created for one test (`ip netns add rkt-test-<random>`), deleted on
+/// drop even when the test fails.
+pub struct TestNetns {
+    pub name: String,
+    pub path: PathBuf,
+}
+
+impl TestNetns {
+    pub fn new() -> TestNetns {
+        let name = format!("rkt-test-{}", unique());
+        sh(&["ip", "netns", "add", &name]);
+        sh(&[
+            "ip", "netns", "exec", &name, "ip", "link", "set", "lo", "up",
+        ]);
+        TestNetns {
+            path: PathBuf::from("/run/netns").join(&name),
+            name,
+        }
+    }
+
+    /// `ip -o addr` inside the namespace.
+    pub fn addrs(&self) -> String {
+        sh(&["ip", "netns", "exec", &self.name, "ip", "-o", "addr"])
+    }
+
+    /// The interface names inside the namespace.
+    pub fn links(&self) -> Vec<String> {
+        sh(&["ip", "netns", "exec", &self.name, "ip", "-o", "link"])
+            .lines()
+            .filter_map(|l| l.split(": ").nth(1))
+            .map(|n| n.split('@').next().unwrap().to_string())
+            .collect()
+    }
+}
+
+impl Drop for TestNetns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .status();
+    }
+}
+
+/// The host-side interfaces a set of CNI results names (those without a sandbox).
+pub fn host_ifaces(results: &[Value]) -> Vec<String> {
+    results
+        .iter()
+        .flat_map(|r| r["interfaces"].as_array().cloned().unwrap_or_default())
+        .filter(|i| i["sandbox"].as_str().unwrap_or("").is_empty())
+        .filter_map(|i| i["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// The firewall chains that rules mentioning pod `uuid` jump to (ptp's `ipMasq` chains).
+pub fn fw_chains(uuid: &str) -> Vec<String> {
+    sh(&["iptables-save"])
+        .lines()
+        .filter(|l| l.contains(uuid))
+        .filter_map(|l| l.split(" -j ").nth(1))
+        .map(|t| t.split_whitespace().next().unwrap_or("").to_string())
+        .filter(|c| c.starts_with("CNI-"))
+        .collect()
+}
+
+/// Asserts nothing of pod `uuid` is left on the host: none of `ifaces`, no host-local
+/// reservation in `/var/lib/cni/networks/<net>` for each of `nets`, no firewall rule
+/// mentioning the pod and none of `chains`.
+pub fn assert_no_leaks(uuid: &str, nets: &[&str], ifaces: &[String], chains: &[String]) {
+    for iface in ifaces {
+        let out = Command::new("ip")
+            .args(["link", "show", "dev", iface])
+            .output()
+            .unwrap();
+        assert!(
+            !out.status.success(),
+            "host interface {iface} is still there"
+        );
+    }
+    for net in nets {
+        let dir = Path::new("/var/lib/cni/networks").join(net);
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if let Ok(text) = fs::read_to_string(e.path()) {
+                assert!(
+                    !text.contains(uuid),
+                    "host-local reservation {} still holds pod {uuid}",
+                    e.path().display()
+                );
+            }
+        }
+    }
+    let rules = sh(&["iptables-save"]);
+    assert!(
+        !rules.contains(uuid),
+        "firewall rules of pod {uuid} left:\n{}",
+        rules
+            .lines()
+            .filter(|l| l.contains(uuid))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    for chain in chains {
+        assert!(
+            !rules.lines().any(|l| l.starts_with(&format!(":{chain} "))),
+            "firewall chain {chain} of pod {uuid} is still there"
+        );
+    }
+}
+
+/// Removes host-local's state directory of test networks on drop (after the leak checks,
+/// even when the test fails), so test network names do not pile up on the host.
+pub struct HostLocalDirs(pub Vec<String>);
+
+impl Drop for HostLocalDirs {
+    fn drop(&mut self) {
+        for net in &self.0 {
+            let _ = fs::remove_dir_all(Path::new("/var/lib/cni/networks").join(net));
+        }
+    }
+}
+
+/// Tears the pod's networks down on drop, so a failing test does not leave veths,
+/// reservations or firewall rules behind (teardown is idempotent, so tests still call it
+/// themselves to check it).
+pub struct TeardownGuard<'a>(pub PodNet<'a>);
+
+impl Drop for TeardownGuard<'_> {
+    fn drop(&mut self) {
+        let _ = rkt::networking::teardown(&self.0);
+    }
+}
