@@ -110,6 +110,18 @@ impl NetInfo {
     }
 }
 
+/// The networks as `rkt list` and `rkt status` show them: `name:ip4=ADDR` (just `name` for a
+/// network without an IPv4 address), joined with `", "`.
+pub fn summary(nets: &[NetInfo]) -> String {
+    nets.iter()
+        .map(|n| match n.ip4() {
+            Some(ip) => format!("{}:ip4={ip}", n.net_name),
+            None => n.net_name.clone(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// `<pod>/net-info.json`.
 pub fn record_path(pod_dir: &Path) -> PathBuf {
     pod_dir.join(FILE)
@@ -282,6 +294,17 @@ mod tests {
         assert_eq!(first["ip"], "172.16.28.5");
         assert_eq!(first["mask"], "255.255.255.0");
         assert_eq!(nets[0].ip4(), Some(Ipv4Addr::new(172, 16, 28, 5)));
+    }
+
+    #[test]
+    fn summary_is_rkt_list_style() {
+        let mut b = entry("lan", "net/10-lan.conf");
+        b.ip = Some("fd00::5".parse().unwrap());
+        assert_eq!(
+            summary(&[entry("default", "net/99-default.conflist"), b]),
+            "default:ip4=172.16.28.5, lan"
+        );
+        assert_eq!(summary(&[]), "");
     }
 
     #[test]
