@@ -221,7 +221,9 @@ impl CniConfig {
     }
 
     /// Deletes the container from the network: every plugin's DEL in reverse order, halting
-    /// at the first failure (as the spec says). For versions 0.4.0 and later each plugin gets
+    /// at the first plugin that fails (as the spec says). A plugin whose binary is missing is
+    /// passed over so the plugins before it still clean up; the call then fails with
+    /// [`Error::PluginNotFound`] and keeps the cache entry. For versions 0.4.0 and later each plugin gets
     /// the cached ADD result as `prevResult` when there is one; without a cache entry (a
     /// failed or never-run ADD, or a second DEL) the DELs run without it. The cache entry is
     /// removed once every DEL succeeded, so a failed DEL can be retried.
@@ -244,16 +246,24 @@ impl CniConfig {
         };
         let prev_value = prev.as_ref().map(CniResult::to_value);
 
+        let mut missing = Vec::new();
         for plugin in list.plugins.iter().rev() {
             let stdin = self.attachment_config(list, plugin, &version, prev_value.as_ref(), rt);
-            self.run(
+            match self.run(
                 &list.name,
                 plugin,
                 cmd::DEL,
                 &stdin,
                 self.attachment_env(cmd::DEL, rt),
-            )?;
+            ) {
+                Ok(_) => {}
+                // A missing binary cannot clean up, but must not stop the plugins before it
+                // from cleaning up theirs (an ADD that failed for the same reason ran them).
+                Err(e @ Error::PluginNotFound { .. }) => missing.push(e),
+                Err(e) => return Err(e),
+            }
         }
+        Error::from_all(missing)?;
         self.cache()
             .remove(&list.name, &rt.container_id, &rt.ifname)
             .map_err(|e| Error::cache(&list.name, e))?;

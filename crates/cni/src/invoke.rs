@@ -169,10 +169,12 @@ impl Exec for RawExec {
 
         // Each pipe gets its own thread so a plugin that fills one pipe while we block on
         // another cannot deadlock us. A plugin that exits without reading its stdin makes the
-        // writer see EPIPE, which is not an error of ours.
+        // writer see EPIPE, which is not an error of ours. None of these threads is joined
+        // unconditionally: a process the plugin started may hold a pipe open after the plugin
+        // is gone, and the threads then end whenever that process does.
         let mut child_stdin = child.stdin.take();
         let input = stdin.to_vec();
-        let writer = std::thread::spawn(move || {
+        std::thread::spawn(move || {
             if let Some(pipe) = child_stdin.as_mut() {
                 let _ = pipe.write_all(&input);
             }
@@ -220,7 +222,6 @@ impl Exec for RawExec {
             if now >= deadline {
                 let _ = child.kill();
                 let _ = child.wait();
-                let _ = writer.join();
                 return Err(ExecError::Timeout {
                     plugin: plugin.to_path_buf(),
                     timeout,
@@ -229,7 +230,6 @@ impl Exec for RawExec {
             std::thread::sleep(pause.min(deadline - now));
             pause = (pause * 2).min(Duration::from_millis(20));
         };
-        let _ = writer.join();
 
         // The pipes close when the plugin exits, unless something it started still holds
         // them; give that the rest of the timeout.

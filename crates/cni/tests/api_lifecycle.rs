@@ -491,3 +491,83 @@ fn path_like_plugin_types_never_run() {
     }
     assert!(w.calls().is_empty());
 }
+
+#[test]
+fn del_passes_over_a_missing_plugin_so_earlier_plugins_clean_up() {
+    let w = World::new();
+    w.install("a", json!({}));
+    w.install("c", json!({}));
+    let l = chain("net", "1.0.0", &["a", "gone", "c"]);
+    let cni = w.cni();
+    let err = cni.add_network_list(&l, &rt()).unwrap_err();
+    assert!(matches!(err, Error::PluginNotFound { .. }), "{err}");
+
+    let err = cni.del_network_list(&l, &rt()).unwrap_err();
+    assert!(
+        matches!(&err, Error::PluginNotFound { source: FindError::NotFound { plugin, .. }, .. } if plugin == "gone"),
+        "{err}"
+    );
+    let strs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+        v.iter()
+            .map(|(p, c)| (p.to_string(), c.to_string()))
+            .collect()
+    };
+    assert_eq!(
+        w.sequence(),
+        strs(&[("a", "ADD"), ("c", "DEL"), ("a", "DEL")])
+    );
+}
+
+/// Runs in a child process of this test binary, whose environment carries stale protocol
+/// variables (setting them in this multi-threaded process would race other tests).
+#[test]
+fn inherited_protocol_variables_do_not_leak_into_plugins() {
+    if std::env::var_os("CNI_LEAK_TEST_CHILD").is_some() {
+        let w = World::new();
+        w.install("a", json!({}));
+        let l = chain("net", "1.1.0", &["a"]);
+        w.cni().gc_network_list(&l, &[]).unwrap();
+        let mut r = rt();
+        r.netns = None;
+        w.cni().del_network_list(&l, &r).unwrap();
+        let calls = w.calls();
+        assert_eq!(calls[0].env["CNI_COMMAND"], "GC");
+        for var in ["CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME", "CNI_ARGS"] {
+            assert!(calls[0].env.get(var).is_none(), "{var}: {:?}", calls[0].env);
+        }
+        assert_eq!(calls[1].env["CNI_CONTAINERID"], "c1");
+        assert!(
+            calls[1].env.get("CNI_NETNS").is_none(),
+            "{:?}",
+            calls[1].env
+        );
+        assert!(calls[1].env.get("CNI_ARGS").is_none(), "{:?}", calls[1].env);
+        assert_eq!(
+            calls[1].env["CNI_UNRELATED"], "kept",
+            "other variables are inherited"
+        );
+        return;
+    }
+    support::plugin_binary(); // build before the child needs it
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "inherited_protocol_variables_do_not_leak_into_plugins",
+            "--nocapture",
+        ])
+        .env("CNI_LEAK_TEST_CHILD", "1")
+        .env("CNI_NETNS", "/proc/1/ns/net")
+        .env("CNI_CONTAINERID", "leaked")
+        .env("CNI_ARGS", "LEAKED=1")
+        .env("CNI_IFNAME", "leak0")
+        .env("CNI_UNRELATED", "kept")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("1 passed"), "the child ran the test: {text}");
+}

@@ -243,3 +243,15 @@ fn find_in_path_rejects_names_that_are_paths() {
     }
     assert!(find_in_path("sh", &dirs).is_ok());
 }
+
+#[test]
+fn a_leftover_process_holding_the_pipes_ends_in_a_timeout_not_a_hang() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("daemonizes");
+    std::fs::write(&path, "#!/bin/sh\necho '{}'\nsleep 5 &\nexit 0\n").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let err = RawExec
+        .exec_plugin(&path, b"{}", &add_env(), Duration::from_millis(300))
+        .unwrap_err();
+    assert!(matches!(err, ExecError::Timeout { .. }), "{err:?}");
+}
