@@ -2,11 +2,14 @@
 // benchmarks can compare our runtime with it side by side. It is built in GOPATH mode from
 // Debian's golang-github-appc-cni-dev sources (no downloads); see build.sh.
 //
-//	libcni-driver [flags] add|check|del|validate|load
+//	libcni-driver [flags] add|check|del|validate|load|cachedconf
 //
 // The plugin search path comes from CNI_PATH, like cnitool. "add" prints the result as JSON;
 // "load" loads every configuration in -confdir and looks one network up by -net, as a runtime
-// does at pod start; "validate" prints the capabilities the list declares.
+// does at pod start; "validate" prints the capabilities the list declares; "cachedconf" reads
+// the attachment's cache entry (GetNetworkListCachedConfig) and parses its config as a list,
+// as runtimes that tear down from the cache do (CRI-O's ocicni), and prints that list's name
+// and plugin count.
 package main
 
 import (
@@ -34,7 +37,7 @@ func main() {
 	capArgs := flag.String("capargs", "", "capability arguments, a JSON object")
 	flag.Parse()
 	if flag.NArg() != 1 {
-		fail(fmt.Errorf("expected one command: add, check, del, validate or load"))
+		fail(fmt.Errorf("expected one command: add, check, del, validate, load or cachedconf"))
 	}
 	cmd := flag.Arg(0)
 
@@ -89,6 +92,19 @@ func main() {
 		caps, err = cni.ValidateNetworkList(ctx, list)
 		if err == nil {
 			fmt.Println(strings.Join(caps, ","))
+		}
+	case "cachedconf":
+		var cached []byte
+		cached, _, err = cni.GetNetworkListCachedConfig(list, rt)
+		if err == nil && cached == nil {
+			err = fmt.Errorf("no cache entry for %s-%s-%s", list.Name, rt.ContainerID, rt.IfName)
+		}
+		if err == nil {
+			var cachedList *libcni.NetworkConfigList
+			cachedList, err = libcni.ConfListFromBytes(cached)
+			if err == nil {
+				fmt.Printf("%s %d\n", cachedList.Name, len(cachedList.Plugins))
+			}
 		}
 	default:
 		err = fmt.Errorf("unknown command %q", cmd)
