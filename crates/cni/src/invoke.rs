@@ -209,27 +209,20 @@ impl Exec for RawExec {
         }
         drop(tx);
 
-        // Poll for the exit; `try_wait` never reaps behind our back, so a kill after it
-        // returned `None` cannot hit a recycled pid.
-        let mut pause = Duration::from_millis(1);
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) => {}
-                Err(e) => return Err(io_err(e)),
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(ExecError::Timeout {
-                    plugin: plugin.to_path_buf(),
-                    timeout,
-                });
-            }
-            std::thread::sleep(pause.min(deadline - now));
-            pause = (pause * 2).min(Duration::from_millis(20));
-        };
+        // Wait for the exit on another thread, with WNOWAIT so that thread never reaps: the
+        // child stays a zombie until `child.wait()` below, and a kill after a timeout can
+        // never hit a recycled pid.
+        let exited = exit_notifier(child.id());
+        let left = deadline.saturating_duration_since(Instant::now());
+        if let Err(mpsc::RecvTimeoutError::Timeout) = exited.recv_timeout(left) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(ExecError::Timeout {
+                plugin: plugin.to_path_buf(),
+                timeout,
+            });
+        }
+        let status = child.wait().map_err(io_err)?;
 
         // The pipes close when the plugin exits, unless something it started still holds
         // them; give that the rest of the timeout.
@@ -264,6 +257,32 @@ impl Exec for RawExec {
         }
         Err(decode_failure(plugin, exit_status, &stdout, &stderr))
     }
+}
+
+/// A channel that receives (or disconnects) once child `pid` has exited, without reaping it.
+fn exit_notifier(pid: u32) -> mpsc::Receiver<()> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        loop {
+            // SAFETY: an all-zero siginfo_t is a valid output buffer for waitid(2), which
+            // only writes into it. WNOWAIT leaves the child unreaped, so the pid stays ours.
+            let rc = unsafe {
+                let mut info: libc::siginfo_t = std::mem::zeroed();
+                libc::waitid(
+                    libc::P_PID,
+                    pid as libc::id_t,
+                    &mut info,
+                    libc::WEXITED | libc::WNOWAIT,
+                )
+            };
+            if rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                break;
+            }
+        }
+        // Also reached when waitid fails (e.g. ECHILD): the caller's wait() then reports it.
+        let _ = tx.send(());
+    });
+    rx
 }
 
 /// Starts the plugin, retrying while its binary is busy being written.
