@@ -106,6 +106,13 @@ fn builtin_default_gets_an_address_and_leaves_nothing() {
     let reservation = Path::new("/var/lib/cni/networks/default").join(ip.to_string());
     assert!(reservation.exists());
 
+    // CHECK passes on the healthy pod and fails once its interface is gone
+    let reports = networking::check(&pod).unwrap();
+    assert!(reports[0].result.is_ok(), "{reports:?}");
+    net_support::sh(&["ip", "netns", "exec", &ns.name, "ip", "link", "del", "eth0"]);
+    let reports = networking::check(&pod).unwrap();
+    assert!(reports[0].result.is_err(), "CHECK passed without eth0");
+
     networking::teardown(&pod).unwrap();
     assert!(!reservation.exists());
     assert_no_leaks(&w.uuid, &["default"], &t.ifaces, &t.chains);
@@ -268,4 +275,25 @@ fn missing_plugin_names_it_and_leaves_nothing() {
     );
     assert!(!rkt::networking::record::record_path(&pod_dir).exists());
     assert_eq!(ns.links(), ["lo"]);
+}
+
+#[test]
+fn teardown_after_the_namespace_is_gone_leaves_nothing() {
+    if !root_or_skip("teardown_after_namespace_gone") {
+        return;
+    }
+    let w = World::new();
+    let ns = TestNetns::new();
+    let pod_dir = w.pod_dir();
+    let pod = w.pod(&pod_dir, Some(&ns.path));
+    let _guard = TeardownGuard(pod);
+    let nets = networking::setup(&pod, &real_opts(&w, &["default"])).unwrap();
+    let t = trace(&w.uuid, &nets);
+    assert!(!t.chains.is_empty());
+
+    // as after a crash where the namespace went first: the plugins cannot look inside
+    net_support::sh(&["ip", "netns", "del", &ns.name]);
+    networking::teardown(&pod).unwrap();
+    assert_no_leaks(&w.uuid, &["default"], &t.ifaces, &t.chains);
+    assert!(networking::load_record(&pod_dir).unwrap().is_empty());
 }

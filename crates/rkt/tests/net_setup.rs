@@ -524,3 +524,50 @@ fn plugin_refusing_its_config_for_add_and_del_alike_does_not_block_rollback() {
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].net_name, "c");
 }
+
+#[test]
+fn check_reports_per_network_with_the_recorded_config() {
+    let w = World::new();
+    ok_plugin(&w, "good");
+    w.plugin("sick", json!({}));
+    w.conf("10-a.conflist", list("a", &["good"]));
+    w.conf("20-b.conflist", list("b", &["sick"]));
+    let netns = fake_netns(&w);
+    let pod_dir = w.pod_dir();
+    let pod = w.pod(&pod_dir, Some(&netns));
+    networking::setup(&pod, &w.opts(&["a,b"])).unwrap();
+    fs::remove_dir_all(w.conf_dir()).unwrap();
+
+    let reports = networking::check(&pod).unwrap();
+    assert_eq!(reports.len(), 2);
+    assert!(reports.iter().all(|r| r.result.is_ok()), "{reports:?}");
+
+    w.plugin(
+        "sick",
+        json!({"CHECK": {"error": {"code": 999, "msg": "eth1 is gone"}}}),
+    );
+    let reports = networking::check(&pod).unwrap();
+    assert_eq!(
+        (reports[0].net_name.as_str(), reports[0].if_name.as_str()),
+        ("a", "eth0")
+    );
+    assert!(reports[0].result.is_ok());
+    let err = reports[1].result.as_ref().unwrap_err().to_string();
+    assert!(
+        err.contains("\"b\"") && err.contains("eth1 is gone"),
+        "{err}"
+    );
+    let checks: Vec<_> = w
+        .calls()
+        .into_iter()
+        .filter(|c| c.command == "CHECK")
+        .collect();
+    assert_eq!(checks.len(), 4);
+    // CHECK gets the ADD result as prevResult, from the recorded cache directory
+    assert_eq!(
+        checks[0].stdin["prevResult"]["ips"][0]["address"],
+        "10.99.0.2/24"
+    );
+    networking::teardown(&pod).unwrap();
+    assert!(networking::check(&pod).unwrap().is_empty());
+}

@@ -6,20 +6,24 @@
 //! - [`plan`]: turning a selection into the ordered list of configurations to set up.
 //! - [`record`]: `<pod>/net-info.json` and the configuration copies teardown uses.
 //! - [`dns`]: `--dns*` / `--hosts-entry` and the pod's `/etc/resolv.conf` and `/etc/hosts`.
+//! - [`sweep`]: firewall rules a plugin's DEL left behind for the pod.
 //!
-//! [`setup`] and [`teardown`] are the operations; the pod code calls them with the pod's
-//! UUID, directory and network namespace.
+//! [`setup`], [`teardown`] and [`check`] are the operations; the pod code calls them with
+//! the pod's UUID, directory and network namespace.
 
 pub mod builtin;
 pub mod dns;
 pub mod plan;
 pub mod record;
 pub mod selection;
+pub mod sweep;
 
 mod runtime;
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+
+use cni::conf::NetworkConfigList;
 
 pub use dns::{DnsError, DnsOptions, HostsOptions};
 pub use plan::PlannedNet;
@@ -58,9 +62,9 @@ pub struct PodNet<'a> {
     pub netns: Option<&'a Path>,
 }
 
-/// One network that failed to come down, and why.
+/// One recorded network that an operation (teardown, check) failed on, and why.
 #[derive(Debug, thiserror::Error)]
-pub enum TeardownFailure {
+pub enum NetFailure {
     /// Its record entry or configuration copy could not be used.
     #[error("network {net:?} ({if_name}): {source}")]
     Record {
@@ -91,9 +95,16 @@ pub enum TeardownFailure {
         plugins: Vec<String>,
         dirs: Vec<PathBuf>,
     },
-    /// CNI DEL failed.
+    /// The DEL succeeded but the firewall rules it left behind could not be removed.
     #[error("network {net:?} ({if_name}): {source}")]
-    Del {
+    Sweep {
+        net: String,
+        if_name: String,
+        source: sweep::SweepError,
+    },
+    /// The CNI operation (DEL, CHECK) failed.
+    #[error("network {net:?} ({if_name}): {source}")]
+    Cni {
         net: String,
         if_name: String,
         source: Box<cni::error::Error>,
@@ -140,18 +151,18 @@ pub enum NetError {
         net: String,
         plugin: String,
         source: Box<cni::error::Error>,
-        cleanup: Vec<TeardownFailure>,
+        cleanup: Vec<NetFailure>,
     },
     /// Some networks could not be torn down; every one was tried. The record keeps them, so
     /// teardown can be retried.
     #[error("pod {uuid}: teardown failed for {} network(s): {}", failures.len(), join_failures(failures))]
     Teardown {
         uuid: String,
-        failures: Vec<TeardownFailure>,
+        failures: Vec<NetFailure>,
     },
 }
 
-fn join_failures(failures: &[TeardownFailure]) -> String {
+fn join_failures(failures: &[NetFailure]) -> String {
     failures
         .iter()
         .map(ToString::to_string)
@@ -159,7 +170,7 @@ fn join_failures(failures: &[TeardownFailure]) -> String {
         .join("; ")
 }
 
-fn cleanup_suffix(cleanup: &[TeardownFailure]) -> String {
+fn cleanup_suffix(cleanup: &[NetFailure]) -> String {
     if cleanup.is_empty() {
         String::new()
     } else {
@@ -345,7 +356,7 @@ enum Mode<'a> {
 }
 
 /// DELs `entries` in reverse; returns every failure (empty when all came down).
-fn teardown_entries(pod: &PodNet, entries: Vec<NetInfo>, mode: Mode) -> Vec<TeardownFailure> {
+fn teardown_entries(pod: &PodNet, entries: Vec<NetInfo>, mode: Mode) -> Vec<NetFailure> {
     // A namespace that is already gone is not passed on: plugins then only release what
     // they hold on the host side.
     let netns = pod.netns.filter(|p| p.exists());
@@ -361,7 +372,7 @@ fn teardown_entries(pod: &PodNet, entries: Vec<NetInfo>, mode: Mode) -> Vec<Tear
         match teardown_one(pod, netns, &entry, skip_missing, add_failure) {
             Ok(()) => {
                 if let Err(source) = record::remove_conf(pod.pod_dir, &entry) {
-                    failures.push(TeardownFailure::Record {
+                    failures.push(NetFailure::Record {
                         net: entry.net_name.clone(),
                         if_name: entry.if_name.clone(),
                         source,
@@ -381,7 +392,7 @@ fn teardown_entries(pod: &PodNet, entries: Vec<NetInfo>, mode: Mode) -> Vec<Tear
         record::save(pod.pod_dir, &kept)
     };
     if let Err(e) = done {
-        failures.push(TeardownFailure::RecordFile(e));
+        failures.push(NetFailure::RecordFile(e));
     }
     failures
 }
@@ -392,21 +403,10 @@ fn teardown_one(
     entry: &NetInfo,
     skip_missing: bool,
     add_failure: Option<&cni::error::Error>,
-) -> Result<(), TeardownFailure> {
+) -> Result<(), NetFailure> {
     let net = || entry.net_name.clone();
     let if_name = || entry.if_name.clone();
-    let bytes =
-        record::read_conf(pod.pod_dir, entry).map_err(|source| TeardownFailure::Record {
-            net: net(),
-            if_name: if_name(),
-            source,
-        })?;
-    let path = pod.pod_dir.join(&entry.net_conf);
-    let mut list = plan::parse_saved(&bytes, &path).map_err(|source| TeardownFailure::Conf {
-        net: net(),
-        if_name: if_name(),
-        source: Box::new(source),
-    })?;
+    let mut list = saved_list(pod.pod_dir, entry)?;
     // libcni's DEL stops at the first plugin it cannot run, which would skip the DEL of
     // every plugin before it; DEL the plugins that exist instead.
     let (present, absent): (Vec<_>, Vec<_>) = list
@@ -414,19 +414,8 @@ fn teardown_one(
         .into_iter()
         .partition(|p| cni::invoke::find_in_path(&p.plugin_type, &entry.plugin_dirs).is_ok());
     list.plugins = present;
-    let cache_dir = entry
-        .cache_dir
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(runtime::DEFAULT_CACHE_DIR));
-    let rt = runtime::Attachment {
-        uuid: pod.uuid,
-        netns,
-        if_name: &entry.if_name,
-        args: &entry.args,
-        capability_args: &entry.capability_args,
-        plugin_dirs: &entry.plugin_dirs,
-        cache_dir: &cache_dir,
-    };
+    let cache_dir = cache_dir_of(entry);
+    let rt = runtime::Attachment::recorded(pod.uuid, netns, entry, &cache_dir);
     while !list.plugins.is_empty() {
         let Err(source) = runtime::del(&list, &rt) else {
             break;
@@ -434,7 +423,7 @@ fn teardown_one(
         let refused = add_failure.and_then(|add| runtime::same_refusal(add, &source));
         let Some(pos) = refused.and_then(|p| list.plugins.iter().rposition(|x| x.plugin_type == p))
         else {
-            return Err(TeardownFailure::Del {
+            return Err(NetFailure::Cni {
                 net: net(),
                 if_name: if_name(),
                 source,
@@ -442,15 +431,83 @@ fn teardown_one(
         };
         list.plugins.remove(pos);
     }
+    sweep::sweep(&entry.net_name, pod.uuid).map_err(|source| NetFailure::Sweep {
+        net: net(),
+        if_name: if_name(),
+        source,
+    })?;
     if absent.is_empty() || skip_missing {
         return Ok(());
     }
-    Err(TeardownFailure::PluginMissing {
+    Err(NetFailure::PluginMissing {
         net: net(),
         if_name: if_name(),
         plugins: absent.into_iter().map(|p| p.plugin_type).collect(),
         dirs: entry.plugin_dirs.clone(),
     })
+}
+
+/// The configuration a network was set up with, from the pod's copy.
+fn saved_list(pod_dir: &Path, entry: &NetInfo) -> Result<NetworkConfigList, NetFailure> {
+    let bytes = record::read_conf(pod_dir, entry).map_err(|source| NetFailure::Record {
+        net: entry.net_name.clone(),
+        if_name: entry.if_name.clone(),
+        source,
+    })?;
+    let path = pod_dir.join(&entry.net_conf);
+    plan::parse_saved(&bytes, &path).map_err(|source| NetFailure::Conf {
+        net: entry.net_name.clone(),
+        if_name: entry.if_name.clone(),
+        source: Box::new(source),
+    })
+}
+
+/// The CNI cache directory a network was set up with (libcni's default for old records).
+fn cache_dir_of(entry: &NetInfo) -> PathBuf {
+    entry
+        .cache_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(runtime::DEFAULT_CACHE_DIR))
+}
+
+/// One network's outcome of [`check`].
+#[derive(Debug)]
+pub struct CheckReport {
+    /// The network.
+    pub net_name: String,
+    /// Its interface in the pod.
+    pub if_name: String,
+    /// `Ok` when every plugin's CHECK passed.
+    pub result: Result<(), NetFailure>,
+}
+
+/// Runs CNI CHECK for every network recorded for the pod, in setup order, each with its
+/// recorded configuration, plugin path and cache directory, and reports per network.
+/// Networks whose configuration predates CHECK (`cniVersion` before 0.4.0) report that.
+pub fn check(pod: &PodNet) -> Result<Vec<CheckReport>, NetError> {
+    let netns = pod.netns.ok_or_else(|| NetError::NoNetns {
+        uuid: pod.uuid.to_string(),
+    })?;
+    let reports = record::load(pod.pod_dir)?
+        .iter()
+        .map(|entry| {
+            let result = saved_list(pod.pod_dir, entry).and_then(|list| {
+                let cache_dir = cache_dir_of(entry);
+                let rt = runtime::Attachment::recorded(pod.uuid, Some(netns), entry, &cache_dir);
+                runtime::check(&list, &rt).map_err(|source| NetFailure::Cni {
+                    net: entry.net_name.clone(),
+                    if_name: entry.if_name.clone(),
+                    source,
+                })
+            });
+            CheckReport {
+                net_name: entry.net_name.clone(),
+                if_name: entry.if_name.clone(),
+                result,
+            }
+        })
+        .collect();
+    Ok(reports)
 }
 
 /// The pod's recorded networks (empty when it has none), for `status` and `list`.

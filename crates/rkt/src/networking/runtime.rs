@@ -34,6 +34,26 @@ pub struct Attachment<'a> {
     pub cache_dir: &'a Path,
 }
 
+impl<'a> Attachment<'a> {
+    /// The attachment of a recorded network.
+    pub fn recorded(
+        uuid: &'a str,
+        netns: Option<&'a Path>,
+        entry: &'a super::NetInfo,
+        cache_dir: &'a Path,
+    ) -> Attachment<'a> {
+        Attachment {
+            uuid,
+            netns,
+            if_name: &entry.if_name,
+            args: &entry.args,
+            capability_args: &entry.capability_args,
+            plugin_dirs: &entry.plugin_dirs,
+            cache_dir,
+        }
+    }
+}
+
 /// What the pod keeps from a successful ADD.
 #[derive(Debug, Clone)]
 pub struct Added {
@@ -77,6 +97,11 @@ pub fn add(list: &NetworkConfigList, att: &Attachment) -> Result<Added, Box<Erro
 /// DELs `list` for the attachment (plugins are told even when ADD never finished).
 pub fn del(list: &NetworkConfigList, att: &Attachment) -> Result<(), Box<Error>> {
     Ok(cni_config(att).del_network_list(list, &runtime_conf(att))?)
+}
+
+/// CHECKs `list` for the attachment.
+pub fn check(list: &NetworkConfigList, att: &Attachment) -> Result<(), Box<Error>> {
+    Ok(cni_config(att).check_network_list(list, &runtime_conf(att))?)
 }
 
 /// The address rkt reports: the first IPv4 one, else the first one.

@@ -215,9 +215,11 @@ impl TestNetns {
 
 impl Drop for TestNetns {
     fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .status();
+        if self.path.exists() {
+            let _ = Command::new("ip")
+                .args(["netns", "del", &self.name])
+                .status();
+        }
     }
 }
 

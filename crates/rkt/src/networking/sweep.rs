@@ -1,0 +1,273 @@
+//! Firewall rules a plugin's DEL left behind for one pod attachment, found and removed.
+//!
+//! The reference plugins tag every NAT rule they make for an attachment with the comment
+//! `name: "<network>" id: "<container id>"`. Some of them can only undo those rules while
+//! the pod's interface still exists: ptp and bridge learn the addresses to unmasquerade from
+//! the interface, so a DEL after the interface vanished (removed by hand, or the namespace
+//! destroyed first) succeeds but leaves the `CNI-…` chain and the jump to it. After a DEL
+//! succeeded, rkt removes what still carries that exact comment, in the `nat` table of
+//! iptables and ip6tables. Nothing else is touched: a chain is deleted only when every rule
+//! in it carries the comment and nothing else jumps to it.
+
+use std::process::Command;
+
+/// Removing leftover rules failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    /// `<tool> <args>` failed (the message includes its stderr).
+    #[error("removing leftover firewall rules of network {net:?}: `{command}` failed: {stderr}")]
+    Command {
+        net: String,
+        command: String,
+        stderr: String,
+    },
+}
+
+/// What to run to remove the leftovers: rule deletions, then chain flushes and deletions,
+/// each as arguments after `<tool> -w -t nat`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Plan {
+    pub commands: Vec<Vec<String>>,
+}
+
+/// The comment the reference plugins put on an attachment's rules.
+pub fn comment(net: &str, container_id: &str) -> String {
+    format!("name: {net:?} id: {container_id:?}")
+}
+
+/// Splits one `iptables-save` line into arguments: whitespace-separated, with `"…"` quoting
+/// and `\"` / `\\` escapes inside quotes.
+fn split_line(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut quoted = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                quoted = !quoted;
+                in_word = true;
+            }
+            '\\' if quoted => {
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                }
+            }
+            c if c.is_whitespace() && !quoted => {
+                if in_word {
+                    out.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            c => {
+                cur.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if in_word {
+        out.push(cur);
+    }
+    out
+}
+
+/// A rule of the `nat` table: its chain, its arguments after the chain, and its target.
+struct Rule {
+    chain: String,
+    args: Vec<String>,
+    target: Option<String>,
+    ours: bool,
+}
+
+/// Plans the removal of the rules tagged with `comment` in an `iptables-save -t nat` dump.
+pub fn plan(save: &str, comment: &str) -> Plan {
+    let mut rules = Vec::new();
+    for line in save.lines() {
+        let words = split_line(line);
+        if words.len() < 2 || words[0] != "-A" {
+            continue;
+        }
+        let args = words[2..].to_vec();
+        let ours = args
+            .windows(2)
+            .any(|w| w[0] == "--comment" && w[1] == comment);
+        let target = args
+            .windows(2)
+            .find(|w| w[0] == "-j" || w[0] == "-g")
+            .map(|w| w[1].clone());
+        rules.push(Rule {
+            chain: words[1].clone(),
+            args,
+            target,
+            ours,
+        });
+    }
+    // Chains that only hold our rules and are only jumped to by our rules.
+    let mut chains: Vec<String> = Vec::new();
+    for r in rules.iter().filter(|r| r.ours) {
+        let Some(t) = &r.target else { continue };
+        if !t.starts_with("CNI-") || chains.contains(t) {
+            continue;
+        }
+        let only_ours = rules.iter().filter(|x| &x.chain == t).all(|x| x.ours);
+        let only_our_jumps = rules
+            .iter()
+            .filter(|x| x.target.as_ref() == Some(t))
+            .all(|x| x.ours);
+        if only_ours && only_our_jumps {
+            chains.push(t.clone());
+        }
+    }
+    let mut commands: Vec<Vec<String>> = rules
+        .iter()
+        .filter(|r| r.ours && !chains.contains(&r.chain))
+        .map(|r| {
+            let mut c = vec!["-D".to_string(), r.chain.clone()];
+            c.extend(r.args.iter().cloned());
+            c
+        })
+        .collect();
+    for chain in &chains {
+        commands.push(vec!["-F".into(), chain.clone()]);
+    }
+    for chain in &chains {
+        commands.push(vec!["-X".into(), chain.clone()]);
+    }
+    Plan { commands }
+}
+
+/// Removes the leftover `nat` rules of attachment (`net`, `container_id`) from iptables and
+/// ip6tables. Tools that are not installed are skipped.
+pub fn sweep(net: &str, container_id: &str) -> Result<(), SweepError> {
+    let comment = comment(net, container_id);
+    for (save, tool) in [
+        ("iptables-save", "iptables"),
+        ("ip6tables-save", "ip6tables"),
+    ] {
+        let Ok(out) = Command::new(save).args(["-t", "nat"]).output() else {
+            continue; // not installed
+        };
+        if !out.status.success() {
+            continue; // e.g. the table is not available in this kernel
+        }
+        let dump = String::from_utf8_lossy(&out.stdout);
+        if !dump.contains(container_id) {
+            continue;
+        }
+        for args in plan(&dump, &comment).commands {
+            let out = Command::new(tool)
+                .args(["-w", "-t", "nat"])
+                .args(&args)
+                .output();
+            let failed = match &out {
+                Ok(o) if o.status.success() => None,
+                Ok(o) => Some(String::from_utf8_lossy(&o.stderr).trim().to_string()),
+                Err(e) => Some(e.to_string()),
+            };
+            if let Some(stderr) = failed {
+                return Err(SweepError::Command {
+                    net: net.to_string(),
+                    command: format!("{tool} -w -t nat {}", args.join(" ")),
+                    stderr,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ID: &str = "8af9a76a-7d40-4084-ab4e-73145ac3ca99";
+
+    fn dump() -> String {
+        format!(
+            r#"# Generated by iptables-save
+*nat
+:PREROUTING ACCEPT [0:0]
+:POSTROUTING ACCEPT [0:0]
+:CNI-5f5f4e7b772405a2597683c7 - [0:0]
+:CNI-other - [0:0]
+-A POSTROUTING -s 172.16.28.5/32 -m comment --comment "name: \"default\" id: \"{ID}\"" -j CNI-5f5f4e7b772405a2597683c7
+-A POSTROUTING -s 172.16.28.6/32 -m comment --comment "name: \"default\" id: \"someone-else\"" -j CNI-other
+-A CNI-5f5f4e7b772405a2597683c7 -d 172.16.28.0/24 -m comment --comment "name: \"default\" id: \"{ID}\"" -j ACCEPT
+-A CNI-5f5f4e7b772405a2597683c7 ! -d 224.0.0.0/4 -m comment --comment "name: \"default\" id: \"{ID}\"" -j MASQUERADE
+-A CNI-other -d 172.16.28.0/24 -m comment --comment "name: \"default\" id: \"someone-else\"" -j ACCEPT
+COMMIT
+"#
+        )
+    }
+
+    #[test]
+    fn comment_matches_the_plugins_format() {
+        assert_eq!(comment("default", "abc"), r#"name: "default" id: "abc""#);
+    }
+
+    #[test]
+    fn splits_quoted_comments() {
+        assert_eq!(
+            split_line(r#"-A X -m comment --comment "name: \"n\" id: \"i\"" -j Y"#),
+            [
+                "-A",
+                "X",
+                "-m",
+                "comment",
+                "--comment",
+                r#"name: "n" id: "i""#,
+                "-j",
+                "Y"
+            ]
+        );
+        let w = split_line(r#"-A X ! -d 1.2.3.4/32 --comment """#);
+        assert_eq!(w.len(), 7);
+        assert_eq!(w[2], "!");
+        assert_eq!(w[6], "");
+    }
+
+    #[test]
+    fn plans_jump_removal_then_chain_flush_and_delete() {
+        let p = plan(&dump(), &comment("default", ID));
+        let chain = "CNI-5f5f4e7b772405a2597683c7";
+        assert_eq!(
+            p.commands,
+            vec![
+                vec![
+                    "-D".to_string(),
+                    "POSTROUTING".into(),
+                    "-s".into(),
+                    "172.16.28.5/32".into(),
+                    "-m".into(),
+                    "comment".into(),
+                    "--comment".into(),
+                    format!(r#"name: "default" id: "{ID}""#),
+                    "-j".into(),
+                    chain.into()
+                ],
+                vec!["-F".to_string(), chain.into()],
+                vec!["-X".to_string(), chain.into()],
+            ]
+        );
+    }
+
+    #[test]
+    fn other_pods_and_other_networks_are_left_alone() {
+        assert!(plan(&dump(), &comment("other-net", ID)).commands.is_empty());
+        assert!(plan(&dump(), &comment("default", "nobody"))
+            .commands
+            .is_empty());
+    }
+
+    #[test]
+    fn shared_chain_is_not_deleted() {
+        let shared = format!(
+            "{}-A CNI-5f5f4e7b772405a2597683c7 -j RETURN\n",
+            dump().replace("COMMIT\n", "")
+        );
+        let p = plan(&shared, &comment("default", ID));
+        assert!(p.commands.iter().all(|c| c[0] == "-D"), "{p:?}");
+        assert_eq!(p.commands.len(), 3);
+    }
+}
