@@ -6,6 +6,17 @@
 //! To add a command: a module here, a variant in [`Command`], an arm in [`dispatch`].
 
 mod config;
+mod enter;
+mod gc;
+mod list;
+mod pod_args;
+mod prepare;
+mod rm;
+mod run;
+mod run_prepared;
+mod stage1_init;
+mod status;
+mod stop;
 mod version;
 
 use std::path::PathBuf;
@@ -99,6 +110,17 @@ pub struct NetDirArgs {
 pub enum Command {
     Config(config::ConfigArgs),
     Version(version::VersionArgs),
+    Run(run::RunArgs),
+    Prepare(prepare::PrepareArgs),
+    RunPrepared(run_prepared::RunPreparedArgs),
+    Status(status::StatusArgs),
+    List(list::ListArgs),
+    Gc(gc::GcArgs),
+    Rm(rm::RmArgs),
+    Stop(stop::StopArgs),
+    Enter(enter::EnterArgs),
+    #[command(name = "stage1-init", hide = true)]
+    Stage1Init(stage1_init::Stage1InitArgs),
 }
 
 impl GlobalArgs {
@@ -207,6 +229,16 @@ fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
         Command::Config(args) => config::run(global, args),
         Command::Version(args) => version::run(global, args),
+        Command::Run(args) => run::run(global, args),
+        Command::Prepare(args) => prepare::run(global, args),
+        Command::RunPrepared(args) => run_prepared::run(global, args),
+        Command::Status(args) => status::run(global, args),
+        Command::List(args) => list::run(global, args),
+        Command::Gc(args) => gc::run(global, args),
+        Command::Rm(args) => rm::run(global, args),
+        Command::Stop(args) => stop::run(global, args),
+        Command::Enter(args) => enter::run(global, args),
+        Command::Stage1Init(args) => stage1_init::run(global, args),
     }
 }
 

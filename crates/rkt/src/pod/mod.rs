@@ -11,8 +11,12 @@
 //! pod's whole life. A pod recorded as `running` whose lock is free has lost its runner
 //! (killed, machine crash): it counts as exited, and gc tears down what it left behind.
 
+pub mod cleanup;
+pub mod control;
+pub mod gc;
 pub mod lock;
 pub mod manifest;
+pub mod run;
 pub mod state;
 pub mod status;
 pub mod store;

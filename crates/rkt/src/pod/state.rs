@@ -7,6 +7,7 @@
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
+use std::net::IpAddr;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -14,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::time::Timestamp;
 use super::PodError;
+use crate::networking::NetInfo;
 
 /// The file name of the state record inside a pod directory.
 pub const STATE_FILE: &str = "state.json";
@@ -72,9 +74,50 @@ pub struct PodState {
     /// The pod's hostname.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hostname: Option<String>,
+    /// The networks set up for the pod (kept after teardown, for status and list).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub networks: Vec<NetSummary>,
     /// Why the pod failed to start, if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// What status and list show of one network: rkt's `net-info.json` fields.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NetSummary {
+    pub net_name: String,
+    pub net_conf: String,
+    pub plugin_path: String,
+    pub if_name: String,
+    pub ip: Option<IpAddr>,
+    pub args: String,
+    pub mask: Option<IpAddr>,
+}
+
+impl From<&NetInfo> for NetSummary {
+    fn from(n: &NetInfo) -> Self {
+        NetSummary {
+            net_name: n.net_name.clone(),
+            net_conf: n.net_conf.clone(),
+            plugin_path: n.plugin_path.clone(),
+            if_name: n.if_name.clone(),
+            ip: n.ip,
+            args: n.args.clone(),
+            mask: n.mask,
+        }
+    }
+}
+
+impl NetSummary {
+    /// rkt's short form: `name:ip4=ADDR` (or just `name` without an IPv4 address).
+    pub fn short(&self) -> String {
+        match self.ip {
+            Some(IpAddr::V4(ip)) => format!("{}:ip4={ip}", self.net_name),
+            Some(IpAddr::V6(ip)) => format!("{}:ip6={ip}", self.net_name),
+            None => self.net_name.clone(),
+        }
+    }
 }
 
 impl PodState {
@@ -90,6 +133,7 @@ impl PodState {
             netns: None,
             net: None,
             hostname: None,
+            networks: Vec::new(),
             error: None,
         }
     }

@@ -1,1 +1,193 @@
-//! (being written)
+//! The process that runs the app inside the pod's namespaces.
+//!
+//! Design: the runner (`rkt run`) re-executes its own binary (`/proc/self/exe`) as the hidden
+//! command `rkt stage1-init` ([`init`]) instead of forking and continuing in Rust code. The
+//! re-executed process starts single-threaded, with a clean address space, so it can unshare
+//! namespaces (`CLONE_NEWNS` refuses multi-threaded callers) and fork freely; the runner,
+//! which may have started threads (plugin I/O, netns creation), only forks through
+//! [`std::process::Command`] with a tiny pre-exec step (`prctl` and `fcntl`, both
+//! async-signal-safe).
+//!
+//! Process tree: runner → stage (host PID namespace; pod's net, mount, UTS, IPC namespaces)
+//! → init (PID 1 of the pod) → app. The init's host PID is recorded in the pod state for
+//! `rkt stop` and `rkt enter` ([`enter`]). Signals are forwarded down the chain
+//! ([`signals`]). The app's stdin, stdout, stderr and controlling terminal are the user's:
+//! nothing in the chain redirects them or starts a new session.
+
+pub mod enter;
+pub mod env;
+pub mod init;
+pub mod mounts;
+pub mod signals;
+
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::AsRawFd;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus};
+
+use nix::errno::Errno;
+use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
+use nix::sys::prctl::set_pdeathsig;
+use nix::sys::signal::Signal;
+use nix::unistd::pipe2;
+
+/// The hidden command name the runner re-executes itself with.
+pub const INIT_COMMAND: &str = "stage1-init";
+
+/// What can go wrong running the app. Variants name the path, program or pod they are about.
+#[derive(Debug, thiserror::Error)]
+pub enum StageError {
+    #[error("cannot start the pod stage {exe}: {source}")]
+    Spawn {
+        exe: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot {what} {path}: {source}")]
+    Sys {
+        what: &'static str,
+        path: PathBuf,
+        source: Errno,
+    },
+    #[error("cannot {what} {path}: {source}")]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot mount {target}: {source}")]
+    Mount { target: PathBuf, source: Errno },
+    #[error("{path} is not a valid pod manifest: {source}")]
+    Manifest {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("cannot set the hostname to {hostname:?}: {source}")]
+    Hostname { hostname: String, source: Errno },
+    #[error("the pod has no command to run")]
+    NoCommand,
+    #[error("command {program:?} not found in the app's PATH {path:?}")]
+    NotFound { program: String, path: String },
+    #[error("cannot execute {program}: {source}")]
+    Exec { program: PathBuf, source: Errno },
+    #[error("argument or variable contains a NUL byte: {text:?}")]
+    NulByte { text: String },
+    #[error("{0}")]
+    Reported(String),
+    #[error("the pod stage ended ({status}) before starting the app")]
+    NoStart { status: ExitStatus },
+    #[error("cannot wait for the pod stage: {source}")]
+    Wait { source: std::io::Error },
+    #[error("cannot enter pod (init PID {pid}): {what}: {source}")]
+    Enter {
+        pid: i32,
+        what: String,
+        source: Errno,
+    },
+}
+
+/// How the runner starts the stage.
+#[derive(Debug, Clone)]
+pub struct StageSpec<'a> {
+    /// The `rkt` binary to re-execute (normally `/proc/self/exe`).
+    pub exe: &'a Path,
+    pub pod_dir: &'a Path,
+    pub hostname: &'a str,
+    /// The pod's network namespace; `None` for `--net=host`.
+    pub netns: Option<&'a Path>,
+}
+
+/// A stage whose app has been executed.
+#[derive(Debug)]
+pub struct Started {
+    child: Child,
+    /// Host PID of the pod's init.
+    pub init_pid: i32,
+}
+
+/// Starts the stage and returns once the app has been executed (or the stage failed, with
+/// the stage's own message). Call [`signals::install`] first so that signals to the runner
+/// reach the pod.
+pub fn start(spec: &StageSpec) -> Result<Started, StageError> {
+    let spawn_err = |source| StageError::Spawn {
+        exe: spec.exe.to_path_buf(),
+        source,
+    };
+    let (read_end, write_end) = pipe2(OFlag::O_CLOEXEC).map_err(|e| spawn_err(e.into()))?;
+    let status_fd = write_end.as_raw_fd();
+    let mut cmd = Command::new(spec.exe);
+    cmd.arg(INIT_COMMAND)
+        .arg("--pod-dir")
+        .arg(spec.pod_dir)
+        .arg("--hostname")
+        .arg(spec.hostname)
+        .arg("--status-fd")
+        .arg(status_fd.to_string());
+    if let Some(netns) = spec.netns {
+        cmd.arg("--netns").arg(netns);
+    }
+    // SAFETY: runs in the forked child before exec and only makes two async-signal-safe
+    // system calls (prctl, fcntl) on values captured by copy.
+    unsafe {
+        cmd.pre_exec(move || {
+            set_pdeathsig(Signal::SIGKILL)?;
+            fcntl(status_fd, FcntlArg::F_SETFD(FdFlag::empty()))?;
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().map_err(spawn_err)?;
+    drop(write_end);
+    signals::forward_to(child.id() as i32);
+
+    let mut report = String::new();
+    let read = File::from(read_end).read_to_string(&mut report);
+    let mut init_pid = None;
+    let mut errors = Vec::new();
+    for line in report.lines() {
+        if let Some(pid) = line.strip_prefix("pid ") {
+            init_pid = pid.trim().parse::<i32>().ok();
+        } else if let Some(msg) = line.strip_prefix("error ") {
+            errors.push(msg.to_string());
+        }
+    }
+    let failed = |child: &mut Child, err: StageError| {
+        let _ = child.wait();
+        signals::stop_forwarding();
+        Err(err)
+    };
+    if let Err(source) = read {
+        return failed(&mut child, StageError::Wait { source });
+    }
+    if !errors.is_empty() {
+        return failed(&mut child, StageError::Reported(errors.join("; ")));
+    }
+    match init_pid {
+        Some(init_pid) => Ok(Started { child, init_pid }),
+        None => {
+            let status = child.wait().map_err(|source| StageError::Wait { source })?;
+            signals::stop_forwarding();
+            Err(StageError::NoStart { status })
+        }
+    }
+}
+
+impl Started {
+    /// Waits for the pod to end; returns the app's exit status.
+    pub fn wait(mut self) -> Result<i32, StageError> {
+        let status = self
+            .child
+            .wait()
+            .map_err(|source| StageError::Wait { source })?;
+        signals::stop_forwarding();
+        Ok(exit_status_code(status))
+    }
+}
+
+/// The shell-style exit status: the code, or 128 + signal number.
+pub fn exit_status_code(status: ExitStatus) -> i32 {
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(init::SETUP_FAILED)
+}

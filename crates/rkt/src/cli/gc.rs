@@ -1,0 +1,57 @@
+//! `rkt gc`: release what dead pods left behind and delete old ones.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::bail;
+use clap::Args;
+
+use rkt::pod::gc::{gc, GcOptions};
+
+use super::pod_args::store;
+use super::GlobalArgs;
+
+fn duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|e| format!("{e} (expected e.g. 30m, 1h, 0s)"))
+}
+
+/// Garbage-collect pods: tear down the networks and namespace of pods whose `rkt run`
+/// died, delete pods that exited longer ago than the grace period, and delete prepared pods
+/// that were never run.
+#[derive(Debug, Args)]
+pub struct GcArgs {
+    /// Keep exited pods this long before deleting them.
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = duration)]
+    pub grace_period: Duration,
+
+    /// Delete prepared pods not run within this time.
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = duration)]
+    pub expire_prepared: Duration,
+}
+
+pub fn run(global: &GlobalArgs, args: &GcArgs) -> anyhow::Result<ExitCode> {
+    let store = store(global)?;
+    let report = gc(
+        &store,
+        &GcOptions {
+            grace_period: args.grace_period,
+            expire_prepared: args.expire_prepared,
+        },
+    );
+    for uuid in &report.released {
+        println!("released pod {uuid} (its rkt run had died)");
+    }
+    for uuid in &report.removed {
+        println!("removed pod {uuid}");
+    }
+    for err in &report.errors {
+        eprintln!("rkt: gc: {err}");
+    }
+    if !report.errors.is_empty() {
+        bail!(
+            "gc: {} failure(s), see above; run gc again to retry",
+            report.errors.len()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,41 @@
+//! `rkt run`: run a command as a pod in its own network namespace, wired up by CNI plugins.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use rkt::pod::run::run_new;
+
+use super::pod_args::{exit_code, store, AppArgs, PodNetArgs};
+use super::GlobalArgs;
+
+/// Run a command as a pod: create it, set up its networks, run the command inside, tear the
+/// networks down, and exit with the command's exit status.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub net: PodNetArgs,
+
+    /// Write the new pod's UUID to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub uuid_file_save: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub app: AppArgs,
+}
+
+pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
+    let app = args.app.app()?;
+    let opts = args.net.run_options(global, args.uuid_file_save.clone())?;
+    let store = store(global)?;
+    let outcome = run_new(&store, app, &opts)?;
+    global.debug(format_args!(
+        "pod {} exited with status {}",
+        outcome.uuid, outcome.exit_status
+    ));
+    for err in &outcome.cleanup_errors {
+        eprintln!("rkt: warning: {err} (`rkt gc` retries)");
+    }
+    Ok(exit_code(outcome.exit_status))
+}

@@ -1,0 +1,31 @@
+//! `rkt run-prepared`: run a pod made by `rkt prepare`.
+
+use std::process::ExitCode;
+
+use clap::Args;
+
+use rkt::pod::run::run_prepared;
+
+use super::pod_args::{exit_code, store, PodNetArgs, PodRef};
+use super::GlobalArgs;
+
+/// Run a prepared pod, with the networking options and directories in effect now, and exit
+/// with its command's exit status.
+#[derive(Debug, Args)]
+pub struct RunPreparedArgs {
+    #[command(flatten)]
+    pub net: PodNetArgs,
+
+    #[command(flatten)]
+    pub pod: PodRef,
+}
+
+pub fn run(global: &GlobalArgs, args: &RunPreparedArgs) -> anyhow::Result<ExitCode> {
+    let opts = args.net.run_options(global, None)?;
+    let pod = args.pod.lookup(&store(global)?)?;
+    let outcome = run_prepared(&pod, &opts)?;
+    for err in &outcome.cleanup_errors {
+        eprintln!("rkt: warning: {err} (`rkt gc` retries)");
+    }
+    Ok(exit_code(outcome.exit_status))
+}

@@ -1,0 +1,74 @@
+//! `rkt status`: one pod's state, times, init PID, exit status and networks.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use clap::{Args, ValueEnum};
+
+use rkt::pod::control::wait_exited;
+use rkt::pod::PodStatus;
+
+use super::pod_args::{store, PodRef};
+use super::GlobalArgs;
+
+/// Output formats of status and list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// rkt's human-readable form.
+    Text,
+    /// JSON.
+    Json,
+}
+
+/// Print a pod's status as `key=value` lines: state, created, started, networks (of running
+/// and exited pods), pid (while running), exited, and app-<name>=<exit status>.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Wait until the pod has exited before printing; with DURATION (e.g. 30s, 5m), at most
+    /// that long, then fail if it is still running.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "forever"
+    )]
+    pub wait: Option<String>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+
+    #[command(flatten)]
+    pub pod: PodRef,
+}
+
+fn parse_wait(text: &str) -> anyhow::Result<Option<Duration>> {
+    if text == "forever" {
+        return Ok(None);
+    }
+    humantime::parse_duration(text)
+        .map(Some)
+        .with_context(|| format!("--wait={text}: expected a duration such as 30s or 5m"))
+}
+
+pub fn run(global: &GlobalArgs, args: &StatusArgs) -> anyhow::Result<ExitCode> {
+    let wait = args.wait.as_deref().map(parse_wait).transpose()?;
+    let pod = args.pod.lookup(&store(global)?)?;
+    if let Some(timeout) = wait {
+        if !wait_exited(&pod, timeout)? {
+            bail!("pod {} is still running after --wait", pod.uuid);
+        }
+    }
+    let status = PodStatus::read(&pod)?;
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&status.to_json())?),
+        Format::Text => {
+            for (key, value) in status.key_values() {
+                println!("{key}={value}");
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,54 @@
+//! Releasing what a pod holds outside its directory: its networks (torn down from the pod's
+//! own record, so it works after configuration or flags changed) and its network namespace.
+//! Used by `rkt run` at exit, and by gc and rm for pods whose runner died. Every step is
+//! tried; all failures are returned together. Releasing twice is fine.
+
+use std::path::Path;
+
+use crate::netns::{self, NetnsError};
+use crate::networking::{self, NetError, PodNet};
+
+use super::state::PodState;
+use super::store::Pod;
+use super::PodError;
+
+/// One step of releasing a pod that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CleanupError {
+    #[error("pod {uuid}: {source}")]
+    Network { uuid: String, source: NetError },
+    #[error("pod {uuid}: {source}")]
+    Netns { uuid: String, source: NetnsError },
+    #[error(transparent)]
+    Pod(#[from] PodError),
+}
+
+/// Tears down the networks recorded in `pod_dir`, then deletes the namespace at `netns`.
+pub fn release(uuid: &str, pod_dir: &Path, netns: Option<&Path>) -> Vec<CleanupError> {
+    let mut errors = Vec::new();
+    let pod = PodNet {
+        uuid,
+        pod_dir,
+        netns,
+    };
+    if let Err(source) = networking::teardown(&pod) {
+        errors.push(CleanupError::Network {
+            uuid: uuid.to_string(),
+            source,
+        });
+    }
+    if let Some(path) = netns {
+        if let Err(source) = netns::delete(path) {
+            errors.push(CleanupError::Netns {
+                uuid: uuid.to_string(),
+                source,
+            });
+        }
+    }
+    errors
+}
+
+/// [`release`] for a pod as its state records it.
+pub fn release_pod(pod: &Pod, state: &PodState) -> Vec<CleanupError> {
+    release(&pod.uuid, &pod.dir, state.netns.as_deref())
+}

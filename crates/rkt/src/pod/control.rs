@@ -1,0 +1,76 @@
+//! Acting on a running pod from outside: `rkt stop` and `rkt status --wait`.
+
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use super::lock::PodLock;
+use super::state::State;
+use super::status::PodStatus;
+use super::store::Pod;
+use super::PodError;
+
+/// Why a pod could not be stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum StopError {
+    #[error(transparent)]
+    Pod(#[from] PodError),
+    #[error("pod {uuid} is not running (it is {state})")]
+    NotRunning { uuid: String, state: State },
+    #[error("pod {uuid} is starting and has no init yet; try again")]
+    NoInit { uuid: String },
+    #[error("cannot send {signal} to pod {uuid} (init PID {pid}): {source}")]
+    Kill {
+        uuid: String,
+        pid: i32,
+        signal: Signal,
+        source: nix::errno::Errno,
+    },
+}
+
+/// Sends SIGTERM (SIGKILL with `force`) to the pod's init, which passes SIGTERM on to the
+/// app; SIGKILL ends the whole pod at once. The runner then tears the pod down.
+pub fn stop(pod: &Pod, force: bool) -> Result<(), StopError> {
+    let status = PodStatus::read(pod)?;
+    if status.state != State::Running || !PodLock::is_held(&pod.dir)? {
+        return Err(StopError::NotRunning {
+            uuid: pod.uuid.clone(),
+            state: status.state,
+        });
+    }
+    let pid = status.record.pid.ok_or_else(|| StopError::NoInit {
+        uuid: pod.uuid.clone(),
+    })?;
+    let signal = if force {
+        Signal::SIGKILL
+    } else {
+        Signal::SIGTERM
+    };
+    kill(Pid::from_raw(pid), signal).map_err(|source| StopError::Kill {
+        uuid: pod.uuid.clone(),
+        pid,
+        signal,
+        source,
+    })
+}
+
+/// Waits until the pod is no longer prepared or running (its runner released it), or until
+/// `timeout`; returns whether it ended.
+pub fn wait_exited(pod: &Pod, timeout: Option<Duration>) -> Result<bool, PodError> {
+    let deadline = timeout.map(|t| Instant::now() + t);
+    loop {
+        match PodStatus::read(pod) {
+            Ok(status) if matches!(status.state, State::Exited | State::Garbage) => {
+                return Ok(true)
+            }
+            Ok(_) => {}
+            Err(e) if e.is_gone() => return Ok(true),
+            Err(e) => return Err(e),
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(false);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

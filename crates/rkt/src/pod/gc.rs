@@ -1,0 +1,157 @@
+//! Garbage collection (`rkt gc`) and removal (`rkt rm`).
+//!
+//! gc visits every pod it can lock exclusively (a locked pod is running):
+//! - `running` (its runner died): release its networks and namespace, record `exited`;
+//! - `exited` longer than the grace period: release again (idempotent), then delete;
+//! - `prepared` for longer than the expiry: delete;
+//! - `garbage` (a deletion that failed earlier): release, delete.
+//!
+//! It also deletes what interrupted creations and deletions left. Nothing stops gc early:
+//! every failure is collected in the report.
+
+use std::time::Duration;
+
+use super::cleanup::{release_pod, CleanupError};
+use super::lock::PodLock;
+use super::state::State;
+use super::store::{Pod, PodStore};
+use super::time::Timestamp;
+use super::PodError;
+
+/// gc's thresholds.
+#[derive(Debug, Clone, Copy)]
+pub struct GcOptions {
+    /// `--grace-period`: how long exited pods are kept.
+    pub grace_period: Duration,
+    /// `--expire-prepared`: how long prepared pods are kept.
+    pub expire_prepared: Duration,
+}
+
+/// What gc did.
+#[derive(Debug, Default)]
+pub struct GcReport {
+    /// Pods whose runner had died and whose networks and namespace gc released.
+    pub released: Vec<String>,
+    /// Pods gc deleted.
+    pub removed: Vec<String>,
+    /// Everything that failed, for every pod.
+    pub errors: Vec<CleanupError>,
+}
+
+/// Leftover `.new-*` directories younger than this may still be being built.
+const LEFTOVER_AGE: Duration = Duration::from_secs(600);
+
+/// Runs gc over every pod in `store`.
+pub fn gc(store: &PodStore, opts: &GcOptions) -> GcReport {
+    let mut report = GcReport::default();
+    let pods = match store.list() {
+        Ok(pods) => pods,
+        Err(e) => {
+            report.errors.push(e.into());
+            return report;
+        }
+    };
+    for pod in pods {
+        if let Err(e) = gc_pod(store, &pod, opts, &mut report) {
+            if !e.is_gone() {
+                report.errors.push(e.into());
+            }
+        }
+    }
+    let (_, errors) = store.sweep_leftovers(LEFTOVER_AGE);
+    report
+        .errors
+        .extend(errors.into_iter().map(CleanupError::from));
+    report
+}
+
+fn gc_pod(
+    store: &PodStore,
+    pod: &Pod,
+    opts: &GcOptions,
+    report: &mut GcReport,
+) -> Result<(), PodError> {
+    let Some(lock) = PodLock::try_lock(&pod.dir, true)? else {
+        return Ok(());
+    };
+    let mut state = pod.state()?;
+    if state.state == State::Running {
+        let errors = release_pod(pod, &state);
+        let ok = errors.is_empty();
+        report.errors.extend(errors);
+        state.state = State::Exited;
+        state.exited = Some(Timestamp::now());
+        state.pid = None;
+        state.store(&pod.dir)?;
+        if ok {
+            report.released.push(pod.uuid.clone());
+        }
+    }
+    let expired = match state.state {
+        State::Exited => state.exited.is_none_or(|t| t.age() >= opts.grace_period),
+        State::Prepared => pod.manifest()?.created.age() >= opts.expire_prepared,
+        State::Garbage => true,
+        State::Running => false,
+    };
+    if !expired {
+        return Ok(());
+    }
+    let errors = release_pod(pod, &state);
+    if errors.is_empty() {
+        store.remove(pod, lock)?;
+        report.removed.push(pod.uuid.clone());
+    } else {
+        state.state = State::Garbage;
+        state.garbage = Some(Timestamp::now());
+        state.store(&pod.dir)?;
+        report.errors.extend(errors);
+    }
+    Ok(())
+}
+
+/// Why `rkt rm` could not remove a pod.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoveError {
+    #[error(transparent)]
+    Pod(#[from] PodError),
+    #[error("pod {uuid} is running; stop it first (`rkt stop {uuid}`)")]
+    Running { uuid: String },
+    #[error(
+        "pod {uuid} was kept (marked garbage) because releasing it failed: {}",
+        list(errors)
+    )]
+    Release {
+        uuid: String,
+        errors: Vec<CleanupError>,
+    },
+}
+
+fn list(errors: &[CleanupError]) -> String {
+    errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// `rkt rm`: releases what the pod holds (if its runner died) and deletes it. A running pod
+/// is refused.
+pub fn remove(store: &PodStore, pod: &Pod) -> Result<(), RemoveError> {
+    let lock = PodLock::lock_exclusive_soon(&pod.dir)?.ok_or_else(|| RemoveError::Running {
+        uuid: pod.uuid.clone(),
+    })?;
+    let mut state = pod.state()?;
+    let errors = release_pod(pod, &state);
+    if !errors.is_empty() {
+        state.state = State::Garbage;
+        state.garbage = Some(Timestamp::now());
+        state.pid = None;
+        state.store(&pod.dir)?;
+        return Err(RemoveError::Release {
+            uuid: pod.uuid.clone(),
+            errors,
+        });
+    }
+    store.remove(pod, lock)?;
+    Ok(())
+}

@@ -1,0 +1,298 @@
+//! Running a pod, start to end: `rkt run` and `rkt run-prepared`.
+//!
+//! Under the pod's exclusive lock, held throughout: record `running` (with the namespace
+//! path, before the namespace exists) → create the network namespace (not for
+//! `--net=host`) → set up the networks → start the stage and record the init's PID → wait →
+//! tear the networks down → delete the namespace → record `exited` with the app's status.
+//! When any step fails, everything set up so far is released, the pod is recorded `exited`
+//! with the error, and the error names what failed. SIGINT, SIGTERM and friends sent to the
+//! runner are forwarded to the pod (see [`crate::stage::signals`]); one that arrives before the
+//! app runs aborts the start. Either way the runner itself always gets to tear down.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use nix::sys::signal::Signal;
+
+use crate::netns::{self, NetnsError};
+use crate::networking::{self, NetError, NetInfo, NetOptions, NetSelection, PodNet};
+use crate::stage::{self, signals, StageError, StageSpec};
+
+use super::cleanup::{release, CleanupError};
+use super::lock::PodLock;
+use super::manifest::App;
+use super::state::{NetSummary, PodState, State};
+use super::store::{Pod, PodStore};
+use super::time::Timestamp;
+use super::PodError;
+
+/// How to run a pod.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Networks, directories in effect, DNS, hosts and hostname. An empty hostname means
+    /// `rkt-<uuid>`.
+    pub net: NetOptions,
+    /// The `rkt` binary to re-execute as the stage (normally `/proc/self/exe`).
+    pub exe: PathBuf,
+    /// `--uuid-file-save`: where to write the UUID once the pod exists.
+    pub uuid_file_save: Option<PathBuf>,
+}
+
+/// How a pod run ended.
+#[derive(Debug)]
+pub struct RunOutcome {
+    pub uuid: String,
+    /// The app's exit status (128 + signal number if a signal killed it).
+    pub exit_status: i32,
+    /// What could not be released after the app ended (gc retries it).
+    pub cleanup_errors: Vec<CleanupError>,
+}
+
+/// Why a pod did not run. Every variant names the pod.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Pod(#[from] PodError),
+    #[error("pod {uuid}: cannot write the UUID to {path}: {source}")]
+    UuidFile {
+        uuid: String,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("pod {uuid}: {source}")]
+    Netns { uuid: String, source: NetnsError },
+    #[error("pod {uuid}: {source}")]
+    Network { uuid: String, source: NetError },
+    /// Bad network, DNS or hosts options, found before any pod was created.
+    #[error(transparent)]
+    Options(NetError),
+    #[error("pod {uuid}: {source}")]
+    Stage { uuid: String, source: StageError },
+    #[error("pod {uuid}: interrupted by {signal} before the app started")]
+    Interrupted { uuid: String, signal: Signal },
+    #[error("pod {uuid}: {source}")]
+    State { uuid: String, source: PodError },
+    #[error("pod {uuid}: cannot install signal forwarding: {source}")]
+    Signals {
+        uuid: String,
+        source: nix::errno::Errno,
+    },
+}
+
+/// A failed start, plus whatever releasing the pod afterwards could not do.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}{}", cleanup_suffix(cleanup))]
+pub struct StartFailure {
+    pub error: Box<RunError>,
+    pub cleanup: Vec<CleanupError>,
+}
+
+fn cleanup_suffix(cleanup: &[CleanupError]) -> String {
+    if cleanup.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = cleanup.iter().map(ToString::to_string).collect();
+    format!(
+        " (cleaning up also failed: {}; `rkt gc` retries)",
+        list.join("; ")
+    )
+}
+
+impl From<PodError> for StartFailure {
+    fn from(e: PodError) -> Self {
+        StartFailure {
+            error: Box::new(RunError::Pod(e)),
+            cleanup: Vec::new(),
+        }
+    }
+}
+
+/// `rkt run`: creates a pod for `app` and runs it.
+pub fn run_new(store: &PodStore, app: App, opts: &RunOptions) -> Result<RunOutcome, StartFailure> {
+    preflight(&opts.net)?;
+    let (pod, lock) = store.create(app, &PodState::new(State::Running))?;
+    run_locked(&pod, lock, opts)
+}
+
+/// `rkt run-prepared`: runs a pod `rkt prepare` made.
+pub fn run_prepared(pod: &Pod, opts: &RunOptions) -> Result<RunOutcome, StartFailure> {
+    preflight(&opts.net)?;
+    let lock = PodLock::lock_exclusive_soon(&pod.dir)?.ok_or_else(|| PodError::InUse {
+        uuid: pod.uuid.clone(),
+    })?;
+    let state = pod.state()?;
+    if state.state != State::Prepared {
+        return Err(PodError::WrongState {
+            uuid: pod.uuid.clone(),
+            state: state.state,
+            action: "run-prepared",
+            wanted: "prepared",
+        }
+        .into());
+    }
+    run_locked(pod, lock, opts)
+}
+
+/// Checks the options that can be checked without a pod: DNS and hosts flags, and that every
+/// named network exists. So a typo leaves nothing behind, not even an exited pod.
+pub fn preflight(net: &NetOptions) -> Result<(), StartFailure> {
+    let fail = |e: NetError| StartFailure {
+        error: Box::new(RunError::Options(e)),
+        cleanup: Vec::new(),
+    };
+    net.dns.validate().map_err(|e| fail(e.into()))?;
+    net.hosts.validate().map_err(|e| fail(e.into()))?;
+    if let NetSelection::Networks { .. } = net.selection {
+        networking::plan::plan(&net.selection, &net.conf_dir).map_err(fail)?;
+    }
+    Ok(())
+}
+
+fn write_uuid_file(path: &Path, uuid: &str) -> std::io::Result<()> {
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o644)
+        .open(path)?;
+    f.write_all(uuid.as_bytes())?;
+    f.sync_all()
+}
+
+fn run_locked(pod: &Pod, lock: PodLock, opts: &RunOptions) -> Result<RunOutcome, StartFailure> {
+    let uuid = pod.uuid.clone();
+    let is_host = matches!(opts.net.selection, NetSelection::Host);
+    let netns_path = (!is_host).then(|| netns::pod_netns_path(&uuid));
+    let mut net = opts.net.clone();
+    if net.hostname.is_empty() {
+        net.hostname = format!("rkt-{uuid}");
+    }
+
+    let mut state = pod.state()?;
+    state.state = State::Running;
+    state.started = Some(Timestamp::now());
+    state.netns = netns_path.clone();
+    state.net = Some(net.selection.to_string());
+    state.hostname = Some(net.hostname.clone());
+    state.store(&pod.dir)?;
+
+    let started = start(pod, &net, netns_path.as_deref(), opts, &mut state);
+    let stage = match started {
+        Ok(stage) => stage,
+        Err(error) => {
+            let cleanup = release(&uuid, &pod.dir, netns_path.as_deref());
+            state.state = State::Exited;
+            state.exited = Some(Timestamp::now());
+            state.error = Some(error.to_string());
+            if let Err(e) = state.store(&pod.dir) {
+                return Err(StartFailure {
+                    error: Box::new(error),
+                    cleanup: cleanup.into_iter().chain([CleanupError::Pod(e)]).collect(),
+                });
+            }
+            drop(lock);
+            return Err(StartFailure {
+                error: Box::new(error),
+                cleanup,
+            });
+        }
+    };
+
+    state.pid = Some(stage.init_pid);
+    // The pod runs whether or not this record could be written; stop/enter need it.
+    let record_err = state.store(&pod.dir).err();
+    let waited = stage.wait();
+    let mut cleanup = release(&uuid, &pod.dir, netns_path.as_deref());
+    cleanup.extend(record_err.map(CleanupError::Pod));
+    state.state = State::Exited;
+    state.exited = Some(Timestamp::now());
+    state.pid = None;
+    let exit_status = match waited {
+        Ok(code) => {
+            state.exit_status = Some(code);
+            code
+        }
+        Err(source) => {
+            state.error = Some(source.to_string());
+            let error = RunError::Stage {
+                uuid: uuid.clone(),
+                source,
+            };
+            let _ = state.store(&pod.dir);
+            return Err(StartFailure {
+                error: Box::new(error),
+                cleanup,
+            });
+        }
+    };
+    if let Err(e) = state.store(&pod.dir) {
+        cleanup.push(CleanupError::Pod(e));
+    }
+    drop(lock);
+    Ok(RunOutcome {
+        uuid,
+        exit_status,
+        cleanup_errors: cleanup,
+    })
+}
+
+/// Everything up to the app running; on error the caller releases what was set up.
+fn start(
+    pod: &Pod,
+    net: &NetOptions,
+    netns_path: Option<&Path>,
+    opts: &RunOptions,
+    state: &mut PodState,
+) -> Result<stage::Started, RunError> {
+    let uuid = || pod.uuid.clone();
+    signals::install().map_err(|source| RunError::Signals {
+        uuid: uuid(),
+        source,
+    })?;
+    if let Some(path) = &opts.uuid_file_save {
+        write_uuid_file(path, &pod.uuid).map_err(|source| RunError::UuidFile {
+            uuid: uuid(),
+            path: path.clone(),
+            source,
+        })?;
+    }
+    if let Some(path) = netns_path {
+        netns::create(path).map_err(|source| RunError::Netns {
+            uuid: uuid(),
+            source,
+        })?;
+    }
+    let pod_net = PodNet {
+        uuid: &pod.uuid,
+        pod_dir: &pod.dir,
+        netns: netns_path,
+    };
+    let nets: Vec<NetInfo> =
+        networking::setup(&pod_net, net).map_err(|source| RunError::Network {
+            uuid: uuid(),
+            source,
+        })?;
+    state.networks = nets.iter().map(NetSummary::from).collect();
+    state.store(&pod.dir).map_err(|source| RunError::State {
+        uuid: uuid(),
+        source,
+    })?;
+    if let Some(signal) = signals::take_pending() {
+        return Err(RunError::Interrupted {
+            uuid: uuid(),
+            signal,
+        });
+    }
+    stage::start(&StageSpec {
+        exe: &opts.exe,
+        pod_dir: &pod.dir,
+        hostname: &net.hostname,
+        netns: netns_path,
+    })
+    .map_err(|source| RunError::Stage {
+        uuid: uuid(),
+        source,
+    })
+}

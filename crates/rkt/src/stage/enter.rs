@@ -1,0 +1,72 @@
+//! `rkt enter`: run a command inside a running pod's namespaces (network, mount, UTS, IPC
+//! and PID of the pod's init) and root directory.
+//!
+//! Joining a mount namespace requires a single-threaded caller, which `rkt enter` is. The
+//! PID namespace applies to children, so the command is spawned after joining.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::os::fd::AsFd;
+use std::os::fd::AsRawFd;
+use std::process::Command;
+
+use nix::errno::Errno;
+use nix::sched::{setns, CloneFlags};
+use nix::unistd::{chdir, chroot, fchdir};
+
+use super::{exit_status_code, StageError};
+
+/// Namespaces joined, in this order (mount last: it changes the root).
+const NAMESPACES: [(&str, CloneFlags); 5] = [
+    ("ipc", CloneFlags::CLONE_NEWIPC),
+    ("uts", CloneFlags::CLONE_NEWUTS),
+    ("net", CloneFlags::CLONE_NEWNET),
+    ("pid", CloneFlags::CLONE_NEWPID),
+    ("mnt", CloneFlags::CLONE_NEWNS),
+];
+
+/// Runs `argv` in the namespaces of the process `init_pid` with `env`; returns its exit
+/// status.
+pub fn enter(
+    init_pid: i32,
+    argv: &[String],
+    env: &[(OsString, OsString)],
+) -> Result<i32, StageError> {
+    let fail = |what: String, source: Errno| StageError::Enter {
+        pid: init_pid,
+        what,
+        source,
+    };
+    let open = |name: &str| {
+        let path = format!("/proc/{init_pid}/{name}");
+        File::open(&path).map_err(|e| {
+            fail(
+                format!("open {path}"),
+                Errno::from_raw(e.raw_os_error().unwrap_or(0)),
+            )
+        })
+    };
+    let root = open("root")?;
+    let namespaces = NAMESPACES
+        .iter()
+        .map(|(name, flag)| open(&format!("ns/{name}")).map(|f| (*name, *flag, f)))
+        .collect::<Result<Vec<_>, _>>()?;
+    for (name, flag, file) in &namespaces {
+        setns(file.as_fd(), *flag).map_err(|e| fail(format!("join its {name} namespace"), e))?;
+    }
+    fchdir(root.as_raw_fd()).map_err(|e| fail("change to its root".into(), e))?;
+    chroot(".").map_err(|e| fail("chroot to its root".into(), e))?;
+    chdir("/").map_err(|e| fail("change directory to /".into(), e))?;
+
+    let (program, args) = argv.split_first().ok_or(StageError::NoCommand)?;
+    let status = Command::new(program)
+        .args(args)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .status()
+        .map_err(|source| StageError::Spawn {
+            exe: program.into(),
+            source,
+        })?;
+    Ok(exit_status_code(status))
+}

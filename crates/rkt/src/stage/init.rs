@@ -1,0 +1,298 @@
+//! `rkt stage1-init`: the process `rkt run` re-executes (`/proc/self/exe`) to become the pod.
+//!
+//! It starts single-threaded, so every `fork` here is an ordinary fork of a one-thread
+//! process and the children may do anything, not only async-signal-safe calls. In order:
+//! 1. the stage joins the pod's network namespace (unless `--net=host`), unshares mount,
+//!    UTS, IPC and PID namespaces, prepares the mounts ([`super::mounts`]) and sets the
+//!    hostname;
+//! 2. it forks the pod's init, PID 1 of the new PID namespace, reports the init's host PID
+//!    to the runner (`pid <n>` on the status pipe) and waits for it, passing signals on;
+//! 3. the init mounts `/proc`, enters the rootfs if any, forks and execs the app, passes
+//!    signals on to it, reaps every child, and exits with the app's status (128 + signal
+//!    number when a signal killed it) as soon as the app is gone; leaving PID 1 makes the
+//!    kernel kill whatever else still runs in the pod.
+//!
+//! The status pipe is close-on-exec everywhere, so the runner reads end-of-file once the
+//! app has been executed; any failure before that is reported on it as `error <message>`.
+//! Each process sets a parent-death signal (SIGKILL), so a pod never outlives its runner.
+
+use std::ffi::{CString, OsString};
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{AsFd, FromRawFd, RawFd};
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::fcntl::{fcntl, FcntlArg, FdFlag};
+use nix::sched::{setns, unshare, CloneFlags};
+use nix::sys::prctl::{set_name, set_pdeathsig};
+use nix::sys::signal::Signal;
+use nix::sys::wait::{waitpid, WaitStatus};
+use nix::unistd::{execve, fork, sethostname, ForkResult, Pid};
+
+use super::env::{app_env, find_executable};
+use super::{mounts, signals, StageError};
+use crate::pod::PodManifest;
+
+/// Exit status of the stage when it fails before the app runs.
+pub const SETUP_FAILED: i32 = 125;
+
+/// What the runner tells the stage (the hidden `stage1-init` command's arguments).
+#[derive(Debug, Clone)]
+pub struct InitArgs {
+    pub pod_dir: PathBuf,
+    pub hostname: String,
+    /// The pod's network namespace; `None` with `--net=host`.
+    pub netns: Option<PathBuf>,
+    /// The write end of the status pipe, inherited from the runner.
+    pub status_fd: RawFd,
+}
+
+/// Runs the stage; returns the exit status for the process.
+pub fn main(args: &InitArgs) -> i32 {
+    // SAFETY: the runner passes us the write end of its status pipe under this number and
+    // nothing else in this process uses or closes it.
+    let status = unsafe { File::from_raw_fd(args.status_fd) };
+    if let Err(errno) = fcntl(args.status_fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)) {
+        eprintln!("rkt stage1-init: status fd {}: {errno}", args.status_fd);
+        return SETUP_FAILED;
+    }
+    match stage(args, status) {
+        Ok(code) => code,
+        Err((mut status, err)) => {
+            report(&mut status, &err);
+            SETUP_FAILED
+        }
+    }
+}
+
+fn report(status: &mut File, err: &StageError) {
+    let line = format!("error {}\n", err.to_string().replace('\n', " "));
+    if status.write_all(line.as_bytes()).is_err() {
+        eprintln!("rkt stage1-init: {err}");
+    }
+}
+
+type Failure = (File, StageError);
+
+fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
+    let prepared = prepare(args);
+    let (app_argv, env, root) = match prepared {
+        Ok(p) => p,
+        Err(e) => return Err((status, e)),
+    };
+    // SAFETY: this process is single-threaded (nothing here starts threads), so the child
+    // may continue as a normal process.
+    match unsafe { fork() } {
+        Err(errno) => Err((
+            status,
+            StageError::Sys {
+                what: "fork the pod's init for",
+                path: args.pod_dir.clone(),
+                source: errno,
+            },
+        )),
+        Ok(ForkResult::Child) => {
+            let mut status = status;
+            let code = match pod_init(&app_argv, &env, root.as_deref(), &mut status) {
+                Ok(code) => code,
+                Err(err) => {
+                    report(&mut status, &err);
+                    SETUP_FAILED
+                }
+            };
+            std::process::exit(code)
+        }
+        Ok(ForkResult::Parent { child }) => {
+            let mut status = status;
+            // The runner learns the init's host PID (for stop and enter).
+            let _ = writeln!(status, "pid {child}");
+            drop(status);
+            signals::forward_to(child.as_raw());
+            Ok(wait_for(child))
+        }
+    }
+}
+
+/// Namespaces, mounts and hostname; returns the app's argv, env and rootfs.
+#[allow(clippy::type_complexity)]
+fn prepare(
+    args: &InitArgs,
+) -> Result<(Vec<String>, Vec<(OsString, OsString)>, Option<PathBuf>), StageError> {
+    set_pdeathsig(Signal::SIGKILL).map_err(|source| StageError::Sys {
+        what: "set the parent-death signal for",
+        path: args.pod_dir.clone(),
+        source,
+    })?;
+    // Shown by ps instead of "exe" (we run as /proc/self/exe); cosmetic, failure ignored.
+    let _ = set_name(c"rkt-stage");
+    let manifest_path = args.pod_dir.join(crate::pod::store::MANIFEST_FILE);
+    let bytes = std::fs::read(&manifest_path).map_err(|source| StageError::Io {
+        what: "read",
+        path: manifest_path.clone(),
+        source,
+    })?;
+    let manifest: PodManifest =
+        serde_json::from_slice(&bytes).map_err(|source| StageError::Manifest {
+            path: manifest_path,
+            source,
+        })?;
+    let app = manifest.app;
+    let env = app_env(&app, std::env::vars_os());
+
+    if let Some(netns) = &args.netns {
+        let file = File::open(netns).map_err(|source| StageError::Io {
+            what: "open network namespace",
+            path: netns.clone(),
+            source,
+        })?;
+        setns(file.as_fd(), CloneFlags::CLONE_NEWNET).map_err(|source| StageError::Sys {
+            what: "enter network namespace",
+            path: netns.clone(),
+            source,
+        })?;
+    }
+    unshare(
+        CloneFlags::CLONE_NEWNS
+            | CloneFlags::CLONE_NEWUTS
+            | CloneFlags::CLONE_NEWIPC
+            | CloneFlags::CLONE_NEWPID,
+    )
+    .map_err(|source| StageError::Sys {
+        what: "unshare mount, UTS, IPC and PID namespaces for",
+        path: args.pod_dir.clone(),
+        source,
+    })?;
+    mounts::make_root_slave()?;
+    let root = app.rootfs.clone().unwrap_or_else(|| PathBuf::from("/"));
+    if app.rootfs.is_some() {
+        mounts::bind_rootfs(&root)?;
+    }
+    mounts::bind_etc_files(&args.pod_dir, &root, app.rootfs.is_some())?;
+    if args.netns.is_some() {
+        mounts::mount_sysfs(&root)?;
+    }
+    if app.rootfs.is_some() {
+        mounts::populate_dev(&root)?;
+    }
+    sethostname(&args.hostname).map_err(|source| StageError::Hostname {
+        hostname: args.hostname.clone(),
+        source,
+    })?;
+    signals::install().map_err(|source| StageError::Sys {
+        what: "install signal handlers for",
+        path: args.pod_dir.clone(),
+        source,
+    })?;
+    Ok((app.exec, env, app.rootfs))
+}
+
+/// PID 1 of the pod.
+fn pod_init(
+    argv: &[String],
+    env: &[(OsString, OsString)],
+    rootfs: Option<&Path>,
+    status: &mut File,
+) -> Result<i32, StageError> {
+    let sys = |what: &'static str, path: &Path| {
+        let path = path.to_path_buf();
+        move |source| StageError::Sys { what, path, source }
+    };
+    set_pdeathsig(Signal::SIGKILL).map_err(sys("set the parent-death signal", Path::new("/")))?;
+    let _ = set_name(c"rkt-init");
+    let root = rootfs.unwrap_or(Path::new("/"));
+    mounts::mount_proc(root)?;
+    if let Some(rootfs) = rootfs {
+        mounts::enter_rootfs(rootfs)?;
+    }
+    let program = argv.first().ok_or(StageError::NoCommand)?;
+    let path_var = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v);
+    let exe = find_executable(program, path_var).ok_or_else(|| StageError::NotFound {
+        program: program.clone(),
+        path: path_var
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    })?;
+    let c_exe = cstring(exe.clone().into_os_string())?;
+    let c_argv = argv
+        .iter()
+        .map(|a| cstring(a.into()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let c_env = env
+        .iter()
+        .map(|(k, v)| {
+            let mut kv = k.clone();
+            kv.push("=");
+            kv.push(v);
+            cstring(kv)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+
+    // SAFETY: single-threaded process (see the module docs).
+    match unsafe { fork() }.map_err(sys("fork the app", &exe))? {
+        ForkResult::Child => {
+            signals::reset_for_exec();
+            let errno = match execve(&c_exe, &c_argv, &c_env) {
+                Err(errno) => errno,
+                Ok(never) => match never {},
+            };
+            let err = StageError::Exec {
+                program: exe,
+                source: errno,
+            };
+            report(status, &err);
+            // SAFETY: _exit(2) ends this child without running the parent's exit handlers.
+            unsafe { libc::_exit(127) }
+        }
+        ForkResult::Parent { child } => {
+            signals::forward_to(child.as_raw());
+            Ok(reap_until(child))
+        }
+    }
+}
+
+fn cstring(s: OsString) -> Result<CString, StageError> {
+    CString::new(s.into_vec()).map_err(|e| StageError::NulByte {
+        text: String::from_utf8_lossy(&e.into_vec()).into_owned(),
+    })
+}
+
+/// Waits for `child`, returning its exit status (128 + signal number if killed).
+fn wait_for(child: Pid) -> i32 {
+    loop {
+        match waitpid(child, None) {
+            Ok(status) => {
+                if let Some(code) = exit_code(status) {
+                    return code;
+                }
+            }
+            Err(Errno::EINTR) => continue,
+            Err(_) => return SETUP_FAILED,
+        }
+    }
+}
+
+/// As PID 1: reaps every child until `app` is gone; returns the app's exit status.
+fn reap_until(app: Pid) -> i32 {
+    loop {
+        match waitpid(None::<Pid>, None) {
+            Ok(status) if status.pid() == Some(app) => {
+                if let Some(code) = exit_code(status) {
+                    return code;
+                }
+            }
+            Ok(_) | Err(Errno::EINTR) => continue,
+            Err(_) => return SETUP_FAILED,
+        }
+    }
+}
+
+/// The shell-style exit status for a wait status; `None` if the child has not ended.
+pub fn exit_code(status: WaitStatus) -> Option<i32> {
+    match status {
+        WaitStatus::Exited(_, code) => Some(code),
+        WaitStatus::Signaled(_, signal, _) => Some(128 + signal as i32),
+        _ => None,
+    }
+}

@@ -1,0 +1,91 @@
+//! Signal forwarding along the chain runner → stage → pod init → app.
+//!
+//! Each process in the chain installs [`install`]'s handler for [`FORWARDED`]. The handler
+//! sends the signal on to the process set with [`forward_to`]; a signal that arrives before
+//! there is anyone to forward to is remembered ([`pending`]) and sent when the target is
+//! set. Signals the kernel generates for the terminal's foreground process group (Ctrl-C,
+//! window size changes: `si_code == SI_KERNEL`) are not forwarded: every process of the
+//! group, the app included, already received them, and forwarding would deliver them twice.
+
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use nix::errno::Errno;
+use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+
+/// The signals passed on to the app.
+pub const FORWARDED: [Signal; 7] = [
+    Signal::SIGINT,
+    Signal::SIGTERM,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+    Signal::SIGUSR1,
+    Signal::SIGUSR2,
+    Signal::SIGWINCH,
+];
+
+static TARGET: AtomicI32 = AtomicI32::new(0);
+static PENDING: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(signo: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler.
+    let code = unsafe { (*info).si_code };
+    if code == libc::SI_KERNEL {
+        return;
+    }
+    let target = TARGET.load(Ordering::SeqCst);
+    if target > 0 {
+        // SAFETY: kill(2) is async-signal-safe and has no memory-safety preconditions.
+        unsafe { libc::kill(target, signo) };
+    } else {
+        PENDING.store(signo, Ordering::SeqCst);
+    }
+}
+
+/// Installs the forwarding handler for every signal in [`FORWARDED`].
+pub fn install() -> Result<(), Errno> {
+    let action = SigAction::new(
+        SigHandler::SigAction(on_signal),
+        SaFlags::SA_SIGINFO | SaFlags::SA_RESTART,
+        SigSet::empty(),
+    );
+    for signal in FORWARDED {
+        // SAFETY: the handler only reads siginfo, atomics and calls kill(2), all
+        // async-signal-safe.
+        unsafe { sigaction(signal, &action) }?;
+    }
+    Ok(())
+}
+
+/// Restores the default disposition of every forwarded signal and of SIGPIPE (which the Rust
+/// runtime ignores), and unblocks all signals: for a child about to exec the app.
+pub fn reset_for_exec() {
+    let default = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
+    for signal in FORWARDED.into_iter().chain([Signal::SIGPIPE]) {
+        // SAFETY: installing the default disposition has no preconditions.
+        let _ = unsafe { sigaction(signal, &default) };
+    }
+    let _ = SigSet::all().thread_unblock();
+}
+
+/// From now on, forwarded signals go to `pid`; one that arrived earlier is sent now.
+pub fn forward_to(pid: i32) {
+    TARGET.store(pid, Ordering::SeqCst);
+    let pending = PENDING.swap(0, Ordering::SeqCst);
+    if pending != 0 {
+        // SAFETY: kill(2) has no memory-safety preconditions.
+        unsafe { libc::kill(pid, pending) };
+    }
+}
+
+/// Stops forwarding (the target is gone); later signals are remembered as pending.
+pub fn stop_forwarding() {
+    TARGET.store(0, Ordering::SeqCst);
+}
+
+/// A signal that arrived while nobody was there to receive it, if any (and forgets it).
+pub fn take_pending() -> Option<Signal> {
+    match PENDING.swap(0, Ordering::SeqCst) {
+        0 => None,
+        signo => Signal::try_from(signo).ok(),
+    }
+}
