@@ -571,3 +571,20 @@ fn check_reports_per_network_with_the_recorded_config() {
     networking::teardown(&pod).unwrap();
     assert!(networking::check(&pod).unwrap().is_empty());
 }
+
+#[test]
+fn failing_to_write_the_pod_files_tears_the_networks_down() {
+    let w = World::new();
+    ok_plugin(&w, "pa");
+    w.conf("10-a.conflist", list("a", &["pa"]));
+    let netns = fake_netns(&w);
+    let pod_dir = w.pod_dir();
+    // <pod>/etc cannot become a directory
+    fs::write(pod_dir.join("etc"), "not a directory").unwrap();
+    let pod = w.pod(&pod_dir, Some(&netns));
+    let err = networking::setup(&pod, &w.opts(&["a"])).unwrap_err();
+    assert!(matches!(&err, NetError::Aborted { cleanup, .. } if cleanup.is_empty()), "{err:?}");
+    assert!(err.to_string().contains("etc/hosts"), "{err}");
+    assert_eq!(shorts(&w), ["ADD pa eth0", "DEL pa eth0"]);
+    assert!(!record::record_path(&pod_dir).exists());
+}

@@ -153,6 +153,13 @@ pub enum NetError {
         source: Box<cni::error::Error>,
         cleanup: Vec<NetFailure>,
     },
+    /// Setup failed for a reason other than a plugin (writing the record or the DNS files);
+    /// what was set up was torn down, except what `cleanup` lists.
+    #[error("{source}{}", cleanup_suffix(cleanup))]
+    Aborted {
+        source: Box<NetError>,
+        cleanup: Vec<NetFailure>,
+    },
     /// Some networks could not be torn down; every one was tried. The record keeps them, so
     /// teardown can be retried.
     #[error("pod {uuid}: teardown failed for {} network(s): {}", failures.len(), join_failures(failures))]
@@ -209,7 +216,9 @@ pub fn setup(pod: &PodNet, opts: &NetOptions) -> Result<Vec<NetInfo>, NetError> 
             add_all(pod, netns, opts, &planned)?
         }
     };
-    write_dns_files(pod, opts, &dns_mode, &hosts, &nets)?;
+    if let Err(e) = write_dns_files(pod, opts, &dns_mode, &hosts, &nets) {
+        return Err(abort(pod, nets, e));
+    }
     Ok(nets)
 }
 
@@ -224,7 +233,10 @@ fn add_all(
     for (i, net) in planned.iter().enumerate() {
         let if_name = format!("eth{i}");
         let (file_name, bytes) = net.saved_copy();
-        let net_conf = record::save_conf(pod.pod_dir, &file_name, &bytes, &entries)?;
+        let net_conf = match record::save_conf(pod.pod_dir, &file_name, &bytes, &entries) {
+            Ok(rel) => rel,
+            Err(e) => return Err(abort(pod, entries, e.into())),
+        };
         entries.push(NetInfo {
             net_name: net.list.name.clone(),
             net_conf,
@@ -239,7 +251,9 @@ fn add_all(
             capability_args: Default::default(),
             result: None,
         });
-        record::save(pod.pod_dir, &entries)?;
+        if let Err(e) = record::save(pod.pod_dir, &entries) {
+            return Err(abort(pod, entries, e.into()));
+        }
         let rt = runtime::Attachment {
             uuid: pod.uuid,
             netns: Some(netns),
@@ -255,12 +269,20 @@ fn add_all(
                 entry.ip = added.ip;
                 entry.mask = added.mask;
                 entry.result = Some(added.result);
-                record::save(pod.pod_dir, &entries)?;
+                if let Err(e) = record::save(pod.pod_dir, &entries) {
+                    return Err(abort(pod, entries, e.into()));
+                }
             }
             Err(source) => {
                 let plugin = runtime::failed_plugin(&source)
                     .unwrap_or_else(|| net.main_plugin_type().to_string());
-                let cleanup = teardown_entries(pod, entries, Mode::Rollback { failed: &source });
+                let cleanup = teardown_entries(
+                    pod,
+                    entries,
+                    Mode::Rollback {
+                        failed: Some(&source),
+                    },
+                );
                 return Err(NetError::Add {
                     net: net.list.name.clone(),
                     plugin,
@@ -271,6 +293,15 @@ fn add_all(
         }
     }
     Ok(entries)
+}
+
+/// Tears down `entries` after setup failed for a reason other than a plugin (`error`).
+fn abort(pod: &PodNet, entries: Vec<NetInfo>, error: NetError) -> NetError {
+    let cleanup = teardown_entries(pod, entries, Mode::Rollback { failed: None });
+    NetError::Aborted {
+        source: Box::new(error),
+        cleanup,
+    }
 }
 
 /// The binary the network's first plugin resolves to, or its type when it is not found
@@ -352,7 +383,9 @@ enum Mode<'a> {
     /// to undo. And when the failed plugin refuses the DEL exactly as it refused the ADD
     /// (typically a configuration it cannot parse), it never got to set anything up: it is
     /// left out so the plugins before it in the list still get their DEL.
-    Rollback { failed: &'a cni::error::Error },
+    Rollback {
+        failed: Option<&'a cni::error::Error>,
+    },
 }
 
 /// DELs `entries` in reverse; returns every failure (empty when all came down).
@@ -365,7 +398,7 @@ fn teardown_entries(pod: &PodNet, entries: Vec<NetInfo>, mode: Mode) -> Vec<NetF
     for (i, entry) in entries.into_iter().rev().enumerate() {
         // Only the network whose ADD failed (the last one) may have refused its config.
         let add_failure = match mode {
-            Mode::Rollback { failed } if i == 0 => Some(failed),
+            Mode::Rollback { failed } if i == 0 => failed,
             _ => None,
         };
         let skip_missing = matches!(mode, Mode::Rollback { .. });
