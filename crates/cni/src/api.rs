@@ -190,7 +190,7 @@ impl CniConfig {
             let invalid = |source: Box<dyn std::error::Error + Send + Sync>| Error::InvalidResult {
                 network: list.name.clone(),
                 plugin: plugin.plugin_type.clone(),
-                command: cmd::ADD.into(),
+                command: cmd::ADD,
                 source,
             };
             let result = CniResult::from_slice(&out, &version).map_err(|e| invalid(e.into()))?;
@@ -479,7 +479,7 @@ impl CniConfig {
         VersionInfo::from_slice(&out).map_err(|e| Error::InvalidResult {
             network: network.to_owned(),
             plugin: plugin_type.to_owned(),
-            command: cmd::VERSION.into(),
+            command: cmd::VERSION,
             source: e.into(),
         })
     }
@@ -604,7 +604,7 @@ impl CniConfig {
         &self,
         network: &str,
         plugin: &NetworkConfig,
-        command: &str,
+        command: &'static str,
         stdin: &Value,
         env: Vec<(String, String)>,
     ) -> Result<Vec<u8>, Error> {

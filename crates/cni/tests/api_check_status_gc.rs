@@ -131,7 +131,7 @@ fn status_surfaces_codes_50_and_51_and_stops_at_the_first() {
     let err = w.cni().get_status_network_list(&l).unwrap_err();
     assert_eq!(err.code(), Some(51));
     assert!(
-        matches!(&err, Error::Plugin { plugin, command, .. } if plugin == "b" && command == "STATUS")
+        matches!(&err, Error::Plugin { plugin, command, .. } if plugin == "b" && *command == "STATUS")
     );
     let calls = w.calls();
     assert_eq!(calls.len(), 2);
@@ -340,7 +340,7 @@ fn version_info_of_current_and_ancient_plugins() {
     );
     let err = cni.get_version_info("broken").unwrap_err();
     assert!(
-        matches!(&err, Error::InvalidResult { command, .. } if command == "VERSION"),
+        matches!(&err, Error::InvalidResult { command, .. } if *command == "VERSION"),
         "{err}"
     );
     assert!(matches!(
@@ -364,7 +364,7 @@ fn invalid_plugin_result_is_reported_and_not_cached() {
     ] {
         let err = cni.add_network_list(&l, &rt()).unwrap_err();
         assert!(
-            matches!(&err, Error::InvalidResult { plugin, command, .. } if plugin == p && command == "ADD"),
+            matches!(&err, Error::InvalidResult { plugin, command, .. } if plugin == p && *command == "ADD"),
             "{err}"
         );
     }

@@ -172,7 +172,7 @@ fn exec_failures_map_to_errors_naming_network_plugin_and_command() {
 
     let err = cni.add_network_list(&list, &rt()).unwrap_err();
     assert!(
-        matches!(&err, Error::Exec { network, plugin, command, .. } if network == "n" && plugin == "p" && command == "ADD"),
+        matches!(&err, Error::Exec { network, plugin, command, .. } if network == "n" && plugin == "p" && *command == "ADD"),
         "{err}"
     );
     let err = cni.del_network_list(&list, &rt()).unwrap_err();

@@ -142,7 +142,7 @@ fn failed_add_leaves_no_cache_and_del_cleans_up_every_plugin() {
             details,
         } => {
             assert_eq!(
-                (network.as_str(), plugin.as_str(), command.as_str()),
+                (network.as_str(), plugin.as_str(), *command),
                 ("net", "b", "ADD")
             );
             assert_eq!(

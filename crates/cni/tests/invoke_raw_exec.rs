@@ -124,7 +124,7 @@ fn hanging_plugin_is_killed_at_the_timeout() {
         .del_network_list(&chain("net", "1.0.0", &["slow"]), &rt())
         .unwrap_err();
     assert!(
-        matches!(&err, Error::Timeout { network, plugin, command, .. } if network == "net" && plugin == "slow" && command == "DEL"),
+        matches!(&err, Error::Timeout { network, plugin, command, .. } if network == "net" && plugin == "slow" && *command == "DEL"),
         "{err}"
     );
 }
