@@ -1,0 +1,132 @@
+//! The errors of pod networking: [`NetError`] for an operation, [`NetFailure`] for one
+//! recorded network that teardown or check failed on. Every variant names the pod or the
+//! network (and interface) it is about.
+
+use std::path::PathBuf;
+
+use super::dns::DnsError;
+use super::record::RecordError;
+use super::sweep;
+
+/// One recorded network that an operation (teardown, check) failed on, and why.
+#[derive(Debug, thiserror::Error)]
+pub enum NetFailure {
+    /// Its record entry or configuration copy could not be used.
+    #[error("network {net:?} ({if_name}): {source}")]
+    Record {
+        net: String,
+        if_name: String,
+        source: RecordError,
+    },
+    /// Its saved configuration does not parse.
+    #[error("network {net:?} ({if_name}): saved configuration: {source}")]
+    Conf {
+        net: String,
+        if_name: String,
+        source: Box<cni::conf::ConfError>,
+    },
+    /// The record file itself could not be rewritten or removed.
+    #[error(transparent)]
+    RecordFile(RecordError),
+    /// Plugins of the network are no longer in its recorded plugin directories; the others
+    /// were DELeted.
+    #[error(
+        "network {net:?} ({if_name}): plugin(s) {} not found in {}; what they set up may be left behind (reinstall them and tear down again)",
+        plugins.iter().map(|p| format!("{p:?}")).collect::<Vec<_>>().join(", "),
+        dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(":")
+    )]
+    PluginMissing {
+        net: String,
+        if_name: String,
+        plugins: Vec<String>,
+        dirs: Vec<PathBuf>,
+    },
+    /// The DEL succeeded but the firewall rules it left behind could not be removed.
+    #[error("network {net:?} ({if_name}): {source}")]
+    Sweep {
+        net: String,
+        if_name: String,
+        source: sweep::SweepError,
+    },
+    /// The CNI operation (DEL, CHECK) failed.
+    #[error("network {net:?} ({if_name}): {source}")]
+    Cni {
+        net: String,
+        if_name: String,
+        source: Box<cni::error::Error>,
+    },
+}
+
+/// Why setting up or tearing down a pod's networks failed.
+#[derive(Debug, thiserror::Error)]
+pub enum NetError {
+    /// Named networks that are neither configured nor built in.
+    #[error("networks not found: {}", names.join(", "))]
+    NotFound { names: Vec<String> },
+    /// The configuration directory exists but cannot be read.
+    #[error("cannot load network configurations: {source}")]
+    ConfDir {
+        dir: PathBuf,
+        source: Box<cni::conf::ConfError>,
+    },
+    /// A built-in configuration failed to parse (a bug).
+    #[error("built-in network {net:?}: {source}")]
+    Builtin {
+        net: String,
+        source: Box<cni::conf::ConfError>,
+    },
+    /// Networks were selected but the pod has no network namespace.
+    #[error("pod {uuid}: networks need a network namespace, but none was given")]
+    NoNetns { uuid: String },
+    /// The pod already has networks recorded; they must be torn down first.
+    #[error("pod {uuid} already has networks set up ({}); tear them down first", nets.join(", "))]
+    AlreadySetUp { uuid: String, nets: Vec<String> },
+    /// A DNS or hosts option, or writing the files.
+    #[error(transparent)]
+    Dns(#[from] DnsError),
+    /// Reading or writing the record.
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    /// ADD failed for `net`; everything set up before it (and `net` itself) was torn down,
+    /// except what `cleanup` lists.
+    #[error(
+        "cannot set up network {net:?} (plugin {plugin:?}): {source}{}",
+        cleanup_suffix(cleanup)
+    )]
+    Add {
+        net: String,
+        plugin: String,
+        source: Box<cni::error::Error>,
+        cleanup: Vec<NetFailure>,
+    },
+    /// Setup failed for a reason other than a plugin (writing the record or the DNS files);
+    /// what was set up was torn down, except what `cleanup` lists.
+    #[error("{source}{}", cleanup_suffix(cleanup))]
+    Aborted {
+        source: Box<NetError>,
+        cleanup: Vec<NetFailure>,
+    },
+    /// Some networks could not be torn down; every one was tried. The record keeps them, so
+    /// teardown can be retried.
+    #[error("pod {uuid}: teardown failed for {} network(s): {}", failures.len(), join_failures(failures))]
+    Teardown {
+        uuid: String,
+        failures: Vec<NetFailure>,
+    },
+}
+
+fn join_failures(failures: &[NetFailure]) -> String {
+    failures
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn cleanup_suffix(cleanup: &[NetFailure]) -> String {
+    if cleanup.is_empty() {
+        String::new()
+    } else {
+        format!(" (and cleaning up failed too: {})", join_failures(cleanup))
+    }
+}
