@@ -221,12 +221,14 @@ impl CniConfig {
     }
 
     /// Deletes the container from the network: every plugin's DEL in reverse order, halting
-    /// at the first plugin that fails (as the spec says). A plugin whose binary is missing is
-    /// passed over so the plugins before it still clean up; the call then fails with
-    /// [`Error::PluginNotFound`] and keeps the cache entry. For versions 0.4.0 and later each plugin gets
-    /// the cached ADD result as `prevResult` when there is one; without a cache entry (a
-    /// failed or never-run ADD, or a second DEL) the DELs run without it. The cache entry is
-    /// removed once every DEL succeeded, so a failed DEL can be retried.
+    /// at the first plugin that fails (as the spec says).
+    ///
+    /// For versions 0.4.0 and later each plugin gets the cached ADD result as `prevResult`
+    /// when there is one; without a cache entry (a failed or never-run ADD, or a second DEL)
+    /// the DELs run without it. The cache entry is removed once every DEL succeeded, so a
+    /// failed DEL can be retried. A plugin whose binary is missing is passed over so the
+    /// plugins before it still clean up; the call then fails with
+    /// [`Error::PluginNotFound`] and keeps the cache entry.
     pub fn del_network_list(
         &self,
         list: &NetworkConfigList,

@@ -370,3 +370,33 @@ fn invalid_plugin_result_is_reported_and_not_cached() {
     }
     assert!(cni.get_cached_attachments("").unwrap().is_empty());
 }
+
+#[test]
+fn gc_deletes_with_the_configuration_cached_at_add_time() {
+    let w = World::new();
+    w.install("a", json!({}));
+    w.install("b", json!({}));
+    let cni = w.cni();
+    let at_add = list(json!({"cniVersion": "1.0.0", "name": "net", "plugins": [
+        {"type": "a", "marker": "old"}, {"type": "b"}]}));
+    cni.add_network_list(&at_add, &rt_for("c1", "eth0"))
+        .unwrap();
+    w.clear_log();
+
+    // The file changed since: one plugin fewer. The stale attachment is still torn down by
+    // the plugins that set it up, with their old configuration.
+    let now = list(
+        json!({"cniVersion": "1.0.0", "name": "net", "plugins": [{"type": "a", "marker": "new"}]}),
+    );
+    cni.gc_network_list(&now, &[]).unwrap();
+    let calls = w.calls();
+    assert_eq!(
+        calls
+            .iter()
+            .map(|c| (c.plugin.as_str(), c.command.as_str()))
+            .collect::<Vec<_>>(),
+        [("b", "DEL"), ("a", "DEL")]
+    );
+    assert_eq!(calls[1].stdin["marker"], "old");
+    assert!(cni.get_cached_attachments("").unwrap().is_empty());
+}
