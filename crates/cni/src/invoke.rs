@@ -36,6 +36,9 @@ pub const PROTOCOL_VARS: &[&str] = &[
 const TXTBSY_RETRIES: u32 = 5;
 const TXTBSY_DELAY: Duration = Duration::from_secs(1);
 
+/// How long the output of a plugin that exited is awaited even when the timeout has passed.
+const PIPE_GRACE: Duration = Duration::from_millis(100);
+
 /// Runs one plugin binary. Implementations must be usable from several threads.
 pub trait Exec: Send + Sync {
     /// Runs `plugin` with `stdin` and the `CNI_*` variables in `env` (added to the inherited
@@ -180,34 +183,9 @@ impl Exec for RawExec {
             }
             drop(child_stdin);
         });
-        let (tx, rx) = mpsc::channel::<(bool, std::io::Result<Vec<u8>>)>();
-        for (is_stdout, pipe) in [
-            (
-                true,
-                child
-                    .stdout
-                    .take()
-                    .map(|p| Box::new(p) as Box<dyn Read + Send>),
-            ),
-            (
-                false,
-                child
-                    .stderr
-                    .take()
-                    .map(|p| Box::new(p) as Box<dyn Read + Send>),
-            ),
-        ] {
-            let tx = tx.clone();
-            std::thread::spawn(move || {
-                let mut buf = Vec::new();
-                let res = match pipe {
-                    Some(mut p) => p.read_to_end(&mut buf).map(|_| buf),
-                    None => Ok(buf),
-                };
-                let _ = tx.send((is_stdout, res));
-            });
-        }
-        drop(tx);
+        let (tx, rx) = mpsc::channel();
+        drain(child.stdout.take(), Pipe::Stdout, tx.clone());
+        drain(child.stderr.take(), Pipe::Stderr, tx);
 
         // Wait for the exit on another thread, with WNOWAIT so that thread never reaps: the
         // child stays a zombie until `child.wait()` below, and a kill after a timeout can
@@ -225,13 +203,14 @@ impl Exec for RawExec {
         let status = child.wait().map_err(io_err)?;
 
         // The pipes close when the plugin exits, unless something it started still holds
-        // them; give that the rest of the timeout.
+        // them; give that the rest of the timeout (at least a moment, for a plugin that
+        // exited just in time).
         let (mut stdout, mut stderr) = (None, None);
         while stdout.is_none() || stderr.is_none() {
             let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok((true, res)) => stdout = Some(res.map_err(io_err)?),
-                Ok((false, res)) => stderr = Some(res.map_err(io_err)?),
+            match rx.recv_timeout(left.max(PIPE_GRACE)) {
+                Ok((Pipe::Stdout, res)) => stdout = Some(res.map_err(io_err)?),
+                Ok((Pipe::Stderr, res)) => stderr = Some(res.map_err(io_err)?),
                 Err(_) => {
                     return Err(ExecError::Timeout {
                         plugin: plugin.to_path_buf(),
@@ -257,6 +236,28 @@ impl Exec for RawExec {
         }
         Err(decode_failure(plugin, exit_status, &stdout, &stderr))
     }
+}
+
+#[derive(Clone, Copy)]
+enum Pipe {
+    Stdout,
+    Stderr,
+}
+
+/// Reads `pipe` to its end on a thread and sends what it read, tagged with `which`.
+fn drain(
+    pipe: Option<impl Read + Send + 'static>,
+    which: Pipe,
+    tx: mpsc::Sender<(Pipe, std::io::Result<Vec<u8>>)>,
+) {
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let res = match pipe {
+            Some(mut p) => p.read_to_end(&mut buf).map(|_| buf),
+            None => Ok(buf),
+        };
+        let _ = tx.send((which, res));
+    });
 }
 
 /// A channel that receives (or disconnects) once child `pid` has exited, without reaping it.
