@@ -7,6 +7,9 @@
 //! `99-default-restricted.conf`. Names that match nothing fail the whole plan with
 //! `networks not found: a, b` before anything is set up.
 //!
+//! [`candidates`] is also what a listing of the networks in effect needs: it keeps the
+//! shadowed definitions and the files that failed to load.
+//!
 //! This module also decides what the pod keeps as "the configuration used": the file's
 //! own bytes when they describe the network completely, else an equivalent configuration
 //! list (for a `.conflist` whose `<dir>/<name>/*.conf` plugins were appended).
@@ -123,17 +126,25 @@ pub fn parse_saved(bytes: &[u8], path: &Path) -> Result<NetworkConfigList, ConfE
     }
 }
 
-/// Every network that can be selected: the configuration directory's, then the built-ins
-/// not overridden, sorted by file name. Files that fail to load are reported on stderr.
-pub fn candidates(conf_dir: &Path) -> Result<Vec<PlannedNet>, NetError> {
+/// The networks in effect for a configuration directory, and what did not make it.
+#[derive(Debug)]
+pub struct Candidates {
+    /// Every network that can be selected: the directory's, then the built-ins whose name no
+    /// configured network takes, sorted by file name.
+    pub nets: Vec<PlannedNet>,
+    /// Definitions that lost to an earlier file with the same network name.
+    pub shadowed: Vec<cni::conf::Shadowed>,
+    /// Files that failed to load.
+    pub failed: Vec<ConfError>,
+}
+
+/// Loads `conf_dir` (a missing directory has no networks) and adds the built-ins.
+pub fn candidates(conf_dir: &Path) -> Result<Candidates, NetError> {
     let loaded = cni::conf::load_dir(conf_dir).map_err(|source| NetError::ConfDir {
         dir: conf_dir.to_path_buf(),
         source: Box::new(source),
     })?;
-    for failed in &loaded.failed {
-        eprintln!("rkt: warning: ignoring a network configuration: {failed}");
-    }
-    let mut out: Vec<PlannedNet> = loaded
+    let mut nets: Vec<PlannedNet> = loaded
         .networks
         .into_iter()
         .map(|list| PlannedNet {
@@ -149,13 +160,17 @@ pub fn candidates(conf_dir: &Path) -> Result<Vec<PlannedNet>, NetError> {
         })
         .collect();
     for b in BUILTINS {
-        if out.iter().any(|n| n.list.name == b.name) {
+        if nets.iter().any(|n| n.list.name == b.name) {
             continue;
         }
-        out.push(builtin_net(&b)?);
+        nets.push(builtin_net(&b)?);
     }
-    out.sort_by(|a, b| a.file_name.as_bytes().cmp(b.file_name.as_bytes()));
-    Ok(out)
+    nets.sort_by(|a, b| a.file_name.as_bytes().cmp(b.file_name.as_bytes()));
+    Ok(Candidates {
+        nets,
+        shadowed: loaded.shadowed,
+        failed: loaded.failed,
+    })
 }
 
 fn builtin_net(b: &Builtin) -> Result<PlannedNet, NetError> {
@@ -177,7 +192,25 @@ pub fn plan(selection: &NetSelection, conf_dir: &Path) -> Result<Vec<PlannedNet>
     if selection.is_host() || selection.is_none() {
         return Ok(Vec::new());
     }
-    let candidates = candidates(conf_dir)?;
+    let Candidates {
+        nets: candidates,
+        shadowed,
+        failed,
+    } = candidates(conf_dir)?;
+    // A file that failed to load may be the one that defines a selected network.
+    for f in &failed {
+        eprintln!("rkt: warning: ignoring a network configuration: {f}");
+    }
+    let selected =
+        |name: &str| selection.is_all() || selection.requests().iter().any(|r| r.name == name);
+    for s in shadowed.iter().filter(|s| selected(&s.name)) {
+        eprintln!(
+            "rkt: warning: network {:?} in {} is ignored: {} defines it first",
+            s.name,
+            s.file.display(),
+            s.shadowed_by.display()
+        );
+    }
     let missing: Vec<String> = selection
         .requests()
         .iter()
@@ -278,6 +311,21 @@ mod tests {
         fs::write(dir.path().join("10-a.conf"), conf("a", "ptp")).unwrap();
         fs::write(dir.path().join("05-bad.conf"), "{").unwrap();
         assert_eq!(names(&plan(&sel(&["a"]), dir.path()).unwrap()), ["a"]);
+    }
+
+    #[test]
+    fn candidates_keep_shadowed_and_failed_files() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("10-a.conf"), conf("a", "ptp")).unwrap();
+        fs::write(dir.path().join("20-a.conf"), conf("a", "bridge")).unwrap();
+        fs::write(dir.path().join("30-bad.conf"), "{").unwrap();
+        let c = candidates(dir.path()).unwrap();
+        assert_eq!(names(&c.nets), ["a", "default-restricted", "default"]);
+        assert_eq!(c.nets[0].main_plugin_type(), "ptp");
+        assert_eq!(c.shadowed.len(), 1);
+        assert_eq!(c.shadowed[0].file, dir.path().join("20-a.conf"));
+        assert_eq!(c.failed.len(), 1);
+        assert!(c.failed[0].to_string().contains("30-bad.conf"));
     }
 
     #[test]
