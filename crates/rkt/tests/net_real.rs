@@ -297,3 +297,56 @@ fn teardown_after_the_namespace_is_gone_leaves_nothing() {
     assert_no_leaks(&w.uuid, &["default"], &t.ifaces, &t.chains);
     assert!(networking::load_record(&pod_dir).unwrap().is_empty());
 }
+
+#[test]
+fn ipv6_address_pinned_through_net_args() {
+    if !root_or_skip("ipv6_address_pinned") {
+        return;
+    }
+    if !Path::new("/proc/sys/net/ipv6").exists() {
+        eprintln!("ipv6_address_pinned: skipped, no IPv6 in this kernel");
+        return;
+    }
+    let w = World::new();
+    let ns = TestNetns::new();
+    let name = format!("rkt-test-v6-{}", unique());
+    let _dirs = HostLocalDirs(vec![name.clone()]);
+    let seed = uuid::Uuid::new_v4().as_u128();
+    let prefix = format!(
+        "fd00:{:x}:{:x}",
+        (seed & 0xffff) as u16,
+        ((seed >> 16) & 0xffff) as u16
+    );
+    w.conf(
+        "10-v6.conflist",
+        json!({
+            "cniVersion": "1.0.0",
+            "name": name,
+            "plugins": [{
+                "type": "ptp",
+                "ipMasq": false,
+                "ipam": {"type": "host-local", "subnet": format!("{prefix}::/64")}
+            }]
+        }),
+    );
+    let pod_dir = w.pod_dir();
+    let pod = w.pod(&pod_dir, Some(&ns.path));
+    let _guard = TeardownGuard(pod);
+    let ip: std::net::Ipv6Addr = format!("{prefix}::5").parse().unwrap();
+
+    let nets = networking::setup(&pod, &real_opts(&w, &[&format!("{name}:IP={ip}")])).unwrap();
+    let t = trace(&w.uuid, &nets);
+    assert_eq!(nets[0].ip, Some(ip.into()));
+    assert_eq!(nets[0].ip4(), None);
+    assert_eq!(nets[0].mask, Some("ffff:ffff:ffff:ffff::".parse().unwrap()));
+    let addrs = ns.addrs();
+    assert!(
+        addrs
+            .lines()
+            .any(|l| l.contains(" eth0 ") && l.contains(&format!("inet6 {ip}/64"))),
+        "{ip} not on eth0:\n{addrs}"
+    );
+
+    networking::teardown(&pod).unwrap();
+    assert_no_leaks(&w.uuid, &[&name], &t.ifaces, &t.chains);
+}
