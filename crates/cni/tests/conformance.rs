@@ -18,6 +18,10 @@
 //!   `float64`s before injecting and sends a rounded number; we send the digits as written.
 //! * A plugin answering in an older version than the config's: the reference hands its
 //!   result to the next plugin as it came; we convert it to the config's version first.
+//! * DEL with a plugin binary missing: the reference stops there, so the plugins before it
+//!   never clean up; we DEL the others and report the missing one.
+//! * DEL with a cached result that cannot be parsed: the reference fails without running a
+//!   plugin; we DEL without `prevResult`.
 //! * Known bug, its test ignored until fixed: for a single-plugin `.conf` the reference
 //!   caches the upgraded list, we cache the plugin object, which libcni-based readers of the
 //!   cache cannot parse as a list.
@@ -1089,4 +1093,154 @@ fn single_conf_scenario() -> Scenario {
     single["cniVersion"] = json!("0.4.0");
     single["name"] = json!(NET);
     Scenario::with_file("0.4.0", single, "net.conf")
+}
+
+/// A failed ADD (the second plugin errors) and the DEL the spec then requires: both
+/// runtimes stop the ADD at the failure, cache nothing, and DEL every plugin, the failed one
+/// included, without `prevResult`.
+#[test]
+fn conformance_failed_add_then_del() {
+    if driver().is_none() {
+        return;
+    }
+    let s = Scenario::new("1.0.0", list_json("1.0.0"));
+    s.script(
+        "rec-b",
+        json!({"ADD": {"error": {"code": 7, "msg": "boom", "details": "scripted"}}}),
+    );
+    let list = s.list();
+    let err = s.reference("add", &s.conf).unwrap_err();
+    assert!(err.contains("boom"), "{err}");
+    let ours = s.cni().add_network_list(&list, &s.rt()).unwrap_err();
+    assert!(
+        matches!(&ours, cni::error::Error::Plugin { code: 7, msg, .. } if msg == "boom"),
+        "{ours}"
+    );
+    assert_same_calls(&s, "failed ADD", &s.ours.calls(), &s.reference.calls());
+    assert_eq!(s.ours.calls().len(), 2);
+    assert!(s.ours.cache_entry(&s.id, &s.ifname).is_none());
+    assert!(s.reference.cache_entry(&s.id, &s.ifname).is_none());
+    s.ours.clear_log();
+    s.reference.clear_log();
+
+    s.reference("del", &s.conf).unwrap();
+    s.cni().del_network_list(&list, &s.rt()).unwrap();
+    assert_eq!(s.ours.calls().len(), 3);
+    assert_same_calls(
+        &s,
+        "DEL after failed ADD",
+        &s.ours.calls(),
+        &s.reference.calls(),
+    );
+}
+
+/// The config changes version between ADD and DEL or CHECK (the spec says it should not, but
+/// runtimes meet it after upgrades): both runtimes convert the cached result to the new
+/// version, up (0.4.0 to 1.0.0) and down (1.0.0 to 0.4.0), identically.
+#[test]
+fn conformance_cached_result_converted_to_a_changed_config_version() {
+    if driver().is_none() {
+        return;
+    }
+    for (added, later, command) in [("0.4.0", "1.0.0", "del"), ("1.0.0", "0.4.0", "check")] {
+        let s = Scenario::new(added, list_json(added));
+        s.reference("add", &s.conf).unwrap();
+        s.cni().add_network_list(&s.list(), &s.rt()).unwrap();
+        s.ours.clear_log();
+        s.reference.clear_log();
+
+        let changed = s.conf.with_file_name(format!("net-{later}.conflist"));
+        std::fs::write(&changed, list_json(later).to_string()).unwrap();
+        let changed_list = cni::conf::load_file(&changed).unwrap();
+        s.reference(command, &changed).unwrap();
+        if command == "del" {
+            s.cni().del_network_list(&changed_list, &s.rt()).unwrap();
+        } else {
+            s.cni().check_network_list(&changed_list, &s.rt()).unwrap();
+        }
+        let ours = s.ours.calls();
+        assert_eq!(ours.len(), 3);
+        assert_eq!(ours[0].stdin["prevResult"]["cniVersion"], later);
+        assert_same_calls(
+            &s,
+            &format!("{command} at {later} after ADD at {added}"),
+            &ours,
+            &s.reference.calls(),
+        );
+    }
+}
+
+/// DEL when a plugin's binary is gone: the reference stops at the missing plugin, so the
+/// plugins before it never clean up; we report it but still DEL the others (the library's
+/// documented choice). Both keep the cache entry.
+#[test]
+fn conformance_del_with_a_missing_plugin_goes_on_unlike_the_reference() {
+    if driver().is_none() {
+        return;
+    }
+    let s = Scenario::new("1.0.0", list_json("1.0.0"));
+    let list = s.list();
+    s.reference("add", &s.conf).unwrap();
+    s.cni().add_network_list(&list, &s.rt()).unwrap();
+    s.ours.clear_log();
+    s.reference.clear_log();
+    std::fs::remove_file(s.plugins.join("rec-b")).unwrap();
+
+    let err = s.reference("del", &s.conf).unwrap_err();
+    assert!(err.contains("rec-b"), "{err}");
+    let ours = s.cni().del_network_list(&list, &s.rt()).unwrap_err();
+    assert!(
+        matches!(ours, cni::error::Error::PluginNotFound { .. }),
+        "{ours}"
+    );
+    let names = |calls: Vec<Call>| {
+        calls
+            .into_iter()
+            .map(|c| format!("{} {}", c.plugin, c.command))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(s.reference.calls()), ["rec-c DEL"]);
+    assert_eq!(names(s.ours.calls()), ["rec-c DEL", "rec-a DEL"]);
+    assert_same_calls(&s, "DEL", &s.ours.calls()[..1], &s.reference.calls());
+    assert!(s.ours.cache_entry(&s.id, &s.ifname).is_some());
+    assert!(s.reference.cache_entry(&s.id, &s.ifname).is_some());
+}
+
+/// DEL when the cached result cannot be used (a version no one knows): the reference fails
+/// the DEL without running any plugin, leaving the attachment in place; we DEL without
+/// `prevResult` and remove the entry.
+#[test]
+fn conformance_del_with_an_unusable_cached_result_goes_on_unlike_the_reference() {
+    if driver().is_none() {
+        return;
+    }
+    let s = Scenario::new("1.0.0", list_json("1.0.0"));
+    let list = s.list();
+    let entry = json!({
+        "kind": "cniCacheV1",
+        "containerId": s.id,
+        "config": base64::engine::general_purpose::STANDARD.encode(std::fs::read(&s.conf).unwrap()),
+        "ifName": s.ifname,
+        "networkName": NET,
+        "result": {"cniVersion": "9.9.9", "ips": []},
+    });
+    for side in [&s.ours, &s.reference] {
+        std::fs::create_dir_all(side.cache.join("results")).unwrap();
+        std::fs::write(
+            side.cache
+                .join(format!("results/{NET}-{}-{}", s.id, s.ifname)),
+            entry.to_string(),
+        )
+        .unwrap();
+    }
+    let err = s.reference("del", &s.conf).unwrap_err();
+    assert!(err.contains("9.9.9"), "{err}");
+    assert!(s.reference.calls().is_empty());
+    assert!(s.reference.cache_entry(&s.id, &s.ifname).is_some());
+
+    s.cni().del_network_list(&list, &s.rt()).unwrap();
+    let ours = s.ours.calls();
+    assert_eq!(ours.len(), 3);
+    assert!(ours.iter().all(|c| c.stdin.get("prevResult").is_none()));
+    assert!(s.ours.cache_entry(&s.id, &s.ifname).is_none());
 }
