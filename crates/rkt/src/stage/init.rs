@@ -94,11 +94,13 @@ fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
             },
         )),
         Ok(ForkResult::Child) => {
-            let mut status = status;
+            let mut status = Some(status);
             let code = match pod_init(&app_argv, &env, root.as_deref(), &mut status) {
                 Ok(code) => code,
                 Err(err) => {
-                    report(&mut status, &err);
+                    if let Some(status) = status.as_mut() {
+                        report(status, &err);
+                    }
                     SETUP_FAILED
                 }
             };
@@ -107,7 +109,9 @@ fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
         Ok(ForkResult::Parent { child }) => {
             let mut status = status;
             // The runner learns the init's host PID (for stop and enter).
-            let _ = writeln!(status, "pid {child}");
+            // One write(2) of less than PIPE_BUF bytes: atomic, never interleaved with an
+            // error line the init may be writing at the same time.
+            let _ = status.write_all(format!("pid {child}\n").as_bytes());
             drop(status);
             signals::forward_to(child.as_raw());
             Ok(wait_for(child))
@@ -188,12 +192,13 @@ fn prepare(
     Ok((app.exec, env, app.rootfs))
 }
 
-/// PID 1 of the pod.
+/// PID 1 of the pod. It closes its copy of the status pipe once the app is forked, so that
+/// the runner sees end-of-file when the app has been executed.
 fn pod_init(
     argv: &[String],
     env: &[(OsString, OsString)],
     rootfs: Option<&Path>,
-    status: &mut File,
+    status: &mut Option<File>,
 ) -> Result<i32, StageError> {
     let sys = |what: &'static str, path: &Path| {
         let path = path.to_path_buf();
@@ -241,11 +246,14 @@ fn pod_init(
                 program: exe,
                 source: errno,
             };
-            report(status, &err);
+            if let Some(status) = status.as_mut() {
+                report(status, &err);
+            }
             // SAFETY: _exit(2) ends this child without running the parent's exit handlers.
             unsafe { libc::_exit(127) }
         }
         ForkResult::Parent { child } => {
+            drop(status.take());
             signals::forward_to(child.as_raw());
             Ok(reap_until(child))
         }

@@ -1,0 +1,209 @@
+//! Helpers of the pod tests (`pod_*.rs`): a temporary rkt world (data directory and
+//! configuration directories of its own, so no test touches /var/lib/rkt or /etc/rkt),
+//! background pods, and the check that nothing is left on the host.
+
+#![allow(dead_code)] // Each test file uses its own subset.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::{rkt, Rkt};
+
+/// Whether the tests run as root; pods need it.
+pub fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// Returns early from a test (with a note) when not root.
+#[macro_export]
+macro_rules! require_root {
+    () => {
+        if !pod_support::is_root() {
+            eprintln!("skipping: running pods needs root");
+            return;
+        }
+    };
+}
+
+/// A temporary rkt installation: data dir, an empty local and system configuration.
+/// Dropping it stops its pods, runs gc, and deletes any namespace they left.
+pub struct World {
+    pub root: tempfile::TempDir,
+    background: Vec<Child>,
+}
+
+impl World {
+    pub fn new() -> World {
+        let root = tempfile::tempdir().unwrap();
+        for d in ["data", "local", "system"] {
+            fs::create_dir(root.path().join(d)).unwrap();
+        }
+        World {
+            root,
+            background: Vec::new(),
+        }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.path().join(rel)
+    }
+
+    fn global_args(&self) -> Vec<String> {
+        vec![
+            format!("--dir={}", self.path("data").display()),
+            format!("--local-config={}", self.path("local").display()),
+            format!("--system-config={}", self.path("system").display()),
+        ]
+    }
+
+    /// `rkt <global options of this world> <args>`.
+    pub fn rkt(&self, args: &[&str]) -> Rkt {
+        rkt(&self.global_args()).args(args)
+    }
+
+    /// A plain `Command` for the same, for stdin or background use.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rkt"));
+        cmd.args(self.global_args()).args(args);
+        cmd
+    }
+
+    /// Starts `rkt run <args>` in the background, saving the UUID; returns (uuid, index).
+    pub fn spawn_run(&mut self, args: &[&str]) -> (String, usize) {
+        let uuid_file = self.path(&format!("uuid-{}", self.background.len()));
+        let mut full = vec![
+            "run".to_string(),
+            format!("--uuid-file-save={}", uuid_file.display()),
+        ];
+        full.extend(args.iter().map(|s| s.to_string()));
+        let full: Vec<&str> = full.iter().map(String::as_str).collect();
+        let child = self
+            .command(&full)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        self.background.push(child);
+        let index = self.background.len() - 1;
+        let uuid = wait_for(|| {
+            fs::read_to_string(&uuid_file)
+                .ok()
+                .filter(|s| !s.is_empty())
+        });
+        (uuid, index)
+    }
+
+    /// The background `rkt run` number `index`.
+    pub fn child(&mut self, index: usize) -> &mut Child {
+        &mut self.background[index]
+    }
+
+    /// Waits for background run `index` to end; returns its exit code and stderr.
+    pub fn wait_child(&mut self, index: usize) -> (Option<i32>, String) {
+        let out = self.background.remove(index).wait_with_output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// `rkt status --format=json <uuid>`.
+    pub fn status_json(&self, uuid: &str) -> Value {
+        let out = self.rkt(&["status", "--format=json", uuid]).run();
+        out.assert_success();
+        out.json()
+    }
+
+    /// Waits until the pod runs its app (state running, init PID known).
+    pub fn wait_running(&self, uuid: &str) -> i64 {
+        wait_for(|| {
+            let st = self.status_json(uuid);
+            (st["state"] == "running")
+                .then(|| st["pid"].as_i64())
+                .flatten()
+        })
+    }
+
+    /// The UUIDs of the pods in this world's store.
+    pub fn pods(&self) -> Vec<String> {
+        match fs::read_dir(self.path("data/pods")) {
+            Ok(entries) => entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.starts_with('.'))
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        for child in &mut self.background {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let uuids = self.pods();
+        let _ = self
+            .command(&["gc", "--grace-period=0s", "--expire-prepared=0s"])
+            .output();
+        for uuid in uuids {
+            let _ = rkt::netns::delete(&netns_path(&uuid));
+        }
+    }
+}
+
+/// `/run/netns/rkt-<uuid>`.
+pub fn netns_path(uuid: &str) -> PathBuf {
+    rkt::netns::pod_netns_path(uuid)
+}
+
+/// Asserts that the pod left no network namespace behind.
+pub fn assert_no_netns(uuid: &str) {
+    let path = netns_path(uuid);
+    assert!(!path.exists(), "{} was left behind", path.display());
+}
+
+/// Polls `f` until it returns something (every 50 ms, for at most 60 s, then panics: a
+/// deadline for a hung test, not a timing assertion).
+pub fn wait_for<T>(mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "gave up waiting");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Makes a tiny root filesystem at `dir`: /bin/sh and /bin/cat with the libraries they load
+/// (found with ldd), empty /etc, /proc, /sys and /tmp.
+pub fn tiny_rootfs(dir: &Path) {
+    for d in ["bin", "etc", "proc", "sys", "tmp"] {
+        fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    for bin in ["/bin/sh", "/bin/cat"] {
+        let real = fs::canonicalize(bin).unwrap();
+        fs::copy(&real, dir.join(bin.trim_start_matches('/'))).unwrap();
+        let ldd = Command::new("ldd").arg(&real).output().unwrap();
+        for line in String::from_utf8_lossy(&ldd.stdout).lines() {
+            let lib = line
+                .split_whitespace()
+                .find(|w| w.starts_with('/'))
+                .map(PathBuf::from);
+            if let Some(lib) = lib {
+                let dest = dir.join(lib.strip_prefix("/").unwrap());
+                fs::create_dir_all(dest.parent().unwrap()).unwrap();
+                if !dest.exists() {
+                    fs::copy(fs::canonicalize(&lib).unwrap(), &dest).unwrap();
+                }
+            }
+        }
+    }
+}
