@@ -6,7 +6,8 @@
 //!   and the host-local reservation are gone.
 //! * bridge (isGateway, ipMasq) + tuning (MTU, and the `mac` capability) + portmap (the
 //!   `portMappings` capability): the address, MTU and MAC are on `eth0`, the nat table holds
-//!   this container's masquerade and port-mapping chains; after DEL no rule or chain of this
+//!   this container's masquerade and port-mapping chains, and a connection to the mapped
+//!   port on 127.0.0.1 reaches a listener in the namespace; after DEL no rule or chain of this
 //!   container is left, nor any port on the bridge or reservation.
 //!
 //! Every name shared with the host is unique per test (namespace `cni-rt-<random>`, bridge,
@@ -388,6 +389,51 @@ fn nat_state(container_id: &str) -> (Vec<String>, Vec<String>) {
     (rules, chains)
 }
 
+/// Listens on port 80 inside `ns` (on a thread of its own that joins the namespace), connects
+/// to `127.0.0.1:host_port` from the host, and returns what the container side sent.
+fn serve_once_through_port(ns: &Netns, host_port: u16) -> String {
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+    use std::time::{Duration, Instant};
+
+    let netns = std::fs::File::open(ns.path()).unwrap();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let server = std::thread::spawn(move || {
+        // SAFETY: setns(2) on a namespace fd we own; it moves only this thread, which exits
+        // when done, so no other code runs in the container's namespace.
+        let rc = unsafe { libc::setns(netns.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
+        let listener = std::net::TcpListener::bind("0.0.0.0:80").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        ready_tx.send(()).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            match listener.accept() {
+                Ok((mut conn, _)) => {
+                    conn.set_nonblocking(false).unwrap();
+                    conn.write_all(b"hello from the container").unwrap();
+                    return;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    assert!(Instant::now() < deadline, "no connection arrived");
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => panic!("accept: {e}"),
+            }
+        }
+    });
+    ready_rx.recv().expect("the server thread started");
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], host_port));
+    let mut conn = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(10))
+        .unwrap_or_else(|e| panic!("connecting to {addr}: {e}"));
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut got = String::new();
+    conn.read_to_string(&mut got).unwrap();
+    server.join().expect("the server thread");
+    got
+}
+
 #[test]
 fn real_bridge_tuning_portmap() {
     if !can_run(&["bridge", "host-local", "tuning", "portmap"]) {
@@ -472,6 +518,12 @@ fn real_bridge_tuning_portmap() {
         rules.iter().any(|r| r.contains("MASQUERADE")),
         "no ipMasq rule: {rules:#?}"
     );
+    assert_eq!(
+        serve_once_through_port(&ns, host_port),
+        "hello from the container",
+        "127.0.0.1:{host_port} forwards to port 80 in the container"
+    );
+
     // CHECK: bridge and tuning pass; portmap 1.1.1 then fails looking for IPv6 rules it
     // never made (containernetworking/plugins#819), and CHECK stops there.
     match cni.check_network_list(&list, &rt) {
