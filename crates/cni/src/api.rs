@@ -208,7 +208,7 @@ impl CniConfig {
             container_id: rt.container_id.clone(),
             network: list.name.clone(),
             ifname: rt.ifname.clone(),
-            config: list.bytes.clone(),
+            config: cached_config_bytes(list),
             netns: rt.netns.clone(),
             cni_args: rt.args.clone(),
             capability_args: rt.capability_args.clone(),
@@ -625,6 +625,23 @@ impl CniConfig {
 
 fn env_var(k: &str, v: &str) -> (String, String) {
     (k.to_owned(), v.to_owned())
+}
+
+/// The configuration bytes to cache: the list's own bytes, or for a single-plugin `.conf`
+/// network the list libcni makes of it (`ConfListFromConf`: `{"cniVersion", "name",
+/// "plugins": [<the file's object>]}`), so every reader of the cache finds a list.
+fn cached_config_bytes(list: &NetworkConfigList) -> Vec<u8> {
+    match serde_json::from_slice::<Value>(&list.bytes) {
+        Ok(Value::Object(single)) if !single.contains_key("plugins") => {
+            let wrapped = json!({
+                "cniVersion": list.cni_version.clone().unwrap_or_default(),
+                "name": list.name,
+                "plugins": [single],
+            });
+            serde_json::to_vec(&wrapped).unwrap_or_else(|_| list.bytes.clone())
+        }
+        _ => list.bytes.clone(),
+    }
 }
 
 fn negotiated(list: &NetworkConfigList) -> Result<String, Error> {

@@ -306,6 +306,24 @@ fn legacy_single_plugin_config_works() {
     let res = cni.add_network_list(&l, &rt()).unwrap();
     assert_eq!(res.version(), "0.1.0");
     assert_eq!(res.to_value()["ip4"]["ip"], "10.99.0.2/24");
+    // The cache holds a list, as libcni's ConfListFromConf makes, so any reader can use it.
+    let (cached, _) = cni
+        .get_network_list_cached_config(&l, &rt())
+        .unwrap()
+        .unwrap();
+    let cached: Value = serde_json::from_slice(&cached).unwrap();
+    assert_eq!(
+        cached,
+        json!({"cniVersion": "0.1.0", "name": "default", "plugins": [
+            {"cniVersion": "0.1.0", "name": "default", "type": "ptp", "ipMasq": true}]})
+    );
+    assert_eq!(
+        cni::conf::parse_list(&serde_json::to_vec(&cached).unwrap(), None)
+            .unwrap()
+            .plugins
+            .len(),
+        1
+    );
     cni.del_network_list(&l, &rt()).unwrap();
     let calls = w.calls();
     assert_eq!(calls[0].stdin["ipMasq"], true);
@@ -548,7 +566,6 @@ fn inherited_protocol_variables_do_not_leak_into_plugins() {
         );
         return;
     }
-    support::plugin_binary(); // build before the child needs it
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -556,6 +573,7 @@ fn inherited_protocol_variables_do_not_leak_into_plugins() {
             "--nocapture",
         ])
         .env("CNI_LEAK_TEST_CHILD", "1")
+        .env(support::BUILT_PLUGIN_VAR, support::plugin_binary())
         .env("CNI_NETNS", "/proc/1/ns/net")
         .env("CNI_CONTAINERID", "leaked")
         .env("CNI_ARGS", "LEAKED=1")

@@ -11,10 +11,16 @@ use cni::api::{CniConfig, RuntimeConf};
 use cni::conf::NetworkConfigList;
 use serde_json::{json, Value};
 
+/// Set by a test that re-runs this binary as a child, so the child need not build again.
+pub const BUILT_PLUGIN_VAR: &str = "CNI_TEST_PLUGIN_BUILT";
+
 /// The test plugin binary, built once per test process.
 pub fn plugin_binary() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
+        if let Some(built) = std::env::var_os(BUILT_PLUGIN_VAR) {
+            return PathBuf::from(built);
+        }
         let status = std::process::Command::new(env!("CARGO"))
             .args(["build", "-q", "-p", "cni-test-plugin"])
             .status()
