@@ -22,9 +22,6 @@
 //!   never clean up; we DEL the others and report the missing one.
 //! * DEL with a cached result that cannot be parsed: the reference fails without running a
 //!   plugin; we DEL without `prevResult`.
-//! * Known bug, its test ignored until fixed: for a single-plugin `.conf` the reference
-//!   caches the upgraded list, we cache the plugin object, which libcni-based readers of the
-//!   cache cannot parse as a list.
 //!
 //! Each runtime also CHECKs from the other's cache entry, so the cache format interoperates
 //! both ways.
@@ -1057,13 +1054,9 @@ fn conformance_single_plugin_conf_file() {
 
 /// The cache entry of a network from a single-plugin `.conf`: libcni caches the upgraded
 /// list (`{"cniVersion","name","plugins":[...]}`), and runtimes that tear down from the cache
-/// (CRI-O's ocicni) parse it with `ConfListFromBytes`. Our entry must be readable that way.
-///
-/// Ignored while it fails: `CniConfig::add_network_list` caches `NetworkConfigList::bytes`,
-/// which for a `.conf` are the plugin object's bytes, so the reference cannot read the entry
-/// ("error parsing configuration list: no 'plugins' key"). Run with `--ignored`.
+/// (CRI-O's ocicni) parse it with `ConfListFromBytes`. The reference reads our entry that way,
+/// and its config equals the reference's.
 #[test]
-#[ignore = "library bug: a .conf network's cache entry holds the plugin object, not a list"]
 fn conformance_single_plugin_conf_cache_entry_is_a_list_the_reference_can_read() {
     if driver().is_none() {
         return;
@@ -1082,10 +1075,14 @@ fn conformance_single_plugin_conf_cache_entry_is_a_list_the_reference_can_read()
     };
     let ref_config = config(s.reference.cache_entry(&s.id, &s.ifname).unwrap());
     assert_eq!(ref_config["plugins"].as_array().map(Vec::len), Some(1));
+    let read = s.reference_in("cachedconf", &s.conf, &s.ours.cache);
+    assert_eq!(
+        read,
+        Ok(format!("{NET} 1\n")),
+        "the reference reads our entry"
+    );
     let our_config = config(s.ours.cache_entry(&s.id, &s.ifname).unwrap());
     assert_same("cached config", &our_config, &ref_config);
-    let read = s.reference_in("cachedconf", &s.conf, &s.ours.cache);
-    assert_eq!(read, Ok(format!("{NET} 1\n")));
 }
 
 fn single_conf_scenario() -> Scenario {
