@@ -81,7 +81,7 @@ pub enum ExecError {
     },
     /// The plugin exited non-zero; `code`, `msg` and `details` come from the error object it
     /// printed, or `code` is `None` and `msg` describes what it printed instead.
-    #[error("{}", describe_failure(*code, msg, details))]
+    #[error("plugin {} failed (exit status {exit_status}): {}", plugin.display(), describe_failure(*code, msg, details))]
     Plugin {
         plugin: PathBuf,
         exit_status: i32,
