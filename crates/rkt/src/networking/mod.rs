@@ -80,6 +80,11 @@ pub struct PodNet<'a> {
 /// Returns the recorded networks (empty for `host` and `none`).
 pub fn setup(pod: &PodNet, opts: &NetOptions) -> Result<Vec<NetInfo>, NetError> {
     let dns_mode = opts.dns.mode()?;
+    let extras =
+        !opts.dns.search.is_empty() || !opts.dns.options.is_empty() || opts.dns.domain.is_some();
+    if extras && !matches!(dns_mode, dns::DnsMode::Servers(_)) {
+        eprintln!("rkt: warning: --dns-search, --dns-opt and --dns-domain only apply with --dns=IP; ignoring them");
+    }
     let hosts = opts.hosts.parse()?;
     let nets = match &opts.selection {
         NetSelection::Host => return Ok(Vec::new()),
