@@ -22,6 +22,8 @@
 //!   never clean up; we DEL the others and report the missing one.
 //! * DEL with a cached result that cannot be parsed: the reference fails without running a
 //!   plugin; we DEL without `prevResult`.
+//! * Validation: the reference checks the container ID and interface name only on ADD; we
+//!   also refuse them on DEL and CHECK.
 //!
 //! Each runtime also CHECKs from the other's cache entry, so the cache format interoperates
 //! both ways.
@@ -1240,4 +1242,75 @@ fn conformance_del_with_an_unusable_cached_result_goes_on_unlike_the_reference()
     assert_eq!(ours.len(), 3);
     assert!(ours.iter().all(|c| c.stdin.get("prevResult").is_none()));
     assert!(s.ours.cache_entry(&s.id, &s.ifname).is_none());
+}
+
+/// ADD with an invalid container ID or interface name: both runtimes refuse before running
+/// any plugin. (An invalid network name never gets that far with us: loading rejects it.)
+#[test]
+fn conformance_invalid_attachment_names_run_no_plugin() {
+    if driver().is_none() {
+        return;
+    }
+    let mut s = Scenario::new("1.0.0", list_json("1.0.0"));
+    let list = s.list();
+    let bad_ids = ["", "-leading-dash", "has space", "a/b", "semi;colon"];
+    let bad_ifnames = ["", ".", "..", "a/b", "a:b", "a b", "sixteen-chars-xx"];
+    let cases = bad_ids
+        .iter()
+        .map(|id| (*id, "eth0"))
+        .chain(bad_ifnames.iter().map(|i| ("conf-valid", *i)));
+    for (id, ifname) in cases {
+        s.id = id.into();
+        s.ifname = ifname.into();
+        let reference = s.reference("add", &s.conf);
+        let ours = s.cni().add_network_list(&list, &s.rt());
+        assert!(
+            reference.is_err() && ours.is_err(),
+            "id {id:?} ifname {ifname:?}: reference {reference:?}, ours {ours:?}"
+        );
+        assert!(s.reference.calls().is_empty(), "reference ran plugins");
+        assert!(s.ours.calls().is_empty(), "we ran plugins");
+    }
+
+    let mut bad_name = list_json("1.0.0");
+    bad_name["name"] = json!("bad name");
+    let path = s.conf.with_file_name("bad.conflist");
+    std::fs::write(&path, bad_name.to_string()).unwrap();
+    assert!(s.reference("add", &path).is_err());
+    assert!(s.reference.calls().is_empty());
+    assert!(cni::conf::load_file(&path).is_err());
+}
+
+/// DEL and CHECK with a container ID ADD would refuse: the reference validates only on ADD
+/// and runs the plugins; we refuse on every operation.
+#[test]
+fn conformance_del_validates_names_unlike_the_reference() {
+    if driver().is_none() {
+        return;
+    }
+    let mut s = Scenario::new("1.0.0", list_json("1.0.0"));
+    s.id = "has space".into();
+    s.reference("del", &s.conf).unwrap();
+    assert_eq!(s.reference.calls().len(), 3);
+    assert!(s.cni().del_network_list(&s.list(), &s.rt()).is_err());
+    assert!(s.ours.calls().is_empty());
+}
+
+/// `disableCheck`: both runtimes answer CHECK with success and run nothing.
+#[test]
+fn conformance_disable_check() {
+    if driver().is_none() {
+        return;
+    }
+    let mut list = list_json("1.0.0");
+    list["disableCheck"] = json!(true);
+    let s = Scenario::new("1.0.0", list);
+    s.reference("add", &s.conf).unwrap();
+    s.cni().add_network_list(&s.list(), &s.rt()).unwrap();
+    s.ours.clear_log();
+    s.reference.clear_log();
+    s.reference("check", &s.conf).unwrap();
+    s.cni().check_network_list(&s.list(), &s.rt()).unwrap();
+    assert!(s.reference.calls().is_empty());
+    assert!(s.ours.calls().is_empty());
 }
