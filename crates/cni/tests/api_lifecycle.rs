@@ -589,3 +589,35 @@ fn inherited_protocol_variables_do_not_leak_into_plugins() {
     );
     assert!(text.contains("1 passed"), "the child ran the test: {text}");
 }
+
+#[test]
+fn containers_can_be_added_and_deleted_from_many_threads() {
+    let w = World::new();
+    w.install("a", json!({}));
+    w.install("b", json!({}));
+    let l = chain("net", "1.0.0", &["a", "b"]);
+    let cni = w.cni();
+    std::thread::scope(|s| {
+        for i in 0..12 {
+            let (cni, l) = (&cni, &l);
+            s.spawn(move || {
+                let r = cni::api::RuntimeConf::new(format!("c{i}"), None, "eth0");
+                cni.add_network_list(l, &r).unwrap();
+            });
+        }
+    });
+    let cached = cni.get_cached_attachments("").unwrap();
+    assert_eq!(cached.len(), 12);
+    assert!(cached.iter().all(|a| a.result.is_some()));
+    std::thread::scope(|s| {
+        for a in &cached {
+            let (cni, l) = (&cni, &l);
+            s.spawn(move || {
+                let r = cni::api::RuntimeConf::new(a.container_id.clone(), None, "eth0");
+                cni.del_network_list(l, &r).unwrap();
+            });
+        }
+    });
+    assert!(cni.get_cached_attachments("").unwrap().is_empty());
+    assert_eq!(w.calls().len(), 48);
+}
