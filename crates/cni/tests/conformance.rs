@@ -1314,3 +1314,32 @@ fn conformance_disable_check() {
     assert!(s.reference.calls().is_empty());
     assert!(s.ours.calls().is_empty());
 }
+
+/// The DEL our GC synthesizes for a stale attachment is the DEL libcni sends for it: at
+/// 1.0.0 (no plugin GC yet), GC with no valid attachments makes the same plugin calls as the
+/// reference's DEL of that attachment, with the same cached result.
+#[test]
+fn conformance_gc_stale_del_is_the_reference_del() {
+    if driver().is_none() {
+        return;
+    }
+    let s = Scenario::new("1.0.0", list_json("1.0.0"));
+    let list = s.list();
+    s.cni().add_network_list(&list, &s.rt()).unwrap();
+    let entry = format!("results/{NET}-{}-{}", s.id, s.ifname);
+    std::fs::create_dir_all(s.reference.cache.join("results")).unwrap();
+    std::fs::copy(s.ours.cache.join(&entry), s.reference.cache.join(&entry)).unwrap();
+    s.ours.clear_log();
+
+    s.reference("del", &s.conf).unwrap();
+    s.cni().gc_network_list(&list, &[]).unwrap();
+    let ours = s.ours.calls();
+    assert_eq!(
+        ours.len(),
+        3,
+        "only the stale DEL, no plugin GC below 1.1.0"
+    );
+    assert!(ours[0].stdin.get("prevResult").is_some());
+    assert_same_calls(&s, "GC's DEL", &ours, &s.reference.calls());
+    assert!(s.ours.cache_entry(&s.id, &s.ifname).is_none());
+}
