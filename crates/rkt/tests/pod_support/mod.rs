@@ -33,7 +33,8 @@ macro_rules! require_root {
 /// Dropping it stops its pods, runs gc, and deletes any namespace they left.
 pub struct World {
     pub root: tempfile::TempDir,
-    background: Vec<Child>,
+    /// Background `rkt run`s, by index; `None` once waited for.
+    background: Vec<Option<Child>>,
 }
 
 impl World {
@@ -74,7 +75,7 @@ impl World {
 
     /// Starts `rkt run <args>` in the background, saving the UUID; returns (uuid, index).
     pub fn spawn_run(&mut self, args: &[&str]) -> (String, usize) {
-        let uuid_file = self.path(&format!("uuid-{}", self.background.len()));
+        let uuid_file = self.path(&format!("uuid-bg-{}", self.background.len()));
         let mut full = vec![
             "run".to_string(),
             format!("--uuid-file-save={}", uuid_file.display()),
@@ -88,7 +89,7 @@ impl World {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        self.background.push(child);
+        self.background.push(Some(child));
         let index = self.background.len() - 1;
         let uuid = wait_for(|| {
             fs::read_to_string(&uuid_file)
@@ -100,12 +101,13 @@ impl World {
 
     /// The background `rkt run` number `index`.
     pub fn child(&mut self, index: usize) -> &mut Child {
-        &mut self.background[index]
+        self.background[index].as_mut().expect("already waited for")
     }
 
     /// Waits for background run `index` to end; returns its exit code and stderr.
     pub fn wait_child(&mut self, index: usize) -> (Option<i32>, String) {
-        let out = self.background.remove(index).wait_with_output().unwrap();
+        let child = self.background[index].take().expect("already waited for");
+        let out = child.wait_with_output().unwrap();
         (
             out.status.code(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -144,7 +146,7 @@ impl World {
 
 impl Drop for World {
     fn drop(&mut self) {
-        for child in &mut self.background {
+        for child in self.background.iter_mut().flatten() {
             let _ = child.kill();
             let _ = child.wait();
         }

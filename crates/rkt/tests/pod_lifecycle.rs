@@ -1,0 +1,304 @@
+//! Pods through their life: prepare and run-prepared, status and list (text and JSON),
+//! stop, enter, rm, gc (also after `kill -9` of `rkt run`), signals to `rkt run`, UUID
+//! prefixes and `--uuid-file`. Tests that run pods need root and skip otherwise.
+
+mod pod_support;
+mod support;
+
+use std::fs;
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use pod_support::{assert_no_netns, netns_path, World};
+
+fn prepare(world: &World, args: &[&str]) -> String {
+    let mut full = vec!["prepare"];
+    full.extend_from_slice(args);
+    let out = world.rkt(&full).run();
+    out.assert_success();
+    let uuid = out.stdout().trim().to_string();
+    assert_eq!(uuid.len(), 36, "not a UUID: {uuid:?}");
+    uuid
+}
+
+#[test]
+fn prepared_pods_show_in_status_and_list_and_can_be_removed() {
+    let world = World::new();
+    let uuid = prepare(&world, &["--name=web", "--", "sleep", "1"]);
+    let st = world.rkt(&["status", &uuid[..8]]).run();
+    st.assert_success()
+        .assert_stdout_contains("state=prepared\n")
+        .assert_stdout_contains("exited=false\n");
+    assert!(!st.stdout().contains("networks="));
+    let list = world.rkt(&["list"]).run();
+    list.assert_success()
+        .assert_stdout_contains("UUID")
+        .assert_stdout_contains("NETWORKS")
+        .assert_stdout_contains(&format!("{}  web", &uuid[..8]))
+        .assert_stdout_contains("prepared");
+    let json = world.rkt(&["list", "--format=json"]).run().json();
+    assert_eq!(json[0]["uuid"], uuid.as_str());
+    assert_eq!(json[0]["apps"][0]["name"], "web");
+    assert_eq!(json[0]["apps"][0]["exec"][0], "sleep");
+    let no_legend = world.rkt(&["list", "--no-legend", "--full"]).run();
+    assert!(!no_legend.stdout().contains("UUID"));
+    no_legend.assert_stdout_contains(&uuid);
+
+    world
+        .rkt(&["rm", &uuid])
+        .run()
+        .assert_success()
+        .assert_stdout_contains(&uuid);
+    assert!(world.pods().is_empty());
+    world
+        .rkt(&["status", &uuid])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains("no pod matches");
+}
+
+#[test]
+fn uuid_prefixes_must_be_unique_and_uuid_files_work() {
+    let world = World::new();
+    let mut uuids = Vec::new();
+    for _ in 0..20 {
+        uuids.push(prepare(&world, &["--", "true"]));
+    }
+    // 20 UUIDs over 16 leading hex digits: at least two share their first digit.
+    let shared = (0..16)
+        .map(|d| format!("{d:x}"))
+        .find(|p| uuids.iter().filter(|u| u.starts_with(p.as_str())).count() > 1)
+        .unwrap();
+    world
+        .rkt(&["status", &shared])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains("matches several pods");
+    let file = world.path("uuid");
+    fs::write(&file, format!("{}\n", uuids[3])).unwrap();
+    world
+        .rkt(&["status", &format!("--uuid-file={}", file.display())])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("state=prepared");
+    world
+        .rkt(&["status", "not-hex!"])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains("not a pod UUID");
+}
+
+#[test]
+fn gc_expires_prepared_pods_only_after_the_expiry() {
+    let world = World::new();
+    let uuid = prepare(&world, &["--", "true"]);
+    world.rkt(&["gc"]).run().assert_success();
+    assert_eq!(world.pods(), vec![uuid.clone()]);
+    world
+        .rkt(&["gc", "--expire-prepared=0s"])
+        .run()
+        .assert_success()
+        .assert_stdout_contains(&format!("removed pod {uuid}"));
+    assert!(world.pods().is_empty());
+}
+
+#[test]
+fn bad_app_options_fail_without_creating_a_pod() {
+    let world = World::new();
+    world
+        .rkt(&["prepare", "--set-env=NOEQUALS", "--", "true"])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains("NAME=VALUE");
+    world
+        .rkt(&["prepare", "--rootfs=/nonexistent/dir", "--", "true"])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains("/nonexistent/dir");
+    assert!(world.pods().is_empty());
+}
+
+#[test]
+fn run_prepared_runs_once_with_its_own_network_options() {
+    require_root!();
+    let world = World::new();
+    let uuid = prepare(
+        &world,
+        &[
+            "--set-env=GREETING=hi",
+            "--",
+            "sh",
+            "-c",
+            "echo $GREETING; hostname; exit 3",
+        ],
+    );
+    let out = world
+        .rkt(&["run-prepared", "--net=none", "--hostname=prep", &uuid[..12]])
+        .run();
+    out.assert_exit_code(3);
+    assert_eq!(out.stdout(), "hi\nprep\n");
+    world
+        .rkt(&["status", &uuid])
+        .run()
+        .assert_stdout_contains("state=exited")
+        .assert_stdout_contains("app-sh=3");
+    world
+        .rkt(&["run-prepared", "--net=none", &uuid])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains("needs a prepared pod");
+    assert_no_netns(&uuid);
+}
+
+#[test]
+fn stop_terminates_the_app_and_force_kills_the_pod() {
+    require_root!();
+    let mut world = World::new();
+    let (uuid, index) = world.spawn_run(&["--net=none", "--", "sleep", "1000"]);
+    let pid = world.wait_running(&uuid);
+    world
+        .rkt(&["status", &uuid])
+        .run()
+        .assert_stdout_contains(&format!("pid={pid}\n"));
+    assert!(netns_path(&uuid).exists());
+    world.rkt(&["stop", &uuid]).run().assert_success();
+    let (code, _) = world.wait_child(index);
+    assert_eq!(code, Some(128 + 15), "sleep dies of the forwarded SIGTERM");
+    assert_no_netns(&uuid);
+    world
+        .rkt(&["stop", &uuid])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains("not running");
+
+    // A shell that ignores SIGTERM still goes with --force.
+    let (uuid, index) =
+        world.spawn_run(&["--net=none", "--", "sh", "-c", "trap '' TERM; sleep 1000"]);
+    world.wait_running(&uuid);
+    world
+        .rkt(&["stop", "--force", &uuid])
+        .run()
+        .assert_success();
+    let (code, _) = world.wait_child(index);
+    assert_eq!(code, Some(128 + 9));
+    assert_no_netns(&uuid);
+    world
+        .rkt(&["status", &uuid])
+        .run()
+        .assert_stdout_contains("state=exited");
+}
+
+#[test]
+fn sigterm_to_rkt_run_reaches_the_app_and_teardown_still_happens() {
+    require_root!();
+    let mut world = World::new();
+    let (uuid, index) = world.spawn_run(&["--", "sleep", "1000"]);
+    world.wait_running(&uuid);
+    let runner = world.child(index).id() as i32;
+    kill(Pid::from_raw(runner), Signal::SIGTERM).unwrap();
+    let (code, stderr) = world.wait_child(index);
+    assert_eq!(code, Some(143), "{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    assert_no_netns(&uuid);
+    world
+        .rkt(&["status", &uuid])
+        .run()
+        .assert_stdout_contains("state=exited")
+        .assert_stdout_contains("app-sleep=143");
+}
+
+#[test]
+fn enter_runs_commands_in_the_pods_namespaces() {
+    require_root!();
+    let mut world = World::new();
+    let (uuid, index) =
+        world.spawn_run(&["--net=none", "--hostname=entered", "--", "sleep", "1000"]);
+    world.wait_running(&uuid);
+    let out = world
+        .rkt(&[
+            "enter",
+            &uuid[..8],
+            "--",
+            "sh",
+            "-c",
+            "hostname; ls /sys/class/net; cat /proc/1/comm; exit 5",
+        ])
+        .run();
+    out.assert_exit_code(5);
+    assert_eq!(out.stdout(), "entered\nlo\nrkt-init\n");
+    world.rkt(&["stop", &uuid]).run().assert_success();
+    world.wait_child(index);
+    world
+        .rkt(&["enter", &uuid, "--", "true"])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains("not running");
+}
+
+#[test]
+fn rm_refuses_running_pods() {
+    require_root!();
+    let mut world = World::new();
+    let (uuid, index) = world.spawn_run(&["--net=none", "--", "sleep", "1000"]);
+    world.wait_running(&uuid);
+    world
+        .rkt(&["rm", &uuid])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains("is running");
+    world.rkt(&["stop", &uuid]).run().assert_success();
+    world.wait_child(index);
+    world.rkt(&["rm", &uuid]).run().assert_success();
+    assert!(world.pods().is_empty());
+    assert_no_netns(&uuid);
+}
+
+#[test]
+fn gc_after_kill_9_of_rkt_run_tears_down_and_later_removes() {
+    require_root!();
+    let mut world = World::new();
+    let (uuid, index) = world.spawn_run(&["--", "sleep", "1000"]);
+    let init = world.wait_running(&uuid);
+    let ip = world.status_json(&uuid)["networks"][0]["ip"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(ip.starts_with("172.16.28."), "{ip}");
+    world.child(index).kill().unwrap();
+    world.wait_child(index);
+    // The pod dies with its runner (parent-death signal), but its namespace and network
+    // stay until gc.
+    pod_support::wait_for(|| {
+        (!std::path::Path::new(&format!("/proc/{init}")).exists()).then_some(())
+    });
+    assert!(netns_path(&uuid).exists());
+    let st = world.status_json(&uuid);
+    assert_eq!(st["state"], "exited");
+    assert_eq!(st["runnerDied"], true);
+
+    world
+        .rkt(&["gc"])
+        .run()
+        .assert_success()
+        .assert_stdout_contains(&format!("released pod {uuid}"));
+    assert_no_netns(&uuid);
+    // The address went back to host-local: no record of the pod remains in the network.
+    let record = world.path(&format!("data/pods/{uuid}/net-info.json"));
+    assert!(!record.exists(), "network record still there");
+    assert_eq!(
+        world.pods(),
+        vec![uuid.clone()],
+        "kept for the grace period"
+    );
+    world
+        .rkt(&["status", &uuid])
+        .run()
+        .assert_stdout_contains("state=exited");
+    world
+        .rkt(&["gc", "--grace-period=0s"])
+        .run()
+        .assert_success()
+        .assert_stdout_contains(&format!("removed pod {uuid}"));
+    assert!(world.pods().is_empty());
+}
