@@ -98,9 +98,7 @@ pub fn bind_etc_files(pod_dir: &Path, root: &Path, is_rootfs: bool) -> Result<()
 /// A fresh sysfs at `<root>/sys` showing the pod's network namespace.
 pub fn mount_sysfs(root: &Path) -> Result<(), StageError> {
     let target = root.join("sys");
-    if !target.is_dir() {
-        return Ok(());
-    }
+    fs::create_dir_all(&target).map_err(io_err("create", &target))?;
     do_mount(
         Some(Path::new("sysfs")),
         &target,
