@@ -402,3 +402,55 @@ fn all_sets_up_user_networks_and_both_builtins_and_dns_comes_from_the_result() {
     );
     assert_eq!(ns.links(), ["lo"]);
 }
+
+#[test]
+fn concurrent_pods_on_default_get_distinct_addresses_and_all_come_down() {
+    if !root_or_skip("concurrent_pods") {
+        return;
+    }
+    const PODS: usize = 4;
+    let worlds: Vec<World> = (0..PODS).map(|_| World::new()).collect();
+    let namespaces: Vec<TestNetns> = (0..PODS).map(|_| TestNetns::new()).collect();
+    let pod_dirs: Vec<PathBuf> = worlds.iter().map(World::pod_dir).collect();
+    let _guards: Vec<TeardownGuard> = worlds
+        .iter()
+        .zip(&pod_dirs)
+        .zip(&namespaces)
+        .map(|((w, d), ns)| TeardownGuard(w.pod(d, Some(&ns.path))))
+        .collect();
+    let results: Vec<(Vec<NetInfo>, Trace)> = std::thread::scope(|s| {
+        let handles: Vec<_> = worlds
+            .iter()
+            .zip(&namespaces)
+            .map(|(w, ns)| {
+                s.spawn(move || {
+                    let pod_dir = w.pod_dir();
+                    let pod = w.pod(&pod_dir, Some(&ns.path));
+                    let nets = networking::setup(&pod, &real_opts(w, &["default"])).unwrap();
+                    let t = trace(&w.uuid, &nets);
+                    (nets, t)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut ips: Vec<Ipv4Addr> = results.iter().map(|(n, _)| n[0].ip4().unwrap()).collect();
+    for ((nets, _), ns) in results.iter().zip(&namespaces) {
+        assert_addr_on(ns, "eth0", nets[0].ip4().unwrap());
+    }
+    ips.sort();
+    ips.dedup();
+    assert_eq!(ips.len(), PODS, "addresses handed out twice: {ips:?}");
+
+    std::thread::scope(|s| {
+        for (w, ns) in worlds.iter().zip(&namespaces) {
+            s.spawn(move || {
+                let pod_dir = w.pod_dir();
+                networking::teardown(&w.pod(&pod_dir, Some(&ns.path))).unwrap();
+            });
+        }
+    });
+    for (w, (_, t)) in worlds.iter().zip(&results) {
+        assert_no_leaks(&w.uuid, &["default"], &t.ifaces, &t.chains);
+    }
+}
