@@ -10,7 +10,7 @@ use std::fs;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-use pod_support::{assert_no_netns, netns_path, World};
+use pod_support::{assert_no_lease, assert_no_netns, netns_path, World};
 
 fn prepare(world: &World, args: &[&str]) -> String {
     let mut full = vec!["prepare"];
@@ -283,7 +283,7 @@ fn gc_after_kill_9_of_rkt_run_tears_down_and_later_removes() {
         .assert_success()
         .assert_stdout_contains(&format!("released pod {uuid}"));
     assert_no_netns(&uuid);
-    // The address went back to host-local: no record of the pod remains in the network.
+    assert_no_lease("default", &uuid);
     let record = world.path(&format!("data/pods/{uuid}/net-info.json"));
     assert!(!record.exists(), "network record still there");
     assert_eq!(
@@ -301,4 +301,53 @@ fn gc_after_kill_9_of_rkt_run_tears_down_and_later_removes() {
         .assert_success()
         .assert_stdout_contains(&format!("removed pod {uuid}"));
     assert!(world.pods().is_empty());
+}
+
+#[test]
+fn concurrent_runs_lists_and_gcs_never_see_a_broken_pod() {
+    require_root!();
+    let world = World::new();
+    std::thread::scope(|scope| {
+        let runs: Vec<_> = (0..4)
+            .map(|i| {
+                let world = &world;
+                scope.spawn(move || {
+                    let code = format!("exit {i}");
+                    world
+                        .rkt(&["run", "--net=none", "--", "sh", "-c", &code])
+                        .run()
+                        .assert_exit_code(i);
+                })
+            })
+            .collect();
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let world = &world;
+                scope.spawn(move || {
+                    for _ in 0..15 {
+                        world.rkt(&["list", "--format=json"]).run().assert_success();
+                        world.rkt(&["gc"]).run().assert_success();
+                    }
+                })
+            })
+            .collect();
+        for t in runs.into_iter().chain(readers) {
+            t.join().unwrap();
+        }
+    });
+    let list = world.rkt(&["list", "--format=json"]).run().json();
+    let mut codes: Vec<i64> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            assert_eq!(p["state"], "exited");
+            p["apps"][0]["exitCode"].as_i64().unwrap()
+        })
+        .collect();
+    codes.sort();
+    assert_eq!(codes, vec![0, 1, 2, 3]);
+    for uuid in world.pods() {
+        assert_no_netns(&uuid);
+    }
 }

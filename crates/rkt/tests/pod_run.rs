@@ -9,7 +9,7 @@ use std::fs;
 use std::io::Write;
 use std::process::Stdio;
 
-use pod_support::{assert_no_netns, tiny_rootfs, World};
+use pod_support::{assert_no_lease, assert_no_netns, tiny_rootfs, World};
 
 fn run_uuid(world: &World, args: &[&str]) -> (support::Outcome, String) {
     let file = world.path("uuid-fg");
@@ -294,9 +294,41 @@ fn default_network_gives_eth0_an_address_shown_by_status_and_list() {
     let (code, _) = world.wait_child(index);
     assert_eq!(code, Some(143));
     assert_no_netns(&uuid);
+    assert_no_lease("default", &uuid);
     // Exited pods keep showing the networks they had.
     world
         .rkt(&["status", &uuid])
         .run()
         .assert_stdout_contains("networks=default:ip4=172.16.28.");
+}
+
+#[test]
+fn failed_network_setup_rolls_back_and_names_network_and_plugin() {
+    require_root!();
+    let world = World::new();
+    let conf = world.path("net.d");
+    fs::create_dir(&conf).unwrap();
+    // Sorts after the built-in 99-default: default is set up first, then this one fails.
+    fs::write(
+        conf.join("zz-broken.conf"),
+        r#"{"cniVersion":"0.4.0","name":"broken","type":"no-such-plugin-xyz"}"#,
+    )
+    .unwrap();
+    let (out, uuid) = run_uuid(
+        &world,
+        &[
+            &format!("--net-conf-dir={}", conf.display()),
+            "--net=default,broken",
+            "--",
+            "true",
+        ],
+    );
+    out.assert_failure()
+        .assert_stderr_contains("\"broken\"")
+        .assert_stderr_contains("no-such-plugin-xyz");
+    let st = world.status_json(&uuid);
+    assert_eq!(st["state"], "exited");
+    assert!(st["error"].as_str().unwrap().contains("broken"));
+    assert_no_netns(&uuid);
+    assert_no_lease("default", &uuid);
 }

@@ -209,3 +209,20 @@ pub fn tiny_rootfs(dir: &Path) {
         }
     }
 }
+
+/// Asserts that host-local holds no address for the pod in network `net` (its lease files
+/// under /var/lib/cni/networks/<net>/ name the container ID, which is the pod UUID).
+pub fn assert_no_lease(net: &str, uuid: &str) {
+    let dir = Path::new("/var/lib/cni/networks").join(net);
+    let Ok(entries) = fs::read_dir(&dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let text = fs::read_to_string(entry.path()).unwrap_or_default();
+        assert!(
+            !text.contains(uuid),
+            "{} still leases an address to pod {uuid}",
+            entry.path().display()
+        );
+    }
+}
