@@ -583,7 +583,10 @@ fn failing_to_write_the_pod_files_tears_the_networks_down() {
     fs::write(pod_dir.join("etc"), "not a directory").unwrap();
     let pod = w.pod(&pod_dir, Some(&netns));
     let err = networking::setup(&pod, &w.opts(&["a"])).unwrap_err();
-    assert!(matches!(&err, NetError::Aborted { cleanup, .. } if cleanup.is_empty()), "{err:?}");
+    assert!(
+        matches!(&err, NetError::Aborted { cleanup, .. } if cleanup.is_empty()),
+        "{err:?}"
+    );
     assert!(err.to_string().contains("etc/hosts"), "{err}");
     assert_eq!(shorts(&w), ["ADD pa eth0", "DEL pa eth0"]);
     assert!(!record::record_path(&pod_dir).exists());
