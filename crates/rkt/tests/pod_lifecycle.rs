@@ -351,3 +351,48 @@ fn concurrent_runs_lists_and_gcs_never_see_a_broken_pod() {
         assert_no_netns(&uuid);
     }
 }
+
+#[test]
+fn status_wait_blocks_until_exit_or_gives_up_after_its_duration() {
+    require_root!();
+    let mut world = World::new();
+    let (uuid, index) = world.spawn_run(&["--net=none", "--", "sleep", "1000"]);
+    world.wait_running(&uuid);
+    world
+        .rkt(&["status", "--wait=200ms", &uuid])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains("still running");
+    let waiter = world
+        .command(&["status", "--wait", &uuid])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    world.rkt(&["stop", &uuid]).run().assert_success();
+    let out = waiter.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("state=exited\n"), "{text}");
+    assert!(text.contains("app-sleep=143\n"), "{text}");
+    world.wait_child(index);
+}
+
+#[test]
+fn enter_sees_the_pods_rootfs() {
+    require_root!();
+    let mut world = World::new();
+    let rootfs = world.path("rootfs");
+    pod_support::tiny_rootfs(&rootfs);
+    fs::write(rootfs.join("marker"), "inside\n").unwrap();
+    let root_arg = format!("--rootfs={}", rootfs.display());
+    let (uuid, index) = world.spawn_run(&["--net=none", &root_arg, "--", "/bin/sleep", "1000"]);
+    world.wait_running(&uuid);
+    let out = world
+        .rkt(&["enter", &uuid, "--", "/bin/cat", "/marker"])
+        .run();
+    out.assert_success();
+    assert_eq!(out.stdout(), "inside\n");
+    world.rkt(&["stop", &uuid]).run().assert_success();
+    world.wait_child(index);
+    assert_no_netns(&uuid);
+}

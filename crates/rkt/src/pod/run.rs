@@ -204,6 +204,10 @@ fn run_locked(pod: &Pod, lock: PodLock, opts: &RunOptions) -> Result<RunOutcome,
     // The pod runs whether or not this record could be written; stop/enter need it.
     let record_err = state.store(&pod.dir).err();
     let waited = stage.wait();
+    // The init is gone: forget its PID before the (possibly slow) teardown, so that stop
+    // and enter cannot reach a process that reused it.
+    state.pid = None;
+    let _ = state.store(&pod.dir);
     let mut cleanup = release(&uuid, &pod.dir, netns_path.as_deref());
     cleanup.extend(record_err.map(CleanupError::Pod));
     state.state = State::Exited;

@@ -2,10 +2,12 @@
 //!
 //! Each process in the chain installs [`install`]'s handler for [`FORWARDED`]. The handler
 //! sends the signal on to the process set with [`forward_to`]; a signal that arrives before
-//! there is anyone to forward to is remembered ([`pending`]) and sent when the target is
-//! set. Signals the kernel generates for the terminal's foreground process group (Ctrl-C,
-//! window size changes: `si_code == SI_KERNEL`) are not forwarded: every process of the
-//! group, the app included, already received them, and forwarding would deliver them twice.
+//! there is anyone to forward to is remembered ([`take_pending`]) and sent when the target
+//! is set (the runner checks it before starting the app, so Ctrl-C during network setup
+//! aborts the start). Signals the kernel generates for the terminal's foreground process
+//! group (Ctrl-C, window size changes: `si_code == SI_KERNEL`) are not forwarded once there
+//! is a target: every process of the group, the app included, already received them, and
+//! forwarding would deliver them twice.
 
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -29,10 +31,10 @@ static PENDING: AtomicI32 = AtomicI32::new(0);
 extern "C" fn on_signal(signo: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler.
     let code = unsafe { (*info).si_code };
-    if code == libc::SI_KERNEL {
+    let target = TARGET.load(Ordering::SeqCst);
+    if target > 0 && code == libc::SI_KERNEL {
         return;
     }
-    let target = TARGET.load(Ordering::SeqCst);
     if target > 0 {
         // SAFETY: kill(2) is async-signal-safe and has no memory-safety preconditions.
         unsafe { libc::kill(target, signo) };

@@ -184,13 +184,13 @@ pub fn wait_for<T>(mut f: impl FnMut() -> Option<T>) -> T {
     }
 }
 
-/// Makes a tiny root filesystem at `dir`: /bin/sh and /bin/cat with the libraries they load
+/// Makes a tiny root filesystem at `dir`: /bin/sh, /bin/cat and /bin/sleep with the libraries they load
 /// (found with ldd), empty /etc, /proc, /sys and /tmp.
 pub fn tiny_rootfs(dir: &Path) {
     for d in ["bin", "etc", "proc", "sys", "tmp"] {
         fs::create_dir_all(dir.join(d)).unwrap();
     }
-    for bin in ["/bin/sh", "/bin/cat"] {
+    for bin in ["/bin/sh", "/bin/cat", "/bin/sleep"] {
         let real = fs::canonicalize(bin).unwrap();
         fs::copy(&real, dir.join(bin.trim_start_matches('/'))).unwrap();
         let ldd = Command::new("ldd").arg(&real).output().unwrap();
