@@ -63,7 +63,10 @@ impl AppArgs {
                 if !dir.is_dir() {
                     bail!("--rootfs={}: not a directory", dir.display());
                 }
-                Some(dir)
+                // The host's root is the default; pivoting into it would fail.
+                let real = std::fs::canonicalize(&dir)
+                    .with_context(|| format!("--rootfs={}", dir.display()))?;
+                (real != Path::new("/")).then_some(dir)
             }
             None => None,
         };
