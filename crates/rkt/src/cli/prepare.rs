@@ -15,7 +15,7 @@ use super::GlobalArgs;
 #[derive(Debug, Args)]
 pub struct PrepareArgs {
     /// Also write the new pod's UUID to FILE.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Pod")]
     pub uuid_file_save: Option<PathBuf>,
 
     #[command(flatten)]

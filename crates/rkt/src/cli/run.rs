@@ -18,7 +18,7 @@ pub struct RunArgs {
     pub net: PodNetArgs,
 
     /// Write the new pod's UUID to FILE.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Pod")]
     pub uuid_file_save: Option<PathBuf>,
 
     #[command(flatten)]

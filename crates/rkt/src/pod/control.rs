@@ -74,3 +74,32 @@ pub fn wait_exited(pod: &Pod, timeout: Option<Duration>) -> Result<bool, PodErro
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pod::{App, PodState, PodStore};
+
+    #[test]
+    fn stop_refuses_pods_that_do_not_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = PodStore::new(tmp.path().join("pods"));
+        let app = App {
+            name: "a".into(),
+            exec: vec!["a".into()],
+            env: vec![],
+            inherit_env: false,
+            rootfs: None,
+        };
+        let (pod, lock) = store.create(app, &PodState::new(State::Prepared)).unwrap();
+        drop(lock);
+        assert!(matches!(
+            stop(&pod, false),
+            Err(StopError::NotRunning {
+                state: State::Prepared,
+                ..
+            })
+        ));
+        assert!(!wait_exited(&pod, Some(Duration::from_millis(10))).unwrap());
+    }
+}

@@ -155,3 +155,69 @@ pub fn remove(store: &PodStore, pod: &Pod) -> Result<(), RemoveError> {
     store.remove(pod, lock)?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pod::{App, PodState};
+
+    fn app() -> App {
+        App {
+            name: "a".into(),
+            exec: vec!["a".into()],
+            env: vec![],
+            inherit_env: false,
+            rootfs: None,
+        }
+    }
+
+    fn opts(grace: u64) -> GcOptions {
+        GcOptions {
+            grace_period: Duration::from_secs(grace),
+            expire_prepared: Duration::from_secs(3600),
+        }
+    }
+
+    #[test]
+    fn gc_releases_dead_runners_keeps_young_pods_and_skips_locked_ones() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = PodStore::new(tmp.path().join("pods"));
+        let (dead, lock) = store.create(app(), &PodState::new(State::Running)).unwrap();
+        drop(lock);
+        let (alive, alive_lock) = store.create(app(), &PodState::new(State::Running)).unwrap();
+        let (prepared, lock) = store
+            .create(app(), &PodState::new(State::Prepared))
+            .unwrap();
+        drop(lock);
+
+        let report = gc(&store, &opts(1800));
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        assert_eq!(report.released, vec![dead.uuid.clone()]);
+        assert!(report.removed.is_empty());
+        let st = dead.state().unwrap();
+        assert_eq!(st.state, State::Exited);
+        assert!(st.exited.is_some());
+        assert_eq!(alive.state().unwrap().state, State::Running);
+        assert_eq!(prepared.state().unwrap().state, State::Prepared);
+
+        let report = gc(&store, &opts(0));
+        assert_eq!(report.removed, vec![dead.uuid.clone()]);
+        assert!(!dead.dir.exists());
+        assert!(alive.dir.exists() && prepared.dir.exists());
+        drop(alive_lock);
+    }
+
+    #[test]
+    fn rm_refuses_a_locked_pod_and_removes_an_exited_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = PodStore::new(tmp.path().join("pods"));
+        let (pod, lock) = store.create(app(), &PodState::new(State::Running)).unwrap();
+        assert!(matches!(
+            remove(&store, &pod),
+            Err(RemoveError::Running { .. })
+        ));
+        drop(lock);
+        remove(&store, &pod).unwrap();
+        assert!(store.list().unwrap().is_empty());
+    }
+}
