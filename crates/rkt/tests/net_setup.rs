@@ -410,6 +410,7 @@ fn all_selects_user_networks_and_both_builtins() {
     ok_plugin(&w, "pa");
     // stand-ins for ptp and host-local so the built-ins run without root
     ok_plugin(&w, "ptp");
+    ok_plugin(&w, "portmap");
     w.conf("10-a.conflist", list("a", &["pa"]));
     let netns = fake_netns(&w);
     let pod_dir = w.pod_dir();

@@ -136,6 +136,15 @@ pub struct PodNetArgs {
     /// The pod's hostname [default: rkt-<uuid>].
     #[arg(long, value_name = "NAME", help_heading = "Networking")]
     pub hostname: Option<String>,
+
+    /// Forward a host port to a port of the pod (tcp unless /udp); may be repeated. Needs a
+    /// network whose plugins declare "portMappings" (the built-in default has portmap).
+    #[arg(
+        long,
+        value_name = "[HOSTIP:]HOSTPORT:PODPORT[/tcp|/udp]",
+        help_heading = "Networking"
+    )]
+    pub port: Vec<String>,
 }
 
 impl PodNetArgs {
@@ -146,6 +155,7 @@ impl PodNetArgs {
         uuid_file_save: Option<PathBuf>,
     ) -> anyhow::Result<RunOptions> {
         let selection = NetSelection::parse(&self.net)?;
+        let ports = rkt::networking::ports::parse_all(&self.port)?;
         let dirs = global.effective_dirs(&self.dirs)?;
         if let Some(name) = &self.hostname {
             if name.is_empty() || name.len() > 64 {
@@ -168,6 +178,7 @@ impl PodNetArgs {
                     entries: self.hosts_entry.clone(),
                 },
                 hostname: self.hostname.clone().unwrap_or_default(),
+                ports,
             },
             exe: PathBuf::from("/proc/self/exe"),
             uuid_file_save,

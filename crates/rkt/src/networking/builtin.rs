@@ -1,7 +1,10 @@
 //! The built-in networks `default` and `default-restricted`, and how they join the user's
 //! configured networks.
 //!
-//! - `default`: ptp with `ipMasq`, host-local IPAM in `172.16.28.0/24`, a default route.
+//! - `default`: ptp with `ipMasq`, host-local IPAM in `172.16.28.0/24`, a default route,
+//!   then `portmap` (declaring `portMappings`, with `snat` so that `127.0.0.1:<port>`
+//!   works too) so that `--port` works out of the box. Without `--port`, portmap passes the
+//!   result through and sets nothing up.
 //! - `default-restricted`: ptp without masquerading, host-local in `172.31.0.0/16`, no
 //!   routes (the pod reaches only the host).
 //!
@@ -50,6 +53,11 @@ const DEFAULT_CONFLIST: &str = r#"{
         "subnet": "172.16.28.0/24",
         "routes": [{ "dst": "0.0.0.0/0" }]
       }
+    },
+    {
+      "type": "portmap",
+      "capabilities": { "portMappings": true },
+      "snat": true
     }
   ]
 }
@@ -105,7 +113,10 @@ mod tests {
     fn builtins_parse_with_expected_plugins() {
         let d = Builtin::named(DEFAULT).unwrap().config().unwrap();
         assert_eq!(d.name, "default");
-        assert_eq!(d.plugins.len(), 1);
+        assert_eq!(d.plugins.len(), 2);
+        assert_eq!(d.plugins[1].plugin_type, "portmap");
+        assert!(d.plugins[1].has_capability("portMappings"));
+        assert_eq!(d.plugins[1].raw["snat"], true);
         assert_eq!(d.plugins[0].plugin_type, "ptp");
         assert_eq!(d.plugins[0].raw["ipMasq"], true);
         assert_eq!(d.plugins[0].raw["ipam"]["type"], "host-local");
@@ -124,6 +135,7 @@ mod tests {
             DEFAULT_RESTRICTED_SUBNET
         );
         assert!(r.plugins[0].raw["ipam"].get("routes").is_none());
+        assert_eq!(r.plugins.len(), 1);
         assert!(Builtin::named("bridge").is_none());
     }
 

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use super::dns::DnsError;
+use super::ports::PortError;
 use super::record::RecordError;
 use super::sweep;
 
@@ -87,6 +88,9 @@ pub enum NetError {
     /// Reading or writing the record.
     #[error(transparent)]
     Record(#[from] RecordError),
+    /// `--port` cannot be honoured.
+    #[error(transparent)]
+    Ports(#[from] PortError),
     /// ADD failed for `net`; everything set up before it (and `net` itself) was torn down,
     /// except what `cleanup` lists.
     #[error(

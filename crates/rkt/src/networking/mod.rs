@@ -7,6 +7,8 @@
 //! - [`record`]: `<pod>/net-info.json` and the configuration copies teardown uses.
 //! - [`dns`]: `--dns*` / `--hosts-entry` and the pod's `/etc/resolv.conf` and `/etc/hosts`.
 //! - [`sweep`]: firewall rules a plugin's DEL left behind for the pod.
+//! - [`ports`]: `--port` and the `portMappings` capability argument.
+//! - [`inspect`]: the networks in effect and their plugins, for `rkt net list|status`.
 //! - `teardown.rs`: teardown and check from the record; `runtime.rs`: the calls into the CNI
 //!   library; `error.rs`: [`NetError`] and [`NetFailure`].
 //!
@@ -15,7 +17,9 @@
 
 pub mod builtin;
 pub mod dns;
+pub mod inspect;
 pub mod plan;
+pub mod ports;
 pub mod record;
 pub mod selection;
 pub mod sweep;
@@ -30,6 +34,7 @@ use std::path::{Path, PathBuf};
 pub use dns::{DnsError, DnsOptions, HostsOptions};
 pub use error::{NetError, NetFailure};
 pub use plan::PlannedNet;
+pub use ports::{PortError, PortMapping};
 pub use record::{NetInfo, RecordError};
 pub use selection::{NetRequest, NetSelection, SelectionError};
 pub use teardown::{check, teardown, CheckReport};
@@ -54,6 +59,47 @@ pub struct NetOptions {
     pub hosts: HostsOptions,
     /// The pod's hostname.
     pub hostname: String,
+    /// `--port`: forwarded to the selected networks whose plugins declare `portMappings`.
+    pub ports: Vec<PortMapping>,
+}
+
+/// Checks everything about `opts` that can be checked before a pod exists: the DNS and
+/// hosts options, that every named network exists, and that `--port` has a network able
+/// to forward it. Returns the networks that would be set up.
+pub fn preflight(opts: &NetOptions) -> Result<Vec<PlannedNet>, NetError> {
+    opts.dns.validate()?;
+    opts.hosts.validate()?;
+    let planned = plan::plan(&opts.selection, &opts.conf_dir)?;
+    check_ports_possible(opts, &planned)?;
+    Ok(planned)
+}
+
+/// `--port` needs networks, and at least one of them declaring the capability.
+fn check_ports_possible(opts: &NetOptions, planned: &[PlannedNet]) -> Result<(), NetError> {
+    if opts.ports.is_empty() {
+        return Ok(());
+    }
+    if opts.selection.is_host() || opts.selection.is_none() {
+        return Err(PortError::NoNetwork {
+            net: opts.selection.to_string(),
+        }
+        .into());
+    }
+    if !planned.iter().any(forwards_ports) {
+        return Err(PortError::NoCapableNetwork {
+            nets: planned.iter().map(|n| n.list.name.clone()).collect(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// Whether a plugin of the network declares the `portMappings` capability.
+fn forwards_ports(net: &PlannedNet) -> bool {
+    net.list
+        .plugins
+        .iter()
+        .any(|p| p.has_capability(ports::CAPABILITY))
 }
 
 /// The pod, as networking sees it.
@@ -86,6 +132,9 @@ pub fn setup(pod: &PodNet, opts: &NetOptions) -> Result<Vec<NetInfo>, NetError> 
         eprintln!("rkt: warning: --dns-search, --dns-opt and --dns-domain only apply with --dns=IP; ignoring them");
     }
     let hosts = opts.hosts.parse()?;
+    if !opts.ports.is_empty() && (opts.selection.is_host() || opts.selection.is_none()) {
+        check_ports_possible(opts, &[])?;
+    }
     let nets = match &opts.selection {
         NetSelection::Host => return Ok(Vec::new()),
         NetSelection::None => Vec::new(),
@@ -101,7 +150,17 @@ pub fn setup(pod: &PodNet, opts: &NetOptions) -> Result<Vec<NetInfo>, NetError> 
                     nets: existing.into_iter().map(|n| n.net_name).collect(),
                 });
             }
-            add_all(pod, netns, opts, &planned)?
+            check_ports_possible(opts, &planned)?;
+            // Held from the check of other pods' ports until our record names ours.
+            let ports_lock = match (opts.ports.is_empty(), pod.pod_dir.parent()) {
+                (false, Some(pods_dir)) => {
+                    let lock = ports::PortsLock::acquire(pods_dir)?;
+                    ports::check_taken(pods_dir, pod.uuid, &opts.ports)?;
+                    Some(lock)
+                }
+                _ => None,
+            };
+            add_all(pod, netns, opts, &planned, ports_lock)?
         }
     };
     if let Err(e) = write_dns_files(pod, opts, &dns_mode, &hosts, &nets) {
@@ -116,8 +175,10 @@ fn add_all(
     netns: &Path,
     opts: &NetOptions,
     planned: &[PlannedNet],
+    mut ports_lock: Option<ports::PortsLock>,
 ) -> Result<Vec<NetInfo>, NetError> {
     let mut entries: Vec<NetInfo> = Vec::new();
+    let port_args = ports::capability_args(&opts.ports);
     for (i, net) in planned.iter().enumerate() {
         let if_name = format!("eth{i}");
         let (file_name, bytes) = net.saved_copy();
@@ -136,11 +197,19 @@ fn add_all(
             plugin_dirs: opts.plugin_path.clone(),
             cache_dir: Some(opts.cache_dir.clone()),
             cni_version: net.list.cni_version.clone(),
-            capability_args: Default::default(),
+            capability_args: if forwards_ports(net) {
+                port_args.clone()
+            } else {
+                Default::default()
+            },
             result: None,
         });
         if let Err(e) = record::save(pod.pod_dir, &entries) {
             return Err(abort(pod, entries, e.into()));
+        }
+        if !entries[i].capability_args.is_empty() {
+            // The record now names our ports: other pods' checks see them.
+            ports_lock.take();
         }
         let rt = runtime::Attachment {
             uuid: pod.uuid,

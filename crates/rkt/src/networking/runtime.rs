@@ -85,7 +85,10 @@ fn runtime_conf(att: &Attachment) -> cni::api::RuntimeConf {
 }
 
 fn cni_config(att: &Attachment) -> cni::api::CniConfig {
+    // The CLI rejects an invalid $RKT_NET_PLUGIN_TIMEOUT before any pod work.
+    let timeout = crate::security::plugin_timeout().unwrap_or(cni::api::DEFAULT_TIMEOUT);
     cni::api::CniConfig::new(att.plugin_dirs.to_vec(), att.cache_dir.to_path_buf())
+        .with_timeout(timeout)
 }
 
 /// ADDs `list` for the attachment.

@@ -135,18 +135,15 @@ pub fn run_prepared(pod: &Pod, opts: &RunOptions) -> Result<RunOutcome, StartFai
     run_locked(pod, lock, opts)
 }
 
-/// Checks the options that can be checked without a pod: DNS and hosts flags, and that every
-/// named network exists. So a typo leaves nothing behind, not even an exited pod.
+/// Checks the options that can be checked without a pod: DNS and hosts flags, that every
+/// named network exists, and `--port` (see [`networking::preflight`]). So a typo leaves
+/// nothing behind, not even an exited pod.
 pub fn preflight(net: &NetOptions) -> Result<(), StartFailure> {
     let fail = |e: NetError| StartFailure {
         error: Box::new(RunError::Options(e)),
         cleanup: Vec::new(),
     };
-    net.dns.validate().map_err(|e| fail(e.into()))?;
-    net.hosts.validate().map_err(|e| fail(e.into()))?;
-    if let NetSelection::Networks { .. } = net.selection {
-        networking::plan::plan(&net.selection, &net.conf_dir).map_err(fail)?;
-    }
+    networking::preflight(net).map_err(fail)?;
     Ok(())
 }
 

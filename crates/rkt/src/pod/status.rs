@@ -23,6 +23,8 @@ pub struct PodStatus {
     pub runner_died: bool,
     /// The pod's networks: the live record while it has one, else the copy kept at setup.
     pub networks: Vec<NetSummary>,
+    /// The host ports forwarded to the pod (`--port`), from the live record.
+    pub ports: Vec<networking::PortMapping>,
 }
 
 impl PodStatus {
@@ -40,6 +42,7 @@ impl PodStatus {
             record.state
         };
         let live = networking::load_record(&pod.dir).unwrap_or_default();
+        let ports = networking::ports::recorded(&live);
         let networks = if live.is_empty() {
             record.networks.clone()
         } else {
@@ -52,6 +55,7 @@ impl PodStatus {
             state,
             runner_died,
             networks,
+            ports,
         })
     }
 
@@ -89,6 +93,10 @@ impl PodStatus {
         if self.shows_networks() && !self.networks.is_empty() {
             kv.push(("networks".into(), self.networks_short()));
         }
+        if self.state == State::Running && !self.ports.is_empty() {
+            let ports: Vec<String> = self.ports.iter().map(ToString::to_string).collect();
+            kv.push(("ports".into(), ports.join(", ")));
+        }
         if self.state == State::Running {
             if let Some(pid) = self.record.pid {
                 kv.push(("pid".into(), pid.to_string()));
@@ -124,6 +132,7 @@ impl PodStatus {
                 "exitCode": self.record.exit_status,
             }],
             "networks": networks,
+            "ports": if self.state == State::Running { self.ports.clone() } else { Vec::new() },
             "runnerDied": self.runner_died,
             "error": self.record.error,
         })

@@ -113,6 +113,7 @@ impl World {
             dns: DnsOptions::default(),
             hosts: HostsOptions::default(),
             hostname: format!("rkt-{}", self.uuid),
+            ports: Vec::new(),
         }
     }
 

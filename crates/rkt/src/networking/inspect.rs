@@ -1,0 +1,296 @@
+//! The networks in effect, examined without a pod: for `rkt net list`, every network that
+//! can be selected (built-ins included) with its file, CNI version, plugin chain and the
+//! binary each plugin resolves to, plus the definitions that were shadowed or failed to
+//! load; for `rkt net status`, each network's readiness (CNI STATUS).
+//!
+//! A network is *usable* when its version negotiates and every plugin (and IPAM plugin) is
+//! found in the search path and, asked with VERSION, supports that version.
+
+use std::path::{Path, PathBuf};
+
+use cni::api::CniConfig;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::plan::{self, PlannedNet};
+use super::NetError;
+
+/// One plugin of a network, as it would be run.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginCheck {
+    /// The plugin `type`.
+    #[serde(rename = "type")]
+    pub plugin_type: String,
+    /// `true` for the IPAM plugin a main plugin delegates to (`ipam.type`).
+    pub ipam: bool,
+    /// The binary that would run, if one is found.
+    pub binary: Option<PathBuf>,
+    /// Capabilities the plugin declares.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub capabilities: Vec<String>,
+    /// Why it cannot be used (not found, version not supported), if it cannot.
+    pub problem: Option<String>,
+}
+
+/// One network in effect.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkCheck {
+    pub name: String,
+    /// The configuration file, or `None` for a built-in network.
+    pub file: Option<PathBuf>,
+    /// The file name deciding the setup order (rkt's name for a built-in).
+    pub order_name: String,
+    pub builtin: bool,
+    /// `cniVersion` as written.
+    pub cni_version: Option<String>,
+    /// The version the plugins will be spoken to in, if one negotiates.
+    pub negotiated_version: Option<String>,
+    /// The plugin chain, each followed by its IPAM plugin if it has one.
+    pub plugins: Vec<PluginCheck>,
+    /// Problems of the network itself (its version) and of its plugins.
+    pub problems: Vec<String>,
+}
+
+impl NetworkCheck {
+    /// Whether a pod could use this network.
+    pub fn usable(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// A definition that lost to an earlier file defining the same network.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShadowedFile {
+    pub name: String,
+    pub file: PathBuf,
+    pub shadowed_by: PathBuf,
+}
+
+/// A file that failed to load.
+#[derive(Debug, Clone, Serialize)]
+pub struct FailedFile {
+    pub file: Option<PathBuf>,
+    pub error: String,
+}
+
+/// Everything `rkt net list` reports about a configuration directory and plugin path.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Listing {
+    pub networks: Vec<NetworkCheck>,
+    pub shadowed: Vec<ShadowedFile>,
+    pub failed: Vec<FailedFile>,
+}
+
+impl Listing {
+    /// Whether every network in effect is usable and every file loaded.
+    pub fn all_usable(&self) -> bool {
+        self.failed.is_empty() && self.networks.iter().all(NetworkCheck::usable)
+    }
+}
+
+/// Examines the networks of `conf_dir` (plus the built-ins) against `plugin_path`. Plugins
+/// that are found are asked for their versions (VERSION); nothing else runs.
+pub fn list(conf_dir: &Path, plugin_path: &[PathBuf]) -> Result<Listing, NetError> {
+    let cands = plan::candidates(conf_dir)?;
+    // VERSION writes nothing to the cache; a throwaway directory keeps it that way.
+    let cni = CniConfig::new(
+        plugin_path.to_vec(),
+        std::env::temp_dir().join("rkt-net-list"),
+    );
+    let networks = cands
+        .nets
+        .iter()
+        .map(|n| check_network(n, plugin_path, &cni))
+        .collect();
+    Ok(Listing {
+        networks,
+        shadowed: cands
+            .shadowed
+            .into_iter()
+            .map(|s| ShadowedFile {
+                name: s.name,
+                file: s.file,
+                shadowed_by: s.shadowed_by,
+            })
+            .collect(),
+        failed: cands
+            .failed
+            .into_iter()
+            .map(|e| FailedFile {
+                file: e.path().map(Path::to_path_buf),
+                error: e.to_string(),
+            })
+            .collect(),
+    })
+}
+
+fn check_network(net: &PlannedNet, plugin_path: &[PathBuf], cni: &CniConfig) -> NetworkCheck {
+    let mut problems = Vec::new();
+    let negotiated = match net.list.negotiated_version() {
+        Ok(v) => Some(v),
+        Err(e) => {
+            problems.push(e.to_string());
+            None
+        }
+    };
+    let mut plugins = Vec::new();
+    for p in &net.list.plugins {
+        let caps = p
+            .capabilities
+            .iter()
+            .filter(|(_, on)| **on)
+            .map(|(k, _)| k.clone())
+            .collect();
+        plugins.push(check_plugin(
+            &p.plugin_type,
+            false,
+            caps,
+            negotiated.as_deref(),
+            plugin_path,
+            cni,
+        ));
+        if let Some(ipam) = p
+            .raw
+            .get("ipam")
+            .and_then(|i| i.get("type"))
+            .and_then(Value::as_str)
+        {
+            plugins.push(check_plugin(
+                ipam,
+                true,
+                Vec::new(),
+                negotiated.as_deref(),
+                plugin_path,
+                cni,
+            ));
+        }
+    }
+    if net.list.plugins.is_empty() {
+        problems.push("it has no plugins".to_string());
+    }
+    problems.extend(plugins.iter().filter_map(|p| {
+        p.problem
+            .as_ref()
+            .map(|why| format!("{}: {why}", p.plugin_type))
+    }));
+    NetworkCheck {
+        name: net.list.name.clone(),
+        file: (!net.builtin).then(|| net.list.source.clone()).flatten(),
+        order_name: net.file_name.clone(),
+        builtin: net.builtin,
+        cni_version: net.list.cni_version.clone(),
+        negotiated_version: negotiated,
+        plugins,
+        problems,
+    }
+}
+
+fn check_plugin(
+    plugin_type: &str,
+    ipam: bool,
+    capabilities: Vec<String>,
+    version: Option<&str>,
+    plugin_path: &[PathBuf],
+    cni: &CniConfig,
+) -> PluginCheck {
+    let (binary, mut problem) = match cni::invoke::find_in_path(plugin_type, plugin_path) {
+        Ok(bin) => (Some(bin), None),
+        Err(cni::invoke::FindError::NotFound { dirs, .. }) => (
+            None,
+            Some(format!(
+                "not found in {}",
+                if dirs.is_empty() {
+                    "(no plugin directories)".to_string()
+                } else {
+                    dirs.iter()
+                        .map(|d| d.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(":")
+                }
+            )),
+        ),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    if let (Some(_), Some(version)) = (&binary, version) {
+        problem = match cni.get_version_info(plugin_type) {
+            Ok(info) if info.supports(version) => None,
+            Ok(info) => Some(format!(
+                "does not support cniVersion {version} (supports {})",
+                info.supported_versions.join(", ")
+            )),
+            Err(e) => Some(format!("VERSION failed: {e}")),
+        };
+    }
+    PluginCheck {
+        plugin_type: plugin_type.to_string(),
+        ipam,
+        binary,
+        capabilities,
+        problem,
+    }
+}
+
+/// One network's readiness, from CNI STATUS.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkStatus {
+    pub name: String,
+    pub builtin: bool,
+    /// The negotiated version, if one negotiates.
+    pub cni_version: Option<String>,
+    /// Whether the plugins say they can serve ADD.
+    pub ready: bool,
+    /// Why not, or a note (STATUS not supported before 1.1.0).
+    pub message: Option<String>,
+}
+
+/// The version that introduced STATUS.
+const STATUS_VERSION: &str = "1.1.0";
+
+/// Runs CNI STATUS for every network in effect (built-ins included). Networks whose version
+/// predates STATUS are reported ready, with a note.
+pub fn status(
+    conf_dir: &Path,
+    plugin_path: &[PathBuf],
+    cache_dir: &Path,
+) -> Result<Vec<NetworkStatus>, NetError> {
+    let cands = plan::candidates(conf_dir)?;
+    let cni = CniConfig::new(plugin_path.to_vec(), cache_dir.to_path_buf());
+    Ok(cands
+        .nets
+        .iter()
+        .map(|n| {
+            let mut st = NetworkStatus {
+                name: n.list.name.clone(),
+                builtin: n.builtin,
+                cni_version: None,
+                ready: false,
+                message: None,
+            };
+            let version = match n.list.negotiated_version() {
+                Ok(v) => v,
+                Err(e) => {
+                    st.message = Some(e.to_string());
+                    return st;
+                }
+            };
+            let has_status =
+                cni::version::Version::parse(&version).is_ok_and(|v| v.at_least(STATUS_VERSION));
+            st.cni_version = Some(version.clone());
+            match cni.get_status_network_list(&n.list) {
+                Ok(()) => {
+                    st.ready = true;
+                    if !has_status {
+                        st.message = Some(format!("STATUS not supported by cniVersion {version}"));
+                    }
+                }
+                Err(e) => st.message = Some(e.to_string()),
+            }
+            st
+        })
+        .collect())
+}
