@@ -39,7 +39,7 @@ pub fn pod_netns_path(uuid: &str) -> PathBuf {
 pub enum NetnsError {
     #[error("network namespace {path} already exists")]
     Exists { path: PathBuf },
-    #[error("cannot {what} for network namespace {path}: {source}")]
+    #[error("cannot {what} for network namespace {path}: {source}{}", root_hint(*source))]
     Sys {
         what: &'static str,
         path: PathBuf,
@@ -55,6 +55,15 @@ pub enum NetnsError {
     LinkUp { ifname: String, source: Errno },
     #[error("the thread creating network namespace {path} panicked")]
     ThreadPanicked { path: PathBuf },
+}
+
+/// A hint for permission errors: namespaces and mounts need root (CAP_SYS_ADMIN).
+pub fn root_hint(errno: Errno) -> &'static str {
+    if errno == Errno::EPERM {
+        " (namespaces and mounts need root)"
+    } else {
+        ""
+    }
 }
 
 /// Creates a new network namespace with `lo` up, bind-mounted at `path` (a file in a

@@ -44,7 +44,7 @@ pub enum StageError {
         exe: PathBuf,
         source: std::io::Error,
     },
-    #[error("cannot {what} {path}: {source}")]
+    #[error("cannot {what} {path}: {source}{}", crate::netns::root_hint(*source))]
     Sys {
         what: &'static str,
         path: PathBuf,
@@ -56,7 +56,7 @@ pub enum StageError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("cannot mount {target}: {source}")]
+    #[error("cannot mount {target}: {source}{}", crate::netns::root_hint(*source))]
     Mount { target: PathBuf, source: Errno },
     #[error("{path} is not a valid pod manifest: {source}")]
     Manifest {
