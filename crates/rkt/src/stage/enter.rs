@@ -64,8 +64,8 @@ pub fn enter(
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
         .status()
-        .map_err(|source| StageError::Spawn {
-            exe: program.into(),
+        .map_err(|source| StageError::EnterSpawn {
+            program: program.clone(),
             source,
         })?;
     Ok(exit_status_code(status))

@@ -79,6 +79,11 @@ pub enum StageError {
     NoStart { status: ExitStatus },
     #[error("cannot wait for the pod stage: {source}")]
     Wait { source: std::io::Error },
+    #[error("cannot run {program:?} in the pod: {source}")]
+    EnterSpawn {
+        program: String,
+        source: std::io::Error,
+    },
     #[error("cannot enter pod (init PID {pid}): {what}: {source}")]
     Enter {
         pid: i32,
