@@ -246,3 +246,37 @@ fn dns_flags_write_the_pods_resolv_conf_and_host_modes_show_the_hosts_files() {
         "a bad --dns must not create a pod"
     );
 }
+
+#[test]
+fn gc_tears_down_from_the_record_and_reports_what_it_cannot() {
+    require_root!();
+    let mut world = World::new();
+    let net = UserNet::new(&world);
+    let (conf, plugins) = (net.conf_flag(), net.plugin_flag());
+    let select = format!("--net={}", net.name);
+    let (uuid, index) = world.spawn_run(&[&conf, &plugins, &select, "--", "sleep", "1000"]);
+    world.wait_running(&uuid);
+    world.child(index).kill().unwrap();
+    world.wait_child(index);
+
+    // The configuration is gone and the plugin has moved away: gc still knows the network
+    // from the pod's record, fails on the plugin, says so, and keeps the pod for a retry.
+    fs::remove_dir_all(&net.conf_dir).unwrap();
+    let moved = world.path("moved-ptp");
+    fs::rename(net.plugin_dir.join("renamed-ptp"), &moved).unwrap();
+    let out = world.rkt(&["gc", "--grace-period=0s"]).run();
+    out.assert_failure()
+        .assert_stderr_contains(&uuid)
+        .assert_stderr_contains("renamed-ptp");
+    assert_eq!(world.pods(), vec![uuid.clone()]);
+
+    fs::rename(&moved, net.plugin_dir.join("renamed-ptp")).unwrap();
+    world
+        .rkt(&["gc", "--grace-period=0s"])
+        .run()
+        .assert_success()
+        .assert_stdout_contains(&format!("removed pod {uuid}"));
+    assert!(world.pods().is_empty());
+    assert_no_netns(&uuid);
+    assert_no_lease(&net.name, &uuid);
+}
