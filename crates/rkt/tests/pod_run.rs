@@ -102,13 +102,20 @@ fn the_app_is_pid_2_under_the_pods_init() {
 }
 
 #[test]
-fn hostname_defaults_to_rkt_uuid_and_can_be_set() {
+fn hostname_defaults_to_rkt_uuid_or_the_hosts_and_can_be_set() {
     require_root!();
     let world = World::new();
     let host_hostname = fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
     let (out, uuid) = run_uuid(&world, &["--net=none", "--", "hostname"]);
     out.assert_success();
     assert_eq!(out.stdout().trim(), format!("rkt-{uuid}"));
+    let (out, _) = run_uuid(&world, &["--net=host", "--", "hostname"]);
+    out.assert_success();
+    assert_eq!(
+        out.stdout(),
+        host_hostname,
+        "--net=host keeps the host's name"
+    );
     let (out, _) = run_uuid(
         &world,
         &[

@@ -133,7 +133,7 @@ pub struct PodNetArgs {
     )]
     pub hosts_entry: Vec<String>,
 
-    /// The pod's hostname [default: rkt-<uuid>].
+    /// The pod's hostname [default: rkt-<uuid>; the host's with --net=host].
     #[arg(long, value_name = "NAME", help_heading = "Networking")]
     pub hostname: Option<String>,
 

@@ -32,7 +32,7 @@ use super::PodError;
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     /// Networks, directories in effect, DNS, hosts and hostname. An empty hostname means
-    /// `rkt-<uuid>`.
+    /// `rkt-<uuid>` (the host's hostname with `--net=host`).
     pub net: NetOptions,
     /// The `rkt` binary to re-execute as the stage (normally `/proc/self/exe`).
     pub exe: PathBuf,
@@ -164,7 +164,12 @@ fn run_locked(pod: &Pod, lock: PodLock, opts: &RunOptions) -> Result<RunOutcome,
     let netns_path = (!is_host).then(|| netns::pod_netns_path(&uuid));
     let mut net = opts.net.clone();
     if net.hostname.is_empty() {
-        net.hostname = format!("rkt-{uuid}");
+        // With the host's network the pod also keeps the host's name (its /etc/hosts is the
+        // host's, where rkt-<uuid> would not resolve), as later rkt versions and Docker do.
+        net.hostname = match nix::unistd::gethostname() {
+            Ok(name) if is_host => name.to_string_lossy().into_owned(),
+            _ => format!("rkt-{uuid}"),
+        };
     }
 
     let mut state = pod.state()?;
