@@ -9,6 +9,7 @@ mod config;
 mod enter;
 mod gc;
 mod list;
+mod net;
 mod pod_args;
 mod prepare;
 mod rm;
@@ -119,6 +120,7 @@ pub enum Command {
     Rm(rm::RmArgs),
     Stop(stop::StopArgs),
     Enter(enter::EnterArgs),
+    Net(net::NetArgs),
     #[command(name = "stage1-init", hide = true)]
     Stage1Init(stage1_init::Stage1InitArgs),
 }
@@ -238,6 +240,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Rm(args) => rm::run(global, args),
         Command::Stop(args) => stop::run(global, args),
         Command::Enter(args) => enter::run(global, args),
+        Command::Net(args) => net::run(global, args),
         Command::Stage1Init(args) => stage1_init::run(global, args),
     }
 }

@@ -168,6 +168,8 @@ pub struct CheckReport {
     pub if_name: String,
     /// `Ok` when every plugin's CHECK passed.
     pub result: Result<(), NetFailure>,
+    /// Something worth saying about a passed check.
+    pub note: Option<String>,
 }
 
 /// Runs CNI CHECK for every network recorded for the pod, in setup order, each with its
@@ -180,21 +182,72 @@ pub fn check(pod: &PodNet) -> Result<Vec<CheckReport>, NetError> {
     let reports = record::load(pod.pod_dir)?
         .iter()
         .map(|entry| {
-            let result = saved_list(pod.pod_dir, entry).and_then(|list| {
-                let cache_dir = cache_dir_of(entry);
-                let rt = runtime::Attachment::recorded(pod.uuid, Some(netns), entry, &cache_dir);
-                runtime::check(&list, &rt).map_err(|source| NetFailure::Cni {
-                    net: entry.net_name.clone(),
-                    if_name: entry.if_name.clone(),
-                    source,
-                })
-            });
+            let mut note = None;
+            let result = saved_list(pod.pod_dir, entry)
+                .and_then(|list| check_one(pod.uuid, netns, entry, list, &mut note));
             CheckReport {
                 net_name: entry.net_name.clone(),
                 if_name: entry.if_name.clone(),
                 result,
+                note,
             }
         })
         .collect();
     Ok(reports)
+}
+
+/// CHECKs one recorded network. portmap 1.1.1's CHECK, once it has verified the IPv4
+/// rules, looks for IPv6 rules even for a pod without an IPv6 address and fails
+/// (containernetworking/plugins#819); for such a pod that failure is noted in `note`, and
+/// the plugins after portmap are still checked.
+fn check_one(
+    uuid: &str,
+    netns: &Path,
+    entry: &NetInfo,
+    mut list: NetworkConfigList,
+    note: &mut Option<String>,
+) -> Result<(), NetFailure> {
+    let cache_dir = cache_dir_of(entry);
+    let rt = runtime::Attachment::recorded(uuid, Some(netns), entry, &cache_dir);
+    loop {
+        let Err(source) = runtime::check(&list, &rt) else {
+            return Ok(());
+        };
+        let skip_to = is_portmap_ipv6_bug(&source, entry)
+            .then(|| list.plugins.iter().position(|p| p.plugin_type == "portmap"))
+            .flatten();
+        let Some(pos) = skip_to else {
+            return Err(NetFailure::Cni {
+                net: entry.net_name.clone(),
+                if_name: entry.if_name.clone(),
+                source,
+            });
+        };
+        *note = Some(PORTMAP_BUG_NOTE.to_string());
+        list.plugins.drain(..=pos);
+        if list.plugins.is_empty() {
+            return Ok(());
+        }
+    }
+}
+
+/// What `check` says when it passed over portmap's IPv6 CHECK bug.
+pub const PORTMAP_BUG_NOTE: &str = "portmap checked the IPv4 port forwarding, then failed looking for IPv6 rules this pod does not have (containernetworking/plugins#819); ignored";
+
+fn is_portmap_ipv6_bug(e: &cni::error::Error, entry: &NetInfo) -> bool {
+    let has_ipv6 = entry
+        .result
+        .as_ref()
+        .and_then(|r| r.get("ips"))
+        .and_then(|ips| ips.as_array())
+        .is_some_and(|ips| {
+            ips.iter().any(|ip| {
+                ip.get("address")
+                    .and_then(|a| a.as_str())
+                    .is_some_and(|a| a.contains(':'))
+            })
+        });
+    matches!(e, cni::error::Error::Plugin { plugin, command, msg, .. }
+        if plugin == "portmap" && *command == "CHECK" && msg.contains("could not check ipv6 dnat"))
+        && !has_ipv6
 }
