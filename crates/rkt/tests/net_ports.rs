@@ -1,0 +1,317 @@
+//! `--port`: a service in a pod reached from the host through the built-in `default`
+//! network and through a user bridge network with portmap, `rkt status` showing the
+//! forwarded ports, a second pod refused the same host port, and no firewall rule or chain
+//! of the pod left after it exits (root only). Plus the errors found before anything is set
+//! up (no root needed: no pod is created).
+
+mod pod_support;
+mod support;
+
+use std::fs;
+use std::io::Read;
+use std::net::{SocketAddr, TcpStream};
+use std::process::Command;
+use std::time::Duration;
+
+use pod_support::{assert_no_lease, assert_no_netns, wait_for, World};
+use serde_json::json;
+
+/// The pod's app: answers every connection on ports 80 and 8080 with a line naming the port.
+const SERVER: &str = r#"
+import socket, threading
+def serve(port):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("0.0.0.0", port))
+    s.listen(16)
+    while True:
+        c, _ = s.accept()
+        c.sendall(b"hello from the pod on %d\n" % port)
+        c.close()
+threading.Thread(target=serve, args=(8080,), daemon=True).start()
+serve(80)
+"#;
+
+/// A TCP port that nothing on the host listens on right now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// What the service behind `addr` says, retrying until the pod's server listens.
+fn fetch(addr: SocketAddr) -> String {
+    wait_for(|| {
+        let mut conn = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+        conn.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        let mut got = String::new();
+        conn.read_to_string(&mut got).ok()?;
+        (!got.is_empty()).then_some(got)
+    })
+}
+
+/// The `nat` table as `iptables -w -t nat -S` prints it.
+fn nat_rules() -> String {
+    let out = Command::new("iptables")
+        .args(["-w", "-t", "nat", "-S"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The portmap chains (`CNI-DN-…`) that rules tagged with the pod's UUID jump to.
+fn dnat_chains(uuid: &str) -> Vec<String> {
+    nat_rules()
+        .lines()
+        .filter(|l| l.contains(uuid))
+        .filter_map(|l| l.split(" -j ").nth(1))
+        .map(|t| t.split_whitespace().next().unwrap_or("").to_string())
+        .filter(|c| c.starts_with("CNI-DN-"))
+        .collect()
+}
+
+/// Asserts that no rule mentions the pod and none of `chains` exists any more (the chains
+/// portmap shares between pods, `CNI-HOSTPORT-*`, may stay, empty of this pod's rules).
+fn assert_no_rules(uuid: &str, chains: &[String]) {
+    let rules = nat_rules();
+    let left: Vec<&str> = rules.lines().filter(|l| l.contains(uuid)).collect();
+    assert!(left.is_empty(), "rules of pod {uuid} left: {left:#?}");
+    for chain in chains {
+        assert!(
+            !rules.lines().any(|l| l == format!("-N {chain}")),
+            "chain {chain} left:\n{rules}"
+        );
+    }
+}
+
+/// The host-side gateway address the pod's first network result names.
+fn gateway(world: &World, uuid: &str) -> String {
+    let info: serde_json::Value = serde_json::from_slice(
+        &fs::read(world.path(&format!("data/pods/{uuid}/net-info.json"))).unwrap(),
+    )
+    .unwrap();
+    info[0]["result"]["ips"][0]["gateway"]
+        .as_str()
+        .expect("a gateway in the result")
+        .to_string()
+}
+
+#[test]
+fn port_on_default_reaches_the_pod_shows_in_status_and_is_exclusive() {
+    require_root!();
+    let mut world = World::new();
+    let (local, any) = (free_port(), free_port());
+    let (uuid, index) = world.spawn_run(&[
+        &format!("--port=127.0.0.1:{local}:80"),
+        &format!("--port={any}:8080/tcp"),
+        "--",
+        "python3",
+        "-c",
+        SERVER,
+    ]);
+    world.wait_running(&uuid);
+    let chains = dnat_chains(&uuid);
+    assert!(!chains.is_empty(), "no portmap chain for {uuid}");
+
+    assert_eq!(
+        fetch(SocketAddr::from(([127, 0, 0, 1], local))),
+        "hello from the pod on 80\n"
+    );
+    assert_eq!(
+        fetch(SocketAddr::from(([127, 0, 0, 1], any))),
+        "hello from the pod on 8080\n"
+    );
+    let gw: std::net::IpAddr = gateway(&world, &uuid).parse().unwrap();
+    assert_eq!(
+        fetch(SocketAddr::new(gw, any)),
+        "hello from the pod on 8080\n"
+    );
+
+    world
+        .rkt(&["status", &uuid])
+        .run()
+        .assert_success()
+        .assert_stdout_contains(&format!(
+            "\nports=tcp:127.0.0.1:{local}->80, tcp:{any}->8080\n"
+        ));
+    let st = world.status_json(&uuid);
+    assert_eq!(
+        st["ports"],
+        json!([
+            {"hostPort": local, "containerPort": 80, "protocol": "tcp", "hostIP": "127.0.0.1"},
+            {"hostPort": any, "containerPort": 8080, "protocol": "tcp"}
+        ])
+    );
+
+    // Another pod cannot take a forwarded host port; the message names the pod holding it.
+    let other = world
+        .rkt(&["run", &format!("--port={local}:80"), "--", "true"])
+        .run();
+    other.assert_failure().assert_stderr_contains(&format!(
+        "host port tcp:{local} is already forwarded by pod {uuid}"
+    ));
+    // The same port over UDP is another port.
+    world
+        .rkt(&["run", &format!("--port={local}:80/udp"), "--", "true"])
+        .run()
+        .assert_success();
+
+    world.rkt(&["stop", &uuid]).run().assert_success();
+    world.wait_child(index);
+    assert_no_netns(&uuid);
+    assert_no_lease("default", &uuid);
+    assert_no_rules(&uuid, &chains);
+    // Exited pods forward nothing.
+    assert!(!world
+        .rkt(&["status", &uuid])
+        .run()
+        .stdout()
+        .contains("ports="));
+    // And the port is free again.
+    world
+        .rkt(&["run", &format!("--port={local}:80"), "--", "true"])
+        .run()
+        .assert_success();
+}
+
+/// A bridge the test made, deleted on drop even when the test fails; and host-local's
+/// state directory of the test network.
+struct BridgeGuard {
+    bridge: String,
+    net: String,
+}
+
+impl Drop for BridgeGuard {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.bridge])
+            .status();
+        let _ = fs::remove_dir_all(format!("/var/lib/cni/networks/{}", self.net));
+    }
+}
+
+#[test]
+fn port_on_a_user_bridge_network_with_portmap() {
+    require_root!();
+    let mut world = World::new();
+    let seed = uuid::Uuid::new_v4().as_u128();
+    let guard = BridgeGuard {
+        bridge: format!("rktpt{:x}", seed as u32 & 0xfffff),
+        net: format!("ports-{:x}", seed as u32),
+    };
+    let subnet = format!(
+        "10.{}.{}.0/24",
+        150 + (seed >> 40) as u8 % 40,
+        (seed >> 48) as u8
+    );
+    let conf_dir = world.path("local/net.d");
+    fs::create_dir_all(&conf_dir).unwrap();
+    fs::write(
+        conf_dir.join("10-lan.conflist"),
+        json!({
+            "cniVersion": "1.0.0",
+            "name": guard.net,
+            "plugins": [
+                {"type": "bridge", "bridge": guard.bridge, "isGateway": true,
+                 "ipam": {"type": "host-local", "subnet": subnet}},
+                {"type": "portmap", "capabilities": {"portMappings": true}, "snat": true}
+            ]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let port = free_port();
+    let (uuid, index) = world.spawn_run(&[
+        &format!("--net={}", guard.net),
+        &format!("--port=127.0.0.1:{port}:80"),
+        "--",
+        "python3",
+        "-c",
+        SERVER,
+    ]);
+    world.wait_running(&uuid);
+    let chains = dnat_chains(&uuid);
+    assert!(!chains.is_empty(), "no portmap chain for {uuid}");
+    assert_eq!(
+        fetch(SocketAddr::from(([127, 0, 0, 1], port))),
+        "hello from the pod on 80\n"
+    );
+    world
+        .rkt(&["status", &uuid])
+        .run()
+        .assert_stdout_contains(&format!("ports=tcp:127.0.0.1:{port}->80\n"));
+    world.rkt(&["stop", &uuid]).run().assert_success();
+    world.wait_child(index);
+    assert_no_netns(&uuid);
+    assert_no_lease(&guard.net, &uuid);
+    assert_no_rules(&uuid, &chains);
+}
+
+#[test]
+fn port_errors_come_before_anything_is_set_up() {
+    let world = World::new();
+    let conf_dir = world.path("local/net.d");
+    fs::create_dir_all(&conf_dir).unwrap();
+    fs::write(
+        conf_dir.join("10-plain.conf"),
+        json!({"cniVersion": "1.0.0", "name": "plain", "type": "ptp",
+               "ipam": {"type": "host-local", "subnet": "10.254.254.0/24"}})
+        .to_string(),
+    )
+    .unwrap();
+    let cases: [(&[&str], &str); 7] = [
+        (
+            &["--net=host", "--port=8080:80"],
+            "--port cannot be used with --net=host",
+        ),
+        (
+            &["--net=none", "--port=8080:80"],
+            "--port cannot be used with --net=none",
+        ),
+        (
+            &["--net=plain", "--port=8080:80"],
+            "none of the selected networks (plain) has a plugin declaring the \"portMappings\" capability",
+        ),
+        (&["--port=80"], "--port=\"80\": missing the host port"),
+        (
+            &["--port=8080:80/sctp"],
+            "--port=\"8080:80/sctp\": unknown protocol \"sctp\"",
+        ),
+        (
+            &["--port=host:8080:80"],
+            "--port=\"host:8080:80\": \"host\" is not an IP address",
+        ),
+        (
+            &["--port=8080:80", "--port=0.0.0.0:8080:81"],
+            "--port: host port tcp:8080 is given twice",
+        ),
+    ];
+    for (args, message) in cases {
+        let mut full = vec!["run"];
+        full.extend_from_slice(args);
+        full.extend_from_slice(&["--", "true"]);
+        world
+            .rkt(&full)
+            .run()
+            .assert_failure()
+            .assert_stderr_contains(message);
+    }
+    // Nothing was created, not even an exited pod.
+    assert!(world.pods().is_empty(), "{:?}", world.pods());
+
+    // run-prepared checks the same before touching the prepared pod.
+    let out = world.rkt(&["prepare", "--", "true"]).run();
+    out.assert_success();
+    let uuid = out.stdout().trim().to_string();
+    world
+        .rkt(&["run-prepared", "--net=none", "--port=8080:80", &uuid])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains("--port cannot be used with --net=none");
+    let st = world.rkt(&["status", &uuid]).run();
+    st.assert_success()
+        .assert_stdout_contains("state=prepared\n");
+}
