@@ -396,3 +396,48 @@ fn enter_sees_the_pods_rootfs() {
     world.wait_child(index);
     assert_no_netns(&uuid);
 }
+
+#[test]
+fn sigint_during_network_setup_aborts_the_start_and_tears_down() {
+    require_root!();
+    let mut world = World::new();
+    let plugins = world.path("plugins");
+    let confs = world.path("confs");
+    fs::create_dir_all(&plugins).unwrap();
+    fs::create_dir_all(&confs).unwrap();
+    std::os::unix::fs::symlink(support::test_plugin(), plugins.join("slowplug")).unwrap();
+    let log = world.path("calls.jsonl");
+    let name = format!("slow-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    let conf = serde_json::json!({
+        "cniVersion": "1.0.0",
+        "name": name,
+        "type": "slowplug",
+        "testPlugin": {"log": log, "ADD": {"sleep_ms": 1500}}
+    });
+    fs::write(confs.join("10-slow.conf"), conf.to_string()).unwrap();
+    let conf_flag = format!("--net-conf-dir={}", confs.display());
+    let plugin_flag = format!("--net-plugin-dir={}", plugins.display());
+    let net_flag = format!("--net={name}");
+    let (uuid, index) =
+        world.spawn_run(&[&conf_flag, &plugin_flag, &net_flag, "--", "sleep", "1000"]);
+    // The ADD is under way (logged before the plugin sleeps): interrupt the runner.
+    pod_support::wait_for(|| {
+        fs::read_to_string(&log)
+            .ok()
+            .filter(|t| t.contains("\"ADD\""))
+    });
+    let runner = world.child(index).id() as i32;
+    kill(Pid::from_raw(runner), Signal::SIGINT).unwrap();
+    let (code, stderr) = world.wait_child(index);
+    assert_eq!(code, Some(254), "{stderr}");
+    assert!(stderr.contains("interrupted by SIGINT"), "{stderr}");
+    let calls = fs::read_to_string(&log).unwrap();
+    assert!(
+        calls.contains("\"DEL\""),
+        "no DEL after the interrupted start: {calls}"
+    );
+    let st = world.status_json(&uuid);
+    assert_eq!(st["state"], "exited");
+    assert!(st["apps"][0]["exitCode"].is_null(), "the app never ran");
+    assert_no_netns(&uuid);
+}
