@@ -4,16 +4,21 @@
 //! of the pod left after it exits (root only). Plus the errors found before anything is set
 //! up (no root needed: no pod is created).
 
+mod net_support;
 mod pod_support;
 mod support;
 
 use std::fs;
 use std::io::Read;
 use std::net::{SocketAddr, TcpStream};
+use std::os::unix::fs::symlink;
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use net_support::{HostLocalDirs, TeardownGuard, TestNetns};
 use pod_support::{assert_no_lease, assert_no_netns, wait_for, World};
+use rkt::networking::{self, NetError, NetFailure, PortMapping};
 use serde_json::json;
 
 /// The pod's app: answers every connection on ports 80 and 8080 with a line naming the port.
@@ -314,4 +319,55 @@ fn port_errors_come_before_anything_is_set_up() {
     let st = world.rkt(&["status", &uuid]).run();
     st.assert_success()
         .assert_stdout_contains("state=prepared\n");
+}
+
+#[test]
+fn teardown_removes_portmap_rules_even_when_portmap_is_gone() {
+    require_root!();
+    let w = net_support::World::new();
+    for p in ["ptp", "host-local", "portmap"] {
+        symlink(Path::new("/usr/lib/cni").join(p), w.plugin_dir().join(p)).unwrap();
+    }
+    let net = format!("pm-{}", net_support::unique());
+    let _leases = HostLocalDirs(vec![net.clone()]);
+    let seed = uuid::Uuid::new_v4().as_u128();
+    let subnet = format!("10.{}.{}.0/24", 190 + (seed % 40) as u8, (seed >> 8) as u8);
+    w.conf(
+        "10-pm.conflist",
+        json!({"cniVersion": "1.0.0", "name": net, "plugins": [
+            {"type": "ptp", "ipam": {"type": "host-local", "subnet": subnet}},
+            {"type": "portmap", "capabilities": {"portMappings": true}, "snat": true}
+        ]}),
+    );
+    let ns = TestNetns::new();
+    let pod_dir = w.pod_dir();
+    let pod = w.pod(&pod_dir, Some(&ns.path));
+    let _guard = TeardownGuard(pod);
+    let mut opts = w.opts(&[&net]);
+    let port = free_port();
+    opts.ports = vec![PortMapping::parse(&format!("127.0.0.1:{port}:80")).unwrap()];
+    let nets = networking::setup(&pod, &opts).unwrap();
+    assert_eq!(
+        networking::ports::recorded(&nets),
+        opts.ports,
+        "the record names the ports"
+    );
+    let chains = dnat_chains(&w.uuid);
+    assert_eq!(chains.len(), 1, "{chains:?}");
+
+    // portmap vanished: ptp is still deleted, and the sweep removes portmap's jump and chain.
+    fs::remove_file(w.plugin_dir().join("portmap")).unwrap();
+    match networking::teardown(&pod) {
+        Err(NetError::Teardown { failures, .. }) => assert!(
+            matches!(&failures[..], [NetFailure::PluginMissing { plugins, .. }] if plugins == &["portmap"]),
+            "{failures:?}"
+        ),
+        other => panic!("expected the missing portmap to be reported, got {other:?}"),
+    }
+    assert_no_rules(&w.uuid, &chains);
+    // Once it is back, teardown completes (the record kept the network for that).
+    symlink("/usr/lib/cni/portmap", w.plugin_dir().join("portmap")).unwrap();
+    networking::teardown(&pod).unwrap();
+    assert!(networking::load_record(&pod_dir).unwrap().is_empty());
+    assert_no_rules(&w.uuid, &chains);
 }

@@ -8,6 +8,12 @@
 //! succeeded, rkt removes what still carries that exact comment, in the `nat` table of
 //! iptables and ip6tables. Nothing else is touched: a chain is deleted only when every rule
 //! in it carries the comment and nothing else jumps to it.
+//!
+//! portmap tags only the jump into its per-attachment chain, with `dnat ` before the same
+//! comment; the chain (`CNI-DN-<hash of network and id>`) holds untagged DNAT rules. Its
+//! DEL removes both by name, whatever state the pod is in; should it not run (the plugin
+//! is gone at teardown), the jump is removed here and the `CNI-DN-` chain it leads to,
+//! when nothing else jumps to it.
 
 use std::process::Command;
 
@@ -29,6 +35,11 @@ pub enum SweepError {
 pub struct Plan {
     pub commands: Vec<Vec<String>>,
 }
+
+/// What portmap puts before the comment of its jump rule.
+const PORTMAP_PREFIX: &str = "dnat ";
+/// portmap's per-attachment DNAT chains.
+const PORTMAP_CHAIN_PREFIX: &str = "CNI-DN-";
 
 /// The comment the reference plugins put on an attachment's rules.
 pub fn comment(net: &str, container_id: &str) -> String {
@@ -89,9 +100,10 @@ pub fn plan(save: &str, comment: &str) -> Plan {
             continue;
         }
         let args = words[2..].to_vec();
-        let ours = args
-            .windows(2)
-            .any(|w| w[0] == "--comment" && w[1] == comment);
+        let ours = args.windows(2).any(|w| {
+            w[0] == "--comment"
+                && (w[1] == comment || w[1].strip_prefix(PORTMAP_PREFIX) == Some(comment))
+        });
         let target = args
             .windows(2)
             .find(|w| w[0] == "-j" || w[0] == "-g")
@@ -110,7 +122,8 @@ pub fn plan(save: &str, comment: &str) -> Plan {
         if !t.starts_with("CNI-") || chains.contains(t) {
             continue;
         }
-        let only_ours = rules.iter().filter(|x| &x.chain == t).all(|x| x.ours);
+        let only_ours = t.starts_with(PORTMAP_CHAIN_PREFIX)
+            || rules.iter().filter(|x| &x.chain == t).all(|x| x.ours);
         let only_our_jumps = rules
             .iter()
             .filter(|x| x.target.as_ref() == Some(t))
@@ -258,6 +271,38 @@ COMMIT
         assert!(plan(&dump(), &comment("default", "nobody"))
             .commands
             .is_empty());
+    }
+
+    #[test]
+    fn portmap_jump_and_its_dnat_chain_are_removed_but_not_shared_chains() {
+        let dump = format!(
+            r#"*nat
+:CNI-HOSTPORT-DNAT - [0:0]
+:CNI-HOSTPORT-SETMARK - [0:0]
+:CNI-DN-88f306f5924ccb9381686 - [0:0]
+:CNI-DN-other - [0:0]
+-A OUTPUT -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT
+-A CNI-DN-88f306f5924ccb9381686 -s 172.16.28.0/24 -p tcp -m tcp --dport 28081 -j CNI-HOSTPORT-SETMARK
+-A CNI-DN-88f306f5924ccb9381686 -p tcp -m tcp --dport 28081 -j DNAT --to-destination 172.16.28.136:80
+-A CNI-DN-other -p tcp -m tcp --dport 9 -j DNAT --to-destination 172.16.28.9:80
+-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \"default\" id: \"{ID}\"" -m multiport --dports 28081 -j CNI-DN-88f306f5924ccb9381686
+-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \"default\" id: \"x\"" -m multiport --dports 9 -j CNI-DN-other
+-A CNI-HOSTPORT-SETMARK -m comment --comment "CNI portfwd masquerade mark" -j MARK --set-xmark 0x2000/0x2000
+COMMIT
+"#
+        );
+        let p = plan(&dump, &comment("default", ID));
+        let chain = "CNI-DN-88f306f5924ccb9381686";
+        let shown: Vec<String> = p.commands.iter().map(|c| c[..2].join(" ")).collect();
+        assert_eq!(
+            shown,
+            [
+                "-D CNI-HOSTPORT-DNAT".to_string(),
+                format!("-F {chain}"),
+                format!("-X {chain}")
+            ]
+        );
+        assert!(p.commands[0].contains(&chain.to_string()));
     }
 
     #[test]
