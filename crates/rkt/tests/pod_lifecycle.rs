@@ -441,3 +441,68 @@ fn sigint_during_network_setup_aborts_the_start_and_tears_down() {
     assert!(st["apps"][0]["exitCode"].is_null(), "the app never ran");
     assert_no_netns(&uuid);
 }
+
+/// Points the pod's recorded init PID at `pid`, as if that process were its init.
+fn record_init_pid(world: &World, uuid: &str, pid: u32) {
+    let state_file = world.path(&format!("data/pods/{uuid}/state.json"));
+    let mut st: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&state_file).unwrap()).unwrap();
+    st["pid"] = pid.into();
+    fs::write(&state_file, st.to_string()).unwrap();
+}
+
+/// A pod whose `rkt run` was killed, with a process still inside its network namespace.
+fn orphaned_pod(world: &mut World) -> (String, std::process::Child) {
+    let (uuid, index) = world.spawn_run(&["--net=none", "--", "sleep", "1000"]);
+    world.wait_running(&uuid);
+    let inside = std::process::Command::new("ip")
+        .args(["netns", "exec", &format!("rkt-{uuid}"), "sleep", "1000"])
+        .spawn()
+        .unwrap();
+    world.child(index).kill().unwrap();
+    world.wait_child(index);
+    (uuid, inside)
+}
+
+#[test]
+fn gc_kills_a_surviving_init_only_if_it_is_really_in_the_pods_namespace() {
+    require_root!();
+    use std::os::unix::process::ExitStatusExt;
+    let mut world = World::new();
+
+    // A recorded PID that now belongs to a process outside the pod (PID reuse) is left alone.
+    let (_, mut inside) = orphaned_pod(&mut world);
+    let mut outside = std::process::Command::new("sleep")
+        .arg("1000")
+        .spawn()
+        .unwrap();
+    let uuid = world.pods().pop().unwrap();
+    record_init_pid(&world, &uuid, outside.id());
+    world.rkt(&["gc"]).run().assert_success();
+    assert!(
+        outside.try_wait().unwrap().is_none(),
+        "gc killed a process outside the pod"
+    );
+    for child in [&mut outside, &mut inside] {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    assert_no_netns(&uuid);
+
+    // An init that survived its runner (stood in for by a process in the pod's namespace)
+    // is killed before the pod is released.
+    let (uuid, mut inside) = orphaned_pod(&mut world);
+    record_init_pid(&world, &uuid, inside.id());
+    world
+        .rkt(&["gc"])
+        .run()
+        .assert_success()
+        .assert_stdout_contains(&format!("released pod {uuid}"));
+    let status = pod_support::wait_for(|| inside.try_wait().unwrap());
+    assert_eq!(
+        status.signal(),
+        Some(9),
+        "the stray init was not killed: {status:?}"
+    );
+    assert_no_netns(&uuid);
+}

@@ -3,7 +3,10 @@
 //! Used by `rkt run` at exit, and by gc and rm for pods whose runner died. Every step is
 //! tried; all failures are returned together. Releasing twice is fine.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 
 use crate::netns::{self, NetnsError};
 use crate::networking::{self, NetError, PodNet};
@@ -48,7 +51,25 @@ pub fn release(uuid: &str, pod_dir: &Path, netns: Option<&Path>) -> Vec<CleanupE
     errors
 }
 
-/// [`release`] for a pod as its state records it.
+/// [`release`] for a pod as its state records it. If the pod's init is somehow still alive
+/// (its runner is gone; normally the init dies with it), it is killed first, which ends the
+/// whole pod. The recorded PID is trusted only if that process is still in the pod's network
+/// namespace (same nsfs inode), so a reused PID is never signalled.
 pub fn release_pod(pod: &Pod, state: &PodState) -> Vec<CleanupError> {
+    if let (Some(pid), Some(netns)) = (state.pid, state.netns.as_deref()) {
+        kill_stray_init(pid, netns);
+    }
     release(&pod.uuid, &pod.dir, state.netns.as_deref())
+}
+
+fn kill_stray_init(pid: i32, netns: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let same = |a: &Path, b: &Path| match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    };
+    let proc_ns = PathBuf::from(format!("/proc/{pid}/ns/net"));
+    if pid > 1 && same(&proc_ns, netns) {
+        let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+    }
 }
