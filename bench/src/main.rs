@@ -1,0 +1,191 @@
+//! `rkt-bench`: side-by-side benchmarks of `rkt` and crates/cni against the reference Go
+//! libcni, as docs/PERFORMANCE.md describes. `bench/run` builds everything and runs it.
+//!
+//! Modules: [`workspace`] (temporary directories, networks, cleanup), [`cycle`] (one pod
+//! cycle three ways), [`scenarios`] (the five scenarios), [`rss`] (per-process peak RSS via
+//! ptrace), [`stats`] (medians, alternation), [`report`] (the markdown table), [`proc`]
+//! (running programs, Ctrl-C).
+
+mod cycle;
+mod error;
+mod proc;
+mod report;
+mod rss;
+mod scenarios;
+mod stats;
+mod workspace;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use error::BenchError;
+use report::Results;
+use workspace::{Tools, Workspace, NOOP_NET, PTP_NET};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "rkt-bench",
+    about = "Benchmarks rkt and crates/cni side by side with the reference Go libcni (run as root)",
+    after_help = "Scenarios: 1 pod cycle with ptp + host-local, 2 do-nothing plugin (runtime overhead), \
+3 loading a directory of configurations, 4 many pods at once, 5 peak RSS of rkt run. \
+bench/run builds everything and runs this."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Sub>,
+    /// The rkt binary.
+    #[arg(long, default_value = "target/release/rkt")]
+    rkt: PathBuf,
+    /// The reference libcni driver built by tools/libcni-driver/build.sh.
+    #[arg(long, default_value = "target/bench/libcni-driver")]
+    libcni_driver: PathBuf,
+    /// The directory holding the cni-test-plugin binary (the do-nothing plugin).
+    #[arg(long, default_value = "target/release")]
+    test_plugin_dir: PathBuf,
+    /// The directory of the real CNI plugins.
+    #[arg(long, default_value = "/usr/lib/cni")]
+    cni_bin: PathBuf,
+    /// Timed runs per variant in scenarios 1 to 3.
+    #[arg(long, default_value_t = 20)]
+    iterations: usize,
+    /// Unrecorded warm-up runs per variant.
+    #[arg(long, default_value_t = 2)]
+    warmup: usize,
+    /// Pods started at once in scenario 4.
+    #[arg(long, default_value_t = 64)]
+    pods: usize,
+    /// Batches of scenario 4 (each: the pods at once, then one after another).
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Configuration files in scenario 3.
+    #[arg(long, default_value_t = 10_000)]
+    configs: usize,
+    /// Traced runs in scenario 5.
+    #[arg(long, default_value_t = 5)]
+    memory_runs: usize,
+    /// Scenarios to run, e.g. `1,3`.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5")]
+    only: Vec<u8>,
+    /// Where to write the markdown report.
+    #[arg(long, default_value = "target/bench/results.md")]
+    out: PathBuf,
+    /// Also put the report into this file between its bench:results markers
+    /// (docs/PERFORMANCE.md).
+    #[arg(long)]
+    update_doc: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Sub {
+    /// Load a configuration directory with crates/cni and pick a network, printing its name
+    /// and the microseconds loading took (scenario 3's measured process).
+    LoadDir { dir: PathBuf, name: String },
+}
+
+fn main() {
+    let cli = Cli::parse();
+    if let Some(Sub::LoadDir { dir, name }) = &cli.command {
+        match scenarios::load_dir_command(dir, name) {
+            Ok(line) => println!("{line}"),
+            Err(e) => {
+                eprintln!("rkt-bench: {e}");
+                std::process::exit(1);
+            }
+        }
+        return;
+    }
+    proc::install_interrupt_handler();
+    match bench(&cli) {
+        Ok(report) => println!("{report}"),
+        Err(e) => {
+            eprintln!("rkt-bench: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+fn absolute(p: &std::path::Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+fn bench(cli: &Cli) -> Result<String, BenchError> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(BenchError::NotRoot);
+    }
+    let ip = scenarios::which("ip").ok_or(BenchError::Missing {
+        what: "ip",
+        path: PathBuf::from("$PATH"),
+        hint: "install iproute2",
+    })?;
+    let tools = Tools {
+        rkt: absolute(&cli.rkt),
+        libcni: absolute(&cli.libcni_driver),
+        test_plugin_dir: absolute(&cli.test_plugin_dir),
+        cni_bin: absolute(&cli.cni_bin),
+        ip,
+    };
+    tools.check()?;
+    let self_exe = std::env::current_exe().map_err(|e| BenchError::io("/proc/self/exe", e))?;
+    let ws = Workspace::new(tools)?;
+    scenarios::check_noop_plugin(&ws)?;
+
+    let mut r = Results {
+        iterations: cli.iterations,
+        warmup: cli.warmup,
+        ..Results::default()
+    };
+    let wants = |n: u8| cli.only.contains(&n);
+    let note = |what: &str| eprintln!("rkt-bench: {what}");
+    if wants(1) {
+        note("scenario 1: pod cycle with ptp + host-local");
+        r.real = Some(scenarios::pod_cycle(
+            &ws,
+            PTP_NET,
+            cli.warmup,
+            cli.iterations,
+        )?);
+    }
+    if wants(2) {
+        note("scenario 2: pod cycle with a do-nothing plugin");
+        r.noop = Some(scenarios::pod_cycle(
+            &ws,
+            NOOP_NET,
+            cli.warmup,
+            cli.iterations,
+        )?);
+    }
+    if wants(3) {
+        note(&format!(
+            "scenario 3: a directory of {} configurations",
+            cli.configs
+        ));
+        r.scale = Some(scenarios::config_scale(
+            &ws,
+            &self_exe,
+            cli.configs,
+            cli.warmup,
+            cli.iterations,
+        )?);
+    }
+    if wants(4) {
+        note(&format!("scenario 4: {} pods at once", cli.pods));
+        r.many = Some(scenarios::many_pods(&ws, cli.pods, cli.rounds)?);
+    }
+    if wants(5) {
+        note("scenario 5: peak RSS of rkt run");
+        r.memory = Some(scenarios::memory(&ws, PTP_NET, cli.memory_runs)?);
+    }
+    drop(ws);
+
+    let report = report::render(&r);
+    if let Some(dir) = cli.out.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| BenchError::io(dir, e))?;
+    }
+    std::fs::write(&cli.out, &report).map_err(|e| BenchError::io(&cli.out, e))?;
+    if let Some(doc) = &cli.update_doc {
+        report::update_doc(doc, &report)?;
+    }
+    Ok(report)
+}

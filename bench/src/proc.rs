@@ -1,0 +1,117 @@
+//! Running the programs a scenario times, and noticing Ctrl-C.
+//!
+//! The benchmark shares its terminal's process group with the programs it runs, so Ctrl-C
+//! reaches `rkt run` (which tears its pod down) and the others directly. The driver only
+//! records the interrupt ([`install_interrupt_handler`]); the scenario loops check
+//! [`interrupted`] between runs and return, and the workspace's `Drop` cleans up.
+
+use std::ffi::OsStr;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::error::BenchError;
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    // An atomic store is async-signal-safe.
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Records SIGINT, SIGTERM and SIGHUP instead of dying, so the run can clean up.
+pub fn install_interrupt_handler() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only stores to an atomic; an all-zero sigaction with
+        // sa_sigaction set is a valid argument, and sigaction has no other memory effects.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(sig, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// True once SIGINT, SIGTERM or SIGHUP arrived.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// Fails with [`BenchError::Interrupted`] once an interrupt arrived.
+pub fn check_interrupt() -> Result<(), BenchError> {
+    if interrupted() {
+        Err(BenchError::Interrupted)
+    } else {
+        Ok(())
+    }
+}
+
+/// `program args…` as one line, for messages.
+pub fn describe<S: AsRef<OsStr>>(program: &Path, args: &[S]) -> String {
+    let mut out = program.display().to_string();
+    for a in args {
+        out.push(' ');
+        out.push_str(&a.as_ref().to_string_lossy());
+    }
+    out
+}
+
+/// Runs `program args…` with `env` added and `stdin` written to it, and returns its output
+/// when it exits 0.
+pub fn run<S: AsRef<OsStr>>(
+    program: &Path,
+    args: &[S],
+    env: &[(&str, &OsStr)],
+    stdin: Option<&[u8]>,
+) -> Result<Output, BenchError> {
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .envs(env.iter().copied())
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().map_err(|source| BenchError::Spawn {
+        program: program.display().to_string(),
+        source,
+    })?;
+    if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        // A program that exits without reading its stdin makes this fail; its exit status
+        // tells the real story.
+        let _ = pipe.write_all(bytes);
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|source| BenchError::Spawn {
+            program: program.display().to_string(),
+            source,
+        })?;
+    check(program, args, out)
+}
+
+/// `out` when the program succeeded, else [`BenchError::Failed`] (or
+/// [`BenchError::Interrupted`] when an interrupt is why it failed).
+pub fn check<S: AsRef<OsStr>>(
+    program: &Path,
+    args: &[S],
+    out: Output,
+) -> Result<Output, BenchError> {
+    if out.status.success() {
+        return Ok(out);
+    }
+    check_interrupt()?;
+    let mut stderr = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+    if stderr.is_empty() {
+        stderr = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    }
+    Err(BenchError::Failed {
+        command: describe(program, args),
+        status: out.status.to_string(),
+        stderr,
+    })
+}

@@ -1,0 +1,259 @@
+//! The markdown report: the targets with their figures and verdicts, every median, and the
+//! machine and date; and splicing it into docs/PERFORMANCE.md between markers.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::error::BenchError;
+use crate::rss::Peaks;
+use crate::scenarios::{ManyResult, ScaleResult};
+use crate::stats::{fmt_duration, ratio, Series};
+
+/// The markers in docs/PERFORMANCE.md between which the latest report goes.
+pub const BEGIN: &str = "<!-- bench:results:begin -->";
+pub const END: &str = "<!-- bench:results:end -->";
+
+/// Everything one run measured; a scenario left out with `--only` is `None`.
+#[derive(Debug, Default)]
+pub struct Results {
+    pub iterations: usize,
+    pub warmup: usize,
+    pub real: Option<Vec<Series>>,
+    pub noop: Option<Vec<Series>>,
+    pub scale: Option<ScaleResult>,
+    pub many: Option<ManyResult>,
+    pub memory: Option<Vec<Peaks>>,
+}
+
+/// The limit of scenario 5, in KiB.
+const RSS_LIMIT_KIB: u64 = 8 * 1024;
+
+fn holds(ok: bool) -> &'static str {
+    if ok {
+        "yes"
+    } else {
+        "**no**"
+    }
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.2} MiB", kib as f64 / 1024.0)
+}
+
+/// The machine: CPU model, `nproc`, kernel.
+pub fn machine() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .and_then(|rest| rest.split_once(':'))
+        .map(|(_, m)| m.trim().to_owned())
+        .unwrap_or_else(|| "unknown CPU".into());
+    let nproc = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_else(|_| "unknown".into());
+    format!("{model}, nproc {nproc}, Linux {kernel}")
+}
+
+/// Medians of three series, by position.
+fn medians3(s: &[Series]) -> (Duration, Duration, Duration) {
+    let m = |i: usize| s.get(i).map(Series::median).unwrap_or_default();
+    (m(0), m(1), m(2))
+}
+
+/// The report in markdown.
+pub fn render(r: &Results) -> String {
+    let mut out = String::new();
+    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
+    let _ = writeln!(out, "- Date: {now}");
+    let _ = writeln!(out, "- Machine: {}", machine());
+    let _ = writeln!(
+        out,
+        "- Runs: {} per variant after {} warm-up, variants alternating (order rotating each round); medians.",
+        r.iterations, r.warmup
+    );
+    out.push('\n');
+    out.push_str("| # | what | measured (medians) | ratio | target | holds |\n");
+    out.push_str("|---|---|---|---|---|---|\n");
+    if let Some(s) = &r.real {
+        let (rkt, libcni, floor) = medians3(s);
+        let _ = writeln!(
+            out,
+            "| 1 | pod cycle, ptp + host-local, vs the plugin floor | rkt run {} / floor {} | {:.2}× | ≤ 1.05× | {} |",
+            fmt_duration(rkt),
+            fmt_duration(floor),
+            ratio(rkt, floor),
+            holds(ratio(rkt, floor) <= 1.05)
+        );
+        let _ = writeln!(
+            out,
+            "| 1 | pod cycle, ptp + host-local, vs scripted libcni | rkt run {} / libcni {} | {:.2}× | ≤ 0.85× | {} |",
+            fmt_duration(rkt),
+            fmt_duration(libcni),
+            ratio(rkt, libcni),
+            holds(ratio(rkt, libcni) <= 0.85)
+        );
+    }
+    if let Some(s) = &r.noop {
+        let (rkt, libcni, _) = medians3(s);
+        let _ = writeln!(
+            out,
+            "| 2 | runtime overhead: the cycle with a do-nothing plugin | rkt run {} / libcni {} | {:.2}× | ≤ 0.5× | {} |",
+            fmt_duration(rkt),
+            fmt_duration(libcni),
+            ratio(rkt, libcni),
+            holds(ratio(rkt, libcni) <= 0.5)
+        );
+    }
+    if let Some(s) = &r.scale {
+        let (ours, libcni) = (s.ours.median(), s.libcni.median());
+        let _ = writeln!(
+            out,
+            "| 3 | load {} configurations, pick the last | crates/cni {} / libcni {} | {:.2}× | ≤ 0.5× | {} |",
+            s.files,
+            fmt_duration(ours),
+            fmt_duration(libcni),
+            ratio(ours, libcni),
+            holds(ratio(ours, libcni) <= 0.5)
+        );
+    }
+    if let Some(m) = &r.many {
+        let conc = m.concurrent.median();
+        let seq = m.sequential.median();
+        let per_s = |d: Duration| m.pods as f64 / d.as_secs_f64().max(1e-9);
+        let _ = writeln!(
+            out,
+            "| 4 | {} pods at once vs one after another: throughput | {:.1} pods/s ({}) / {:.1} pods/s ({}) | {:.2}× | ≥ 1.5× | {} |",
+            m.pods,
+            per_s(conc),
+            fmt_duration(conc),
+            per_s(seq),
+            fmt_duration(seq),
+            ratio(seq, conc),
+            holds(ratio(seq, conc) >= 1.5)
+        );
+        let _ = writeln!(
+            out,
+            "| 4 | {} pods at once: failures, duplicate addresses ({} batches) | {} failures, {} duplicates | — | 0, 0 | {} |",
+            m.pods,
+            m.concurrent.samples.len() + m.sequential.samples.len(),
+            m.failures,
+            m.duplicates,
+            holds(m.failures == 0 && m.duplicates == 0)
+        );
+    }
+    if let Some(p) = &r.memory {
+        let runner = p.iter().map(|p| p.runner_kib).max().unwrap_or(0);
+        let _ = writeln!(
+            out,
+            "| 5 | peak RSS of `rkt run` (the runner; largest of {} runs) | {} | — | ≤ 8 MiB | {} |",
+            p.len(),
+            mib(runner),
+            holds(runner > 0 && runner <= RSS_LIMIT_KIB)
+        );
+    }
+
+    out.push_str("\nEvery figure:\n\n");
+    out.push_str("| scenario | variant | median | min | p90 |\n|---|---|---|---|---|\n");
+    let mut row = |scenario: &str, s: &Series| {
+        let _ = writeln!(
+            out,
+            "| {scenario} | {} | {} | {} | {} |",
+            s.label,
+            fmt_duration(s.median()),
+            fmt_duration(s.min()),
+            fmt_duration(s.p90())
+        );
+    };
+    if let Some(s) = &r.real {
+        s.iter().for_each(|x| row("1 ptp + host-local", x));
+    }
+    if let Some(s) = &r.noop {
+        s.iter().for_each(|x| row("2 do-nothing plugin", x));
+    }
+    if let Some(s) = &r.scale {
+        let name = format!("3 {} files", s.files);
+        for x in [&s.ours, &s.ours_in_process, &s.libcni, &s.rkt_run] {
+            row(&name, x);
+        }
+    }
+    if let Some(m) = &r.many {
+        let name = format!("4 {} pods (batch)", m.pods);
+        row(&name, &m.concurrent);
+        row(&name, &m.sequential);
+    }
+
+    if r.real.is_some() || r.noop.is_some() {
+        out.push_str(
+            "\nAbove the floor (cycle median minus floor median: the runtime's own cost):\n\n",
+        );
+        out.push_str("| scenario | rkt run | scripted libcni | ratio |\n|---|---|---|---|\n");
+        for (name, s) in [
+            ("1 ptp + host-local", &r.real),
+            ("2 do-nothing plugin", &r.noop),
+        ] {
+            if let Some(s) = s {
+                let (rkt, libcni, floor) = medians3(s);
+                let (a, b) = (rkt.saturating_sub(floor), libcni.saturating_sub(floor));
+                let _ = writeln!(
+                    out,
+                    "| {name} | {} | {} | {:.2}× |",
+                    fmt_duration(a),
+                    fmt_duration(b),
+                    ratio(a, b)
+                );
+            }
+        }
+    }
+    if let Some(p) = &r.memory {
+        out.push_str("\nPeak RSS per process (VmHWM at exit, traced; largest of the runs):\n\n");
+        let max = |f: fn(&Peaks) -> u64| p.iter().map(f).max().unwrap_or(0);
+        let _ = writeln!(out, "| process | peak RSS |\n|---|---|");
+        let _ = writeln!(
+            out,
+            "| `rkt run` (runner) | {} |",
+            mib(max(|p| p.runner_kib))
+        );
+        let _ = writeln!(
+            out,
+            "| re-executed `rkt stage1-init` and the pod's init | {} |",
+            mib(max(|p| p.stage_kib))
+        );
+        let _ = writeln!(
+            out,
+            "| largest other process (plugins, the app) | {} |",
+            mib(max(|p| p.others_kib))
+        );
+        let _ = writeln!(
+            out,
+            "| whole tree (`wait4` ru_maxrss, what `/usr/bin/time` shows) | {} |",
+            mib(max(|p| p.tree_maxrss_kib))
+        );
+    }
+    if let Some(m) = &r.many {
+        for e in &m.errors {
+            let _ = writeln!(out, "\nScenario 4 failure: `{}`", e.replace('`', "'"));
+        }
+    }
+    out
+}
+
+/// Replaces what is between [`BEGIN`] and [`END`] in `doc` with `report`.
+pub fn update_doc(doc: &Path, report: &str) -> Result<(), BenchError> {
+    let text = std::fs::read_to_string(doc).map_err(|e| BenchError::io(doc, e))?;
+    let (Some(b), Some(e)) = (text.find(BEGIN), text.find(END)) else {
+        return Err(BenchError::io(
+            doc,
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("markers {BEGIN} and {END} not found"),
+            ),
+        ));
+    };
+    let updated = format!("{}{BEGIN}\n{report}{}", &text[..b], &text[e..]);
+    std::fs::write(doc, updated).map_err(|e| BenchError::io(doc, e))
+}
