@@ -63,13 +63,17 @@ pub fn release_pod(pod: &Pod, state: &PodState) -> Vec<CleanupError> {
 }
 
 fn kill_stray_init(pid: i32, netns: &Path) {
-    use std::os::unix::fs::MetadataExt;
-    let same = |a: &Path, b: &Path| match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-        _ => false,
-    };
-    let proc_ns = PathBuf::from(format!("/proc/{pid}/ns/net"));
-    if pid > 1 && same(&proc_ns, netns) {
+    if in_netns(pid, netns) {
         let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+    }
+}
+
+/// Whether process `pid` (not 1) is in the network namespace bind-mounted at `netns`.
+pub(crate) fn in_netns(pid: i32, netns: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let proc_ns = PathBuf::from(format!("/proc/{pid}/ns/net"));
+    match (std::fs::metadata(proc_ns), std::fs::metadata(netns)) {
+        (Ok(a), Ok(b)) => pid > 1 && a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
     }
 }

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
+use super::cleanup::in_netns;
 use super::lock::PodLock;
 use super::state::State;
 use super::status::PodStatus;
@@ -18,7 +19,7 @@ pub enum StopError {
     Pod(#[from] PodError),
     #[error("pod {uuid} is not running (it is {state})")]
     NotRunning { uuid: String, state: State },
-    #[error("pod {uuid} is starting and has no init yet; try again")]
+    #[error("pod {uuid} has no init right now (starting or stopping); try again")]
     NoInit { uuid: String },
     #[error("cannot send {signal} to pod {uuid} (init PID {pid}): {source}")]
     Kill {
@@ -42,6 +43,14 @@ pub fn stop(pod: &Pod, force: bool) -> Result<(), StopError> {
     let pid = status.record.pid.ok_or_else(|| StopError::NoInit {
         uuid: pod.uuid.clone(),
     })?;
+    // The recorded PID must still be the pod's init (not a reused PID after it ended).
+    if let Some(netns) = status.record.netns.as_deref() {
+        if !in_netns(pid, netns) {
+            return Err(StopError::NoInit {
+                uuid: pod.uuid.clone(),
+            });
+        }
+    }
     let signal = if force {
         Signal::SIGKILL
     } else {
