@@ -371,3 +371,80 @@ fn teardown_removes_portmap_rules_even_when_portmap_is_gone() {
     assert!(networking::load_record(&pod_dir).unwrap().is_empty());
     assert_no_rules(&w.uuid, &chains);
 }
+
+/// Background `rkt run`s with the files their UUIDs go to; killed on drop if still running
+/// (the world's gc then cleans up after them).
+struct Runs(Vec<(std::path::PathBuf, std::process::Child)>);
+
+impl Drop for Runs {
+    fn drop(&mut self) {
+        for (_, child) in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+#[test]
+fn pods_started_at_once_on_one_host_port_get_it_once() {
+    require_root!();
+    let world = World::new();
+    let port = free_port();
+    let port_flag = format!("--port={port}:80");
+    let mut children = Runs(
+        (0..4)
+            .map(|i| {
+                let file = world.path(&format!("uuid-race-{i}"));
+                let save = format!("--uuid-file-save={}", file.display());
+                let child = world
+                    .command(&["run", &save, &port_flag, "--", "sleep", "100"])
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                (file, child)
+            })
+            .collect(),
+    );
+    // Three give up at setup; the one left forwards the port.
+    let mut failed = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while failed.len() < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "more than one pod kept port {port}"
+        );
+        let done = children
+            .0
+            .iter_mut()
+            .position(|(_, c)| c.try_wait().unwrap().is_some());
+        match done {
+            Some(i) => failed.push(children.0.remove(i)),
+            None => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+    let (winner_file, _) = &children.0[0];
+    let winner_file = winner_file.clone();
+    let winner_uuid = wait_for(|| {
+        fs::read_to_string(&winner_file)
+            .ok()
+            .filter(|s| !s.is_empty())
+    });
+    world.wait_running(&winner_uuid);
+    for (_, child) in failed {
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(254), "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "host port tcp:{port} is already forwarded by pod {winner_uuid}"
+            )),
+            "{stderr}"
+        );
+    }
+    world.rkt(&["stop", &winner_uuid]).run().assert_success();
+    assert_eq!(children.0[0].1.wait().unwrap().code(), Some(143));
+    assert_no_netns(&winner_uuid);
+    assert_no_rules(&winner_uuid, &[]);
+}
