@@ -199,7 +199,7 @@ impl Drop for BridgeGuard {
 }
 
 #[test]
-fn port_on_a_user_bridge_network_with_portmap() {
+fn port_on_a_user_bridge_network_with_portmap_through_run_prepared() {
     require_root!();
     let mut world = World::new();
     let seed = uuid::Uuid::new_v4().as_u128();
@@ -229,14 +229,23 @@ fn port_on_a_user_bridge_network_with_portmap() {
     )
     .unwrap();
     let port = free_port();
-    let (uuid, index) = world.spawn_run(&[
-        &format!("--net={}", guard.net),
-        &format!("--port=127.0.0.1:{port}:80"),
-        "--",
-        "python3",
-        "-c",
-        SERVER,
-    ]);
+    // Through prepare and run-prepared, which takes the network options.
+    let prepared = world.rkt(&["prepare", "--", "python3", "-c", SERVER]).run();
+    prepared.assert_success();
+    let uuid = prepared.stdout().trim().to_string();
+    let runner = world
+        .command(&[
+            "run-prepared",
+            &format!("--net={}", guard.net),
+            &format!("--port=127.0.0.1:{port}:80"),
+            &uuid,
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut runner = Runs(vec![(world.path("unused"), runner)]);
     world.wait_running(&uuid);
     let chains = dnat_chains(&uuid);
     assert!(!chains.is_empty(), "no portmap chain for {uuid}");
@@ -249,7 +258,7 @@ fn port_on_a_user_bridge_network_with_portmap() {
         .run()
         .assert_stdout_contains(&format!("ports=tcp:127.0.0.1:{port}->80\n"));
     world.rkt(&["stop", &uuid]).run().assert_success();
-    world.wait_child(index);
+    assert_eq!(runner.0[0].1.wait().unwrap().code(), Some(143));
     assert_no_netns(&uuid);
     assert_no_lease(&guard.net, &uuid);
     assert_no_rules(&uuid, &chains);
