@@ -69,7 +69,7 @@ fn kill_stray_init(pid: i32, netns: &Path) {
 }
 
 /// Whether process `pid` (not 1) is in the network namespace bind-mounted at `netns`.
-pub(crate) fn in_netns(pid: i32, netns: &Path) -> bool {
+fn in_netns(pid: i32, netns: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     let proc_ns = PathBuf::from(format!("/proc/{pid}/ns/net"));
     match (std::fs::metadata(proc_ns), std::fs::metadata(netns)) {

@@ -5,7 +5,6 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-use super::cleanup::in_netns;
 use super::lock::PodLock;
 use super::state::State;
 use super::status::PodStatus;
@@ -44,12 +43,10 @@ pub fn stop(pod: &Pod, force: bool) -> Result<(), StopError> {
         uuid: pod.uuid.clone(),
     })?;
     // The recorded PID must still be the pod's init (not a reused PID after it ended).
-    if let Some(netns) = status.record.netns.as_deref() {
-        if !in_netns(pid, netns) {
-            return Err(StopError::NoInit {
-                uuid: pod.uuid.clone(),
-            });
-        }
+    if !is_pid_namespace_init(pid) {
+        return Err(StopError::NoInit {
+            uuid: pod.uuid.clone(),
+        });
     }
     let signal = if force {
         Signal::SIGKILL
@@ -62,6 +59,22 @@ pub fn stop(pod: &Pod, force: bool) -> Result<(), StopError> {
         signal,
         source,
     })
+}
+
+/// Whether host process `pid` is PID 1 of a PID namespace below ours, as a pod's init is
+/// (its `NSpid` line in `/proc/<pid>/status` ends in 1).
+pub fn is_pid_namespace_init(pid: i32) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return false;
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("NSpid:"))
+        .map(|ids| {
+            let ids: Vec<&str> = ids.split_whitespace().collect();
+            ids.len() >= 2 && ids.last() == Some(&"1")
+        })
+        .unwrap_or(false)
 }
 
 /// Waits until the pod is no longer prepared or running (its runner released it), or until
@@ -110,5 +123,12 @@ mod tests {
             })
         ));
         assert!(!wait_exited(&pod, Some(Duration::from_millis(10))).unwrap());
+    }
+
+    #[test]
+    fn only_pid_namespace_inits_count_as_pod_inits() {
+        assert!(!is_pid_namespace_init(std::process::id() as i32));
+        assert!(!is_pid_namespace_init(1));
+        assert!(!is_pid_namespace_init(i32::MAX));
     }
 }
