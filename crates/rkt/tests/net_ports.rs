@@ -201,7 +201,7 @@ impl Drop for BridgeGuard {
 #[test]
 fn port_on_a_user_bridge_network_with_portmap_through_run_prepared() {
     require_root!();
-    let mut world = World::new();
+    let world = World::new();
     let seed = uuid::Uuid::new_v4().as_u128();
     let guard = BridgeGuard {
         bridge: format!("rktpt{:x}", seed as u32 & 0xfffff),
