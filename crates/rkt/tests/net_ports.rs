@@ -457,3 +457,63 @@ fn pods_started_at_once_on_one_host_port_get_it_once() {
     assert_no_netns(&winner_uuid);
     assert_no_rules(&winner_uuid, &[]);
 }
+
+#[test]
+fn ports_go_to_the_first_forwarding_network_only_and_are_recorded_there() {
+    let w = net_support::World::new();
+    for p in ["plain", "fwd"] {
+        w.plugin(p, json!({}));
+    }
+    let capable = |name: &str| {
+        json!({"cniVersion": "1.0.0", "name": name, "plugins": [
+            {"type": "plain"},
+            {"type": "fwd", "capabilities": {"portMappings": true}}
+        ]})
+    };
+    w.conf(
+        "05-a.conflist",
+        json!({"cniVersion": "1.0.0", "name": "a", "plugins": [{"type": "plain"}]}),
+    );
+    w.conf("10-b.conflist", capable("b"));
+    w.conf("20-c.conflist", capable("c"));
+    let netns = w.root.path().join("netns");
+    fs::write(&netns, "").unwrap();
+    let pod_dir = w.pod_dir();
+    let pod = w.pod(&pod_dir, Some(&netns));
+    let _guard = TeardownGuard(pod);
+    let mut opts = w.opts(&["a,b,c"]);
+    opts.ports = vec![PortMapping::parse("127.0.0.1:8080:80/udp").unwrap()];
+    let nets = networking::setup(&pod, &opts).unwrap();
+    let mapping = json!([{"hostPort": 8080, "containerPort": 80, "protocol": "udp",
+                          "hostIP": "127.0.0.1"}]);
+    // Only fwd on b gets runtimeConfig; plugins without the capability never do.
+    let with_runtime: Vec<(String, String)> = w
+        .calls()
+        .iter()
+        .filter(|c| c.command == "ADD" && c.stdin.get("runtimeConfig").is_some())
+        .map(|c| {
+            (
+                c.plugin.clone(),
+                c.stdin["name"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(with_runtime, [("fwd".to_string(), "b".to_string())]);
+    let fwd_add = w
+        .calls()
+        .into_iter()
+        .find(|c| c.command == "ADD" && c.plugin == "fwd")
+        .unwrap();
+    assert_eq!(fwd_add.stdin["runtimeConfig"]["portMappings"], mapping);
+    let recorded: Vec<bool> = nets.iter().map(|n| !n.capability_args.is_empty()).collect();
+    assert_eq!(recorded, [false, true, false]);
+    assert_eq!(networking::ports::recorded(&nets), opts.ports);
+    // DEL gets the same mappings, from the record.
+    networking::teardown(&pod).unwrap();
+    let fwd_del = w
+        .calls()
+        .into_iter()
+        .find(|c| c.command == "DEL" && c.plugin == "fwd" && c.stdin["name"] == "b")
+        .unwrap();
+    assert_eq!(fwd_del.stdin["runtimeConfig"]["portMappings"], mapping);
+}

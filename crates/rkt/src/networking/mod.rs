@@ -59,7 +59,8 @@ pub struct NetOptions {
     pub hosts: HostsOptions,
     /// The pod's hostname.
     pub hostname: String,
-    /// `--port`: forwarded to the selected networks whose plugins declare `portMappings`.
+    /// `--port`: forwarded by the first selected network whose plugins declare
+    /// `portMappings`.
     pub ports: Vec<PortMapping>,
 }
 
@@ -122,6 +123,8 @@ pub struct PodNet<'a> {
 /// - networks: each selected network is ADDed in configuration file-name order on `eth0`,
 ///   `eth1`, …; its record entry is written before its ADD. When an ADD fails, that network
 ///   and every earlier one are DELeted in reverse, and the error names the network and plugin.
+///   `--port` goes to the first of them (in that order) whose plugins declare
+///   `portMappings`, after checking that no other pod forwards those host ports.
 ///
 /// Returns the recorded networks (empty for `host` and `none`).
 pub fn setup(pod: &PodNet, opts: &NetOptions) -> Result<Vec<NetInfo>, NetError> {
@@ -179,6 +182,8 @@ fn add_all(
 ) -> Result<Vec<NetInfo>, NetError> {
     let mut entries: Vec<NetInfo> = Vec::new();
     let port_args = ports::capability_args(&opts.ports);
+    // One network forwards the ports: two portmaps would race for the same host port.
+    let forwarder = planned.iter().position(forwards_ports);
     for (i, net) in planned.iter().enumerate() {
         let if_name = format!("eth{i}");
         let (file_name, bytes) = net.saved_copy();
@@ -197,7 +202,7 @@ fn add_all(
             plugin_dirs: opts.plugin_path.clone(),
             cache_dir: Some(opts.cache_dir.clone()),
             cni_version: net.list.cni_version.clone(),
-            capability_args: if forwards_ports(net) {
+            capability_args: if forwarder == Some(i) {
                 port_args.clone()
             } else {
                 Default::default()

@@ -3,9 +3,10 @@
 //!
 //! The mappings travel as the capability argument `portMappings` (a list of
 //! `{hostPort, containerPort, protocol, hostIP?}`, the CNI conventions' format) to the
-//! plugins that declare the capability, such as `portmap`. They are recorded in the pod's
-//! `net-info.json` (`capabilityArgs`) of each network that received them, which is where
-//! teardown, `rkt status` and the conflict check of other pods find them.
+//! plugins that declare the capability, such as `portmap`, of the first selected network
+//! that has one. They are recorded in the pod's `net-info.json` (`capabilityArgs`) with
+//! that network, which is where teardown, `rkt status` and the conflict check of other pods
+//! find them.
 //!
 //! A host port is taken when another pod's record forwards the same protocol and port on an
 //! overlapping host address (a missing host IP means every address). The check and the
