@@ -412,7 +412,7 @@ fn sigint_during_network_setup_aborts_the_start_and_tears_down() {
         "cniVersion": "1.0.0",
         "name": name,
         "type": "slowplug",
-        "testPlugin": {"log": log, "ADD": {"sleep_ms": 1500}}
+        "testPlugin": {"log": log, "ADD": {"sleep_ms": 4000}}
     });
     fs::write(confs.join("10-slow.conf"), conf.to_string()).unwrap();
     let conf_flag = format!("--net-conf-dir={}", confs.display());
