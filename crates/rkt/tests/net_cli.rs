@@ -303,6 +303,13 @@ fn net_check_passes_on_a_healthy_pod_and_fails_without_its_interface() {
     world.rkt(&["stop", &uuid]).run().assert_success();
     world.wait_child(index);
     assert_no_netns(&uuid);
+    // Teardown after the interface was removed still leaves no rule of the pod.
+    let nat = std::process::Command::new("iptables")
+        .args(["-w", "-t", "nat", "-S"])
+        .output()
+        .unwrap();
+    let nat = String::from_utf8_lossy(&nat.stdout);
+    assert!(!nat.contains(&uuid), "rules of {uuid} left:\n{nat}");
     // Only running pods can be checked.
     world
         .rkt(&["net", "check", &uuid])
