@@ -135,6 +135,9 @@ fn net_list_shows_good_shadowed_broken_and_missing_in_text_and_json() {
     assert_eq!(good["negotiatedVersion"], "1.0.0");
     assert_eq!(good["builtin"], false);
     assert_eq!(good["problems"], json!([]));
+    assert_eq!(good["usable"], true);
+    assert_eq!(nets[1]["usable"], false);
+    assert_eq!(nets[2]["usable"], false);
     assert_eq!(good["plugins"][1]["ipam"], true);
     assert_eq!(good["plugins"][2]["capabilities"], json!(["portMappings"]));
     assert_eq!(

@@ -10,7 +10,7 @@ use anyhow::bail;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use rkt::config::{EffectiveDirs, Origin};
+use rkt::config::EffectiveDirs;
 use rkt::networking::inspect::{self, Listing, NetworkStatus};
 use rkt::networking::{self, PodNet};
 use rkt::pod::{PodStatus, State};
@@ -110,10 +110,6 @@ fn plugin_path_origins(dirs: &EffectiveDirs) -> Vec<(PathBuf, String)> {
     out
 }
 
-fn origin_text(origin: &Origin) -> String {
-    origin.to_string()
-}
-
 fn list(global: &GlobalArgs, args: &NetListArgs) -> anyhow::Result<ExitCode> {
     let dirs = global.effective_dirs(&args.net)?;
     let listing = inspect::list(&dirs.net_conf.value, &dirs.plugin_path())?;
@@ -121,7 +117,7 @@ fn list(global: &GlobalArgs, args: &NetListArgs) -> anyhow::Result<ExitCode> {
     match args.format {
         Format::Json => {
             let out = json!({
-                "netConfDir": {"path": dirs.net_conf.value, "origin": origin_text(&dirs.net_conf.origin)},
+                "netConfDir": {"path": dirs.net_conf.value, "origin": dirs.net_conf.origin.to_string()},
                 "pluginPath": path.iter().map(|(d, o)| json!({"path": d, "origin": o})).collect::<Vec<_>>(),
                 "networks": listing.networks,
                 "shadowed": listing.shadowed,
@@ -172,13 +168,7 @@ fn print_listing(dirs: &EffectiveDirs, path: &[(PathBuf, String)], listing: &Lis
             };
             println!("{indent}{}: {bin}{caps}", p.plugin_type);
         }
-        for problem in net.problems.iter().filter(|p| {
-            !net.plugins.iter().any(|pl| {
-                pl.problem
-                    .as_ref()
-                    .is_some_and(|w| **p == format!("{}: {w}", pl.plugin_type))
-            })
-        }) {
+        for problem in &net.problems {
             println!("  problem: {problem}");
         }
     }

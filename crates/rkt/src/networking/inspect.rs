@@ -49,14 +49,17 @@ pub struct NetworkCheck {
     pub negotiated_version: Option<String>,
     /// The plugin chain, each followed by its IPAM plugin if it has one.
     pub plugins: Vec<PluginCheck>,
-    /// Problems of the network itself (its version) and of its plugins.
+    /// Problems of the network itself (its version, no plugins); its plugins' problems are
+    /// theirs.
     pub problems: Vec<String>,
+    /// Whether a pod could use this network: no problem of its own or of a plugin.
+    pub usable: bool,
 }
 
 impl NetworkCheck {
     /// Whether a pod could use this network.
     pub fn usable(&self) -> bool {
-        self.problems.is_empty()
+        self.usable
     }
 }
 
@@ -172,11 +175,7 @@ fn check_network(net: &PlannedNet, plugin_path: &[PathBuf], cni: &CniConfig) -> 
     if net.list.plugins.is_empty() {
         problems.push("it has no plugins".to_string());
     }
-    problems.extend(plugins.iter().filter_map(|p| {
-        p.problem
-            .as_ref()
-            .map(|why| format!("{}: {why}", p.plugin_type))
-    }));
+    let usable = problems.is_empty() && plugins.iter().all(|p| p.problem.is_none());
     NetworkCheck {
         name: net.list.name.clone(),
         file: (!net.builtin).then(|| net.list.source.clone()).flatten(),
@@ -186,6 +185,7 @@ fn check_network(net: &PlannedNet, plugin_path: &[PathBuf], cni: &CniConfig) -> 
         negotiated_version: negotiated,
         plugins,
         problems,
+        usable,
     }
 }
 
