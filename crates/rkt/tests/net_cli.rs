@@ -33,13 +33,20 @@ fn write(dir: &Path, file: &str, text: &str) {
     fs::write(dir.join(file), text).unwrap();
 }
 
-/// A TCP port that nothing on the host listens on right now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// A host port for a test, reserved for as long as the value lives: a listener on every
+/// address holds it, so no other test (of any process) is handed the same port. Forwarded
+/// connections never reach the listener: portmap's DNAT rewrites them first.
+struct HeldPort {
+    port: u16,
+    _listener: std::net::TcpListener,
+}
+
+fn free_port() -> HeldPort {
+    let listener = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+    HeldPort {
+        port: listener.local_addr().unwrap().port(),
+        _listener: listener,
+    }
 }
 
 /// Whether the built-in networks' plugins are installed (then `default` is usable).
@@ -274,7 +281,8 @@ fn net_status_reports_readiness_per_network() {
 fn net_check_passes_on_a_healthy_pod_and_fails_without_its_interface() {
     require_root!();
     let mut world = World::new();
-    let port = free_port();
+    let held = free_port();
+    let port = held.port;
     let (uuid, index) = world.spawn_run(&[&format!("--port={port}:80"), "--", "sleep", "100"]);
     world.wait_running(&uuid);
     let out = world.rkt(&["net", "check", &uuid]).run();

@@ -37,13 +37,20 @@ threading.Thread(target=serve, args=(8080,), daemon=True).start()
 serve(80)
 "#;
 
-/// A TCP port that nothing on the host listens on right now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// A host port for a test, reserved for as long as the value lives: a listener on every
+/// address holds it, so no other test (of any process) is handed the same port. Forwarded
+/// connections never reach the listener: portmap's DNAT rewrites them first.
+struct HeldPort {
+    port: u16,
+    _listener: std::net::TcpListener,
+}
+
+fn free_port() -> HeldPort {
+    let listener = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+    HeldPort {
+        port: listener.local_addr().unwrap().port(),
+        _listener: listener,
+    }
 }
 
 /// What the service behind `addr` says, retrying until the pod's server listens.
@@ -108,7 +115,8 @@ fn gateway(world: &World, uuid: &str) -> String {
 fn port_on_default_reaches_the_pod_shows_in_status_and_is_exclusive() {
     require_root!();
     let mut world = World::new();
-    let (local, any) = (free_port(), free_port());
+    let (held_local, held_any) = (free_port(), free_port());
+    let (local, any) = (held_local.port, held_any.port);
     let (uuid, index) = world.spawn_run(&[
         &format!("--port=127.0.0.1:{local}:80"),
         &format!("--port={any}:8080/tcp"),
@@ -228,7 +236,8 @@ fn port_on_a_user_bridge_network_with_portmap_through_run_prepared() {
         .to_string(),
     )
     .unwrap();
-    let port = free_port();
+    let held = free_port();
+    let port = held.port;
     // Through prepare and run-prepared, which takes the network options.
     let prepared = world.rkt(&["prepare", "--", "python3", "-c", SERVER]).run();
     prepared.assert_success();
@@ -353,7 +362,8 @@ fn teardown_removes_portmap_rules_even_when_portmap_is_gone() {
     let pod = w.pod(&pod_dir, Some(&ns.path));
     let _guard = TeardownGuard(pod);
     let mut opts = w.opts(&[&net]);
-    let port = free_port();
+    let held = free_port();
+    let port = held.port;
     opts.ports = vec![PortMapping::parse(&format!("127.0.0.1:{port}:80")).unwrap()];
     let nets = networking::setup(&pod, &opts).unwrap();
     assert_eq!(
@@ -398,7 +408,8 @@ impl Drop for Runs {
 fn pods_started_at_once_on_one_host_port_get_it_once() {
     require_root!();
     let world = World::new();
-    let port = free_port();
+    let held = free_port();
+    let port = held.port;
     let port_flag = format!("--port={port}:80");
     let mut children = Runs(
         (0..4)
