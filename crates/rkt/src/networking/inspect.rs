@@ -294,3 +294,98 @@ pub fn status(
         })
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A plugin that answers VERSION with `versions` and nothing else.
+    fn plugin(dir: &Path, name: &str, versions: &[&str]) {
+        let path = dir.join(name);
+        let answer = serde_json::json!({"cniVersion": "1.0.0", "supportedVersions": versions});
+        fs::write(&path, format!("#!/bin/sh\necho '{answer}'\n")).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[test]
+    fn plugins_are_resolved_and_versions_checked() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (conf, bin) = (tmp.path().join("conf"), tmp.path().join("bin"));
+        fs::create_dir_all(&conf).unwrap();
+        fs::create_dir_all(&bin).unwrap();
+        plugin(&bin, "new", &["0.4.0", "1.0.0"]);
+        plugin(&bin, "old", &["0.3.1"]);
+        fs::write(
+            conf.join("10-a.conflist"),
+            r#"{"cniVersion":"1.0.0","name":"a","plugins":[
+                {"type":"new","ipam":{"type":"gone"}},
+                {"type":"old","capabilities":{"portMappings":true,"mac":false}}]}"#,
+        )
+        .unwrap();
+        fs::write(
+            conf.join("20-b.conf"),
+            r#"{"cniVersion":"0.4.0","name":"b","type":"new"}"#,
+        )
+        .unwrap();
+        let listing = list(&conf, &[bin.clone()]).unwrap();
+        let a = &listing.networks[0];
+        assert_eq!(a.name, "a");
+        assert_eq!(a.negotiated_version.as_deref(), Some("1.0.0"));
+        let types: Vec<(&str, bool)> = a
+            .plugins
+            .iter()
+            .map(|p| (p.plugin_type.as_str(), p.ipam))
+            .collect();
+        assert_eq!(types, [("new", false), ("gone", true), ("old", false)]);
+        assert_eq!(a.plugins[0].binary, Some(bin.join("new")));
+        assert_eq!(a.plugins[0].problem, None);
+        assert_eq!(
+            a.plugins[1].problem.as_deref(),
+            Some(format!("not found in {}", bin.display()).as_str())
+        );
+        assert_eq!(
+            a.plugins[2].problem.as_deref(),
+            Some("does not support cniVersion 1.0.0 (supports 0.3.1)")
+        );
+        assert_eq!(a.plugins[2].capabilities, ["portMappings"]);
+        assert!(!a.usable() && a.problems.is_empty());
+        let b = &listing.networks[1];
+        assert!(b.usable(), "{b:?}");
+        assert_eq!(b.file, Some(conf.join("20-b.conf")));
+        // the built-ins follow, their plugins not found in this path
+        let names: Vec<&str> = listing.networks.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "default-restricted", "default"]);
+        assert!(listing.networks[3].builtin && listing.networks[3].file.is_none());
+        assert!(!listing.all_usable());
+    }
+
+    #[test]
+    fn status_is_a_no_op_before_1_1_0() {
+        let tmp = tempfile::tempdir().unwrap();
+        let conf = tmp.path().join("conf");
+        fs::create_dir_all(&conf).unwrap();
+        fs::write(
+            conf.join("10-a.conf"),
+            r#"{"cniVersion":"0.4.0","name":"a","type":"missing"}"#,
+        )
+        .unwrap();
+        fs::write(
+            conf.join("20-b.conf"),
+            r#"{"cniVersion":"1.1.0","name":"b","type":"missing"}"#,
+        )
+        .unwrap();
+        let st = status(&conf, &[], &tmp.path().join("cache")).unwrap();
+        assert!(st[0].ready);
+        assert_eq!(
+            st[0].message.as_deref(),
+            Some("STATUS not supported by cniVersion 0.4.0")
+        );
+        assert!(!st[1].ready);
+        assert!(
+            st[1].message.as_deref().unwrap().contains("missing"),
+            "{st:?}"
+        );
+    }
+}
