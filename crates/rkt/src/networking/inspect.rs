@@ -329,7 +329,7 @@ mod tests {
             r#"{"cniVersion":"0.4.0","name":"b","type":"new"}"#,
         )
         .unwrap();
-        let listing = list(&conf, &[bin.clone()]).unwrap();
+        let listing = list(&conf, std::slice::from_ref(&bin)).unwrap();
         let a = &listing.networks[0];
         assert_eq!(a.name, "a");
         assert_eq!(a.negotiated_version.as_deref(), Some("1.0.0"));
