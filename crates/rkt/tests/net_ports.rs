@@ -528,3 +528,34 @@ fn ports_go_to_the_first_forwarding_network_only_and_are_recorded_there() {
         .unwrap();
     assert_eq!(fwd_del.stdin["runtimeConfig"]["portMappings"], mapping);
 }
+
+#[test]
+fn a_dead_runners_ports_stay_taken_until_gc_removes_its_rules() {
+    require_root!();
+    let mut world = World::new();
+    let held = free_port();
+    let port = held.port;
+    let (uuid, index) = world.spawn_run(&[&format!("--port={port}:80"), "--", "sleep", "1000"]);
+    let init = world.wait_running(&uuid);
+    let chains = dnat_chains(&uuid);
+    assert!(!chains.is_empty(), "no portmap chain for {uuid}");
+    world.child(index).kill().unwrap();
+    world.wait_child(index);
+    wait_for(|| (!Path::new(&format!("/proc/{init}")).exists()).then_some(()));
+    // The rules are still there, so the port is still taken, and the message says why.
+    assert_eq!(dnat_chains(&uuid), chains);
+    world
+        .rkt(&["run", &format!("--port={port}:80"), "--", "true"])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains(&format!(
+            "host port tcp:{port} is already forwarded by pod {uuid} (whose runner is gone: `rkt gc` releases it)"
+        ));
+    world.rkt(&["gc"]).run().assert_success();
+    assert_no_netns(&uuid);
+    assert_no_rules(&uuid, &chains);
+    world
+        .rkt(&["run", &format!("--port={port}:80"), "--", "true"])
+        .run()
+        .assert_success();
+}
