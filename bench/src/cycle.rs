@@ -23,10 +23,11 @@ pub fn rkt_with_app(
     net: &str,
     extra: &[String],
     app: &[&str],
+    env: &[(&str, &OsStr)],
 ) -> Result<(Duration, Vec<u8>), BenchError> {
     let args = rkt_run_args(ws, net, extra, app);
     let start = Instant::now();
-    let out = run(&ws.tools.rkt, &args, &[], None)?;
+    let out = run(&ws.tools.rkt, &args, env, None)?;
     Ok((start.elapsed(), out.stdout))
 }
 
@@ -42,9 +43,33 @@ pub fn rkt_run_args(ws: &Workspace, net: &str, extra: &[String], app: &[&str]) -
     args
 }
 
-/// `rkt run --net=NET -- true`.
-pub fn rkt(ws: &Workspace, net: &str) -> Result<Duration, BenchError> {
-    rkt_with_app(ws, net, &[], &["true"]).map(|(d, _)| d)
+/// `rkt run --net=NET -- true`, with `env` added to its environment.
+pub fn rkt(ws: &Workspace, net: &str, env: &[(&str, &OsStr)]) -> Result<Duration, BenchError> {
+    rkt_with_app(ws, net, &[], &["true"], env).map(|(d, _)| d)
+}
+
+/// [`rkt`] with another data directory (`--dir`).
+pub fn rkt_in(
+    ws: &Workspace,
+    data: &Path,
+    net: &str,
+    env: &[(&str, &OsStr)],
+) -> Result<Duration, BenchError> {
+    let mut args = rkt_run_args(ws, net, &[], &["true"]);
+    args[1] = data.display().to_string();
+    let start = Instant::now();
+    run(&ws.tools.rkt, &args, env, None)?;
+    Ok(start.elapsed())
+}
+
+/// Creating and deleting a namespace with `ip`, the part of the floor that is not the plugin.
+pub fn netns_only(ws: &Workspace) -> Result<Duration, BenchError> {
+    let ns = ws.netns_name();
+    let ip = &ws.tools.ip;
+    let start = Instant::now();
+    run(ip, &["netns", "add", &ns], &[], None)?;
+    run(ip, &["netns", "del", &ns], &[], None)?;
+    Ok(start.elapsed())
 }
 
 /// The scripted libcni cycle on `conf` (a file in the workspace).

@@ -67,6 +67,10 @@ struct Cli {
     /// Scenarios to run, e.g. `1,3`.
     #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5")]
     only: Vec<u8>,
+    /// Leave out the what-if variants of scenarios 1 and 2 (`rkt run` with fsync made a
+    /// no-op, and without the firewall sweep), which show what those cost.
+    #[arg(long)]
+    no_what_if: bool,
     /// Where to write the markdown report.
     #[arg(long, default_value = "target/bench/results.md")]
     out: PathBuf,
@@ -137,12 +141,18 @@ fn bench(cli: &Cli) -> Result<String, BenchError> {
         ..Results::default()
     };
     let wants = |n: u8| cli.only.contains(&n);
+    let what_if = if cli.no_what_if {
+        None
+    } else {
+        scenarios::WhatIf::prepare(&ws)
+    };
     let note = |what: &str| eprintln!("rkt-bench: {what}");
     if wants(1) {
         note("scenario 1: pod cycle with ptp + host-local");
         r.real = Some(scenarios::pod_cycle(
             &ws,
             PTP_NET,
+            what_if.as_ref(),
             cli.warmup,
             cli.iterations,
         )?);
@@ -152,6 +162,7 @@ fn bench(cli: &Cli) -> Result<String, BenchError> {
         r.noop = Some(scenarios::pod_cycle(
             &ws,
             NOOP_NET,
+            what_if.as_ref(),
             cli.warmup,
             cli.iterations,
         )?);

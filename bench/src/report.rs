@@ -59,6 +59,27 @@ pub fn machine() -> String {
     format!("{model}, nproc {nproc}, Linux {kernel}")
 }
 
+/// The median of the series at `i`.
+fn med(s: &[Series], i: usize) -> Duration {
+    s.get(i).map(Series::median).unwrap_or_default()
+}
+
+/// The median of the series labelled `label`, formatted, or a dash.
+fn opt_what(s: &[Series], label: &str) -> String {
+    s.iter()
+        .find(|x| x.label == label)
+        .map(|x| fmt_duration(x.median()))
+        .unwrap_or_else(|| "—".into())
+}
+
+/// The median of the series labelled `label` over the median of the series at `base`.
+fn ratio_what(s: &[Series], label: &str, base: usize) -> String {
+    s.iter()
+        .find(|x| x.label == label)
+        .map(|x| format!("{:.2}×", ratio(x.median(), med(s, base))))
+        .unwrap_or_else(|| "—".into())
+}
+
 /// Medians of three series, by position.
 fn medians3(s: &[Series]) -> (Duration, Duration, Duration) {
     let m = |i: usize| s.get(i).map(Series::median).unwrap_or_default();
@@ -158,15 +179,20 @@ pub fn render(r: &Results) -> String {
     }
 
     out.push_str("\nEvery figure:\n\n");
-    out.push_str("| scenario | variant | median | min | p90 |\n|---|---|---|---|---|\n");
+    out.push_str(
+        "| scenario | variant | median | min | p90 | CPU time (user + sys of all its processes, median) |\n|---|---|---|---|---|---|\n",
+    );
     let mut row = |scenario: &str, s: &Series| {
         let _ = writeln!(
             out,
-            "| {scenario} | {} | {} | {} | {} |",
+            "| {scenario} | {} | {} | {} | {} | {} |",
             s.label,
             fmt_duration(s.median()),
             fmt_duration(s.min()),
-            fmt_duration(s.p90())
+            fmt_duration(s.p90()),
+            s.cpu_median()
+                .map(fmt_duration)
+                .unwrap_or_else(|| "—".into())
         );
     };
     if let Some(s) = &r.real {
@@ -187,26 +213,72 @@ pub fn render(r: &Results) -> String {
         row(&name, &m.sequential);
     }
 
-    if r.real.is_some() || r.noop.is_some() {
-        out.push_str(
-            "\nAbove the floor (cycle median minus floor median: the runtime's own cost):\n\n",
-        );
-        out.push_str("| scenario | rkt run | scripted libcni | ratio |\n|---|---|---|---|\n");
-        for (name, s) in [
-            ("1 ptp + host-local", &r.real),
-            ("2 do-nothing plugin", &r.noop),
-        ] {
-            if let Some(s) = s {
-                let (rkt, libcni, floor) = medians3(s);
-                let (a, b) = (rkt.saturating_sub(floor), libcni.saturating_sub(floor));
-                let _ = writeln!(
-                    out,
-                    "| {name} | {} | {} | {:.2}× |",
-                    fmt_duration(a),
-                    fmt_duration(b),
-                    ratio(a, b)
-                );
+    let cycles: Vec<(&str, &Vec<Series>)> = [
+        ("1 ptp + host-local", &r.real),
+        ("2 do-nothing plugin", &r.noop),
+    ]
+    .into_iter()
+    .filter_map(|(name, s)| s.as_ref().map(|s| (name, s)))
+    .collect();
+    if !cycles.is_empty() {
+        out.push_str("\nWhere the time goes (medians). *Plugins alone* is the floor minus its namespace part: \
+a runtime that cost nothing at all would still take that long, so *plugins alone / libcni* is the best \
+ratio any runtime can reach against the scripted libcni cycle. The what-if rows run the same `rkt run` \
+with `fsync` made a no-op (LD_PRELOAD), with `iptables-save`/`ip6tables-save` replaced by `true` (the \
+teardown's firewall sweep then finds nothing), both, and both with the data directory on tmpfs: they \
+measure what those cost.\n\n");
+        out.push('|');
+        for (name, _) in &cycles {
+            let _ = write!(out, " | {name}");
+        }
+        out.push_str(" |\n|---|");
+        for _ in &cycles {
+            out.push_str("---|");
+        }
+        out.push('\n');
+        type Cell = fn(&[Series]) -> String;
+        let rows: Vec<(&str, Cell)> = vec![
+            ("rkt run − floor", |s| {
+                fmt_duration(med(s, 0).saturating_sub(med(s, 2)))
+            }),
+            ("scripted libcni − floor", |s| {
+                fmt_duration(med(s, 1).saturating_sub(med(s, 2)))
+            }),
+            ("plugins alone (floor − namespace)", |s| {
+                fmt_duration(med(s, 2).saturating_sub(med(s, 3)))
+            }),
+            ("best possible vs libcni (plugins alone / libcni)", |s| {
+                format!(
+                    "{:.2}×",
+                    ratio(med(s, 2).saturating_sub(med(s, 3)), med(s, 1))
+                )
+            }),
+            ("rkt run", |s| fmt_duration(med(s, 0))),
+            ("what if: fsync a no-op", |s| {
+                opt_what(s, crate::scenarios::WHAT_IF_NO_FSYNC)
+            }),
+            ("what if: no firewall sweep", |s| {
+                opt_what(s, crate::scenarios::WHAT_IF_NO_SWEEP)
+            }),
+            ("what if: neither", |s| {
+                opt_what(s, crate::scenarios::WHAT_IF_NEITHER)
+            }),
+            ("what if: neither, data dir on tmpfs", |s| {
+                opt_what(s, crate::scenarios::WHAT_IF_TMPFS)
+            }),
+            ("… that vs libcni", |s| {
+                ratio_what(s, crate::scenarios::WHAT_IF_TMPFS, 1)
+            }),
+            ("… that vs floor", |s| {
+                ratio_what(s, crate::scenarios::WHAT_IF_TMPFS, 2)
+            }),
+        ];
+        for (label, cell) in rows {
+            let _ = write!(out, "| {label}");
+            for (_, s) in &cycles {
+                let _ = write!(out, " | {}", cell(s));
             }
+            out.push_str(" |\n");
         }
     }
     if let Some(p) = &r.memory {

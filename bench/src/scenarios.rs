@@ -14,11 +14,13 @@ use crate::rss::{self, Peaks};
 use crate::stats::{alternate, Series, Variant};
 use crate::workspace::{self, Workspace, MANY_NET, NOOP_NET, NOOP_PLUGIN};
 
-/// Scenarios 1 and 2: `rkt run`, the scripted libcni cycle and the plugin floor on `net`,
+/// Scenarios 1 and 2: `rkt run`, the scripted libcni cycle, the plugin floor and the
+/// namespace part of the floor on `net`, plus the what-if variants of `rkt run` when given,
 /// alternating. Returns them in that order.
 pub fn pod_cycle(
     ws: &Workspace,
     net: &str,
+    what_if: Option<&WhatIf>,
     warmup: usize,
     iterations: usize,
 ) -> Result<Vec<Series>, BenchError> {
@@ -30,14 +32,94 @@ pub fn pod_cycle(
     let conf = ws.conf_file(net);
     let floor = FloorPlugin::from_conflist(&conf, &plugin_dir, &cni_path)?;
     let mut variants: Vec<Variant> = vec![
-        ("rkt run", Box::new(|| cycle::rkt(ws, net))),
+        ("rkt run", Box::new(|| cycle::rkt(ws, net, &[]))),
         (
             "scripted libcni",
             Box::new(|| cycle::libcni(ws, &conf, &cni_path)),
         ),
         ("plugin floor", Box::new(|| cycle::floor(ws, &floor))),
+        (
+            "namespace only (ip netns add + del)",
+            Box::new(|| cycle::netns_only(ws)),
+        ),
     ];
+    if let Some(w) = what_if {
+        let no_fsync = [("LD_PRELOAD", w.no_fsync.as_os_str())];
+        let no_sweep = [("PATH", w.no_sweep_path.as_os_str())];
+        let neither = [no_fsync[0], no_sweep[0]];
+        variants.push((
+            WHAT_IF_NO_FSYNC,
+            Box::new(move || cycle::rkt(ws, net, &no_fsync)),
+        ));
+        variants.push((
+            WHAT_IF_NO_SWEEP,
+            Box::new(move || cycle::rkt(ws, net, &no_sweep)),
+        ));
+        variants.push((
+            WHAT_IF_NEITHER,
+            Box::new(move || cycle::rkt(ws, net, &neither)),
+        ));
+        if let Some(shm) = &ws.tmpfs_data {
+            variants.push((
+                WHAT_IF_TMPFS,
+                Box::new(move || cycle::rkt_in(ws, shm.path(), net, &neither)),
+            ));
+        }
+    }
     alternate(&mut variants, warmup, iterations)
+}
+
+pub const WHAT_IF_NO_FSYNC: &str = "what if: rkt run, fsync a no-op";
+pub const WHAT_IF_NO_SWEEP: &str = "what if: rkt run, no firewall sweep";
+pub const WHAT_IF_NEITHER: &str = "what if: rkt run, neither";
+pub const WHAT_IF_TMPFS: &str = "what if: rkt run, neither, data dir on tmpfs";
+
+/// The means to run `rkt run` without some of its costs, to measure them: a preloaded
+/// library whose `fsync`/`fdatasync` do nothing, and a `PATH` whose `iptables-save` and
+/// `ip6tables-save` print nothing (so the teardown's firewall sweep finds nothing to do).
+#[derive(Debug, Clone)]
+pub struct WhatIf {
+    pub no_fsync: PathBuf,
+    pub no_sweep_path: std::ffi::OsString,
+}
+
+impl WhatIf {
+    /// Builds the library with `cc` in the workspace; `None` (with a note) when there is
+    /// no C compiler.
+    pub fn prepare(ws: &Workspace) -> Option<WhatIf> {
+        let dir = ws.root().join("what-if");
+        std::fs::create_dir_all(&dir).ok()?;
+        let src = dir.join("nofsync.c");
+        std::fs::write(
+            &src,
+            "int fsync(int fd) { (void)fd; return 0; }\nint fdatasync(int fd) { (void)fd; return 0; }\n",
+        )
+        .ok()?;
+        let lib = dir.join("nofsync.so");
+        let built = Command::new("cc")
+            .args(["-shared", "-fPIC", "-O2", "-o"])
+            .arg(&lib)
+            .arg(&src)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        let t = which("true")?;
+        for tool in ["iptables-save", "ip6tables-save"] {
+            std::os::unix::fs::symlink(&t, dir.join(tool)).ok()?;
+        }
+        if !built {
+            eprintln!("rkt-bench: no C compiler (cc): the what-if variants are left out");
+            return None;
+        }
+        let mut paths = vec![dir.clone()];
+        paths.extend(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        ));
+        Some(WhatIf {
+            no_fsync: lib,
+            no_sweep_path: std::env::join_paths(paths).ok()?,
+        })
+    }
 }
 
 /// Scenario 3's figures.
@@ -118,7 +200,7 @@ pub fn config_scale(
         ),
         (
             "rkt run --net-conf-dir",
-            Box::new(|| cycle::rkt_with_app(ws, &last, &rkt_extra, &["true"]).map(|(d, _)| d)),
+            Box::new(|| cycle::rkt_with_app(ws, &last, &rkt_extra, &["true"], &[]).map(|(d, _)| d)),
         ),
     ];
     let mut series = alternate(&mut variants, warmup, iterations)?.into_iter();
@@ -133,6 +215,7 @@ pub fn config_scale(
         ours_in_process: Series {
             label: "load_dir in process".into(),
             samples: in_process[skip..].to_vec(),
+            ..Series::default()
         },
     })
 }

@@ -5,14 +5,41 @@ use std::time::Duration;
 use crate::error::BenchError;
 use crate::proc::check_interrupt;
 
-/// The wall times of one variant.
+/// The wall times of one variant, and the CPU time (user + system) its processes used.
 #[derive(Debug, Clone, Default)]
 pub struct Series {
     pub label: String,
     pub samples: Vec<Duration>,
+    /// CPU time of every process of each run (empty where not measured).
+    pub cpu: Vec<Duration>,
+}
+
+/// User plus system time of every child and descendant reaped so far.
+pub fn children_cpu() -> Duration {
+    // SAFETY: an all-zero rusage is a valid output buffer for getrusage, which only
+    // writes into it.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
+        usage
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
 impl Series {
+    /// The median CPU time, or `None` when not measured.
+    pub fn cpu_median(&self) -> Option<Duration> {
+        if self.cpu.is_empty() {
+            return None;
+        }
+        let s = Series {
+            samples: self.cpu.clone(),
+            ..Series::default()
+        };
+        Some(s.median())
+    }
+
     fn sorted(&self) -> Vec<Duration> {
         let mut s = self.samples.clone();
         s.sort();
@@ -52,7 +79,8 @@ pub type Variant<'a> = (
 );
 
 /// Runs every variant `warmup` times unrecorded, then `iterations` rounds in which each
-/// variant runs once, the order rotating each round so none always goes first.
+/// variant runs once, the order rotating each round so none always goes first. A variant's
+/// CPU time is that of the processes it started and waited for (`RUSAGE_CHILDREN`).
 pub fn alternate(
     variants: &mut [Variant<'_>],
     warmup: usize,
@@ -69,6 +97,7 @@ pub fn alternate(
         .map(|(label, _)| Series {
             label: label.to_string(),
             samples: Vec::with_capacity(iterations),
+            cpu: Vec::with_capacity(iterations),
         })
         .collect();
     let n = variants.len();
@@ -76,8 +105,12 @@ pub fn alternate(
         for k in 0..n {
             let idx = (round + k) % n;
             check_interrupt()?;
+            let cpu_before = children_cpu();
             let d = (variants[idx].1)()?;
             series[idx].samples.push(d);
+            series[idx]
+                .cpu
+                .push(children_cpu().saturating_sub(cpu_before));
         }
     }
     Ok(series)

@@ -99,6 +99,9 @@ pub struct Workspace {
     pub libcni_cache: PathBuf,
     /// host-local's `dataDir`.
     pub ipam: PathBuf,
+    /// A second rkt data directory on tmpfs (`/dev/shm`), for the what-if variant that shows
+    /// what the data directory's file system costs; `None` without a tmpfs there.
+    pub tmpfs_data: Option<tempfile::TempDir>,
     netns_counter: AtomicU64,
 }
 
@@ -116,6 +119,7 @@ impl Workspace {
             ipam: root.join("ipam"),
             dir,
             tools,
+            tmpfs_data: tmpfs_dir(),
             netns_counter: AtomicU64::new(0),
         };
         for d in [
@@ -205,12 +209,18 @@ impl Workspace {
     /// Removes what runs may have left: pods of a killed `rkt run` (through `rkt gc`) and the
     /// scripted cycles' namespaces. The temporary directory goes when `self.dir` drops.
     fn cleanup(&self) {
-        let mut gc = Command::new(&self.tools.rkt);
-        gc.args(self.rkt_globals())
-            .args(["gc", "--grace-period=0s", "--expire-prepared=0s"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        let _ = gc.status();
+        let mut datas = vec![self.data.clone()];
+        datas.extend(self.tmpfs_data.as_ref().map(|d| d.path().to_path_buf()));
+        for data in datas {
+            let mut args = self.rkt_globals();
+            args[1] = data.display().to_string();
+            let _ = Command::new(&self.tools.rkt)
+                .args(args)
+                .args(["gc", "--grace-period=0s", "--expire-prepared=0s"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
         for name in leftover_netns() {
             let _ = Command::new("ip")
                 .args(["netns", "del", &name])
@@ -224,6 +234,25 @@ impl Drop for Workspace {
     fn drop(&mut self) {
         self.cleanup();
     }
+}
+
+/// A temporary directory in /dev/shm when that is a tmpfs.
+fn tmpfs_dir() -> Option<tempfile::TempDir> {
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    let shm = Path::new("/dev/shm");
+    let c = std::ffi::CString::new("/dev/shm").ok()?;
+    // SAFETY: statfs writes into the zeroed buffer we own; the path is NUL-terminated.
+    let is_tmpfs = unsafe {
+        let mut st: libc::statfs = std::mem::zeroed();
+        libc::statfs(c.as_ptr(), &mut st) == 0 && st.f_type as i64 == TMPFS_MAGIC
+    };
+    if !is_tmpfs {
+        return None;
+    }
+    tempfile::Builder::new()
+        .prefix("rkt-bench-data-")
+        .tempdir_in(shm)
+        .ok()
 }
 
 /// The prefix of this process's namespace names.
