@@ -62,6 +62,13 @@ pub fn rkt_in(
     Ok(start.elapsed())
 }
 
+/// Starting one program and waiting for it.
+pub fn spawn_only(program: &Path, args: &[&str]) -> Result<Duration, BenchError> {
+    let start = Instant::now();
+    run(program, args, &[], None)?;
+    Ok(start.elapsed())
+}
+
 /// Creating and deleting a namespace with `ip`, the part of the floor that is not the plugin.
 pub fn netns_only(ws: &Workspace) -> Result<Duration, BenchError> {
     let ns = ws.netns_name();

@@ -129,6 +129,11 @@ fn bench(cli: &Cli) -> Result<String, BenchError> {
         test_plugin_dir: absolute(&cli.test_plugin_dir),
         cni_bin: absolute(&cli.cni_bin),
         ip,
+        true_bin: scenarios::which("true").ok_or(BenchError::Missing {
+            what: "true",
+            path: PathBuf::from("$PATH"),
+            hint: "install coreutils",
+        })?,
     };
     tools.check()?;
     let self_exe = std::env::current_exe().map_err(|e| BenchError::io("/proc/self/exe", e))?;

@@ -226,7 +226,7 @@ a runtime that cost nothing at all would still take that long, so *plugins alone
 ratio any runtime can reach against the scripted libcni cycle. The what-if rows run the same `rkt run` \
 with `fsync` made a no-op (LD_PRELOAD), with `iptables-save`/`ip6tables-save` replaced by `true` (the \
 teardown's firewall sweep then finds nothing), both, and both with the data directory on tmpfs: they \
-measure what those cost.\n\n");
+measure what those cost. The last row is that run with `--net=none`: the pod without any CNI work.\n\n");
         out.push('|');
         for (name, _) in &cycles {
             let _ = write!(out, " | {name}");

@@ -64,7 +64,23 @@ pub fn pod_cycle(
                 WHAT_IF_TMPFS,
                 Box::new(move || cycle::rkt_in(ws, shm.path(), net, &neither)),
             ));
+            if net == NOOP_NET {
+                variants.push((
+                    WHAT_IF_NO_NET,
+                    Box::new(move || cycle::rkt_in(ws, shm.path(), "none", &neither)),
+                ));
+            }
         }
+    }
+    if net == NOOP_NET {
+        variants.push((
+            BLOCK_TRUE,
+            Box::new(|| cycle::spawn_only(&ws.tools.true_bin, &[])),
+        ));
+        variants.push((
+            BLOCK_RKT,
+            Box::new(|| cycle::spawn_only(&ws.tools.rkt, &["version"])),
+        ));
     }
     alternate(&mut variants, warmup, iterations)
 }
@@ -73,6 +89,10 @@ pub const WHAT_IF_NO_FSYNC: &str = "what if: rkt run, fsync a no-op";
 pub const WHAT_IF_NO_SWEEP: &str = "what if: rkt run, no firewall sweep";
 pub const WHAT_IF_NEITHER: &str = "what if: rkt run, neither";
 pub const WHAT_IF_TMPFS: &str = "what if: rkt run, neither, data dir on tmpfs";
+pub const WHAT_IF_NO_NET: &str = "what if: that with --net=none (no CNI at all)";
+/// Building blocks: what starting one process costs.
+pub const BLOCK_TRUE: &str = "building block: start /bin/true";
+pub const BLOCK_RKT: &str = "building block: start `rkt version`";
 
 /// The means to run `rkt run` without some of its costs, to measure them: a preloaded
 /// library whose `fsync`/`fdatasync` do nothing, and a `PATH` whose `iptables-save` and

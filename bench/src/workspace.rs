@@ -40,6 +40,8 @@ pub struct Tools {
     pub cni_bin: PathBuf,
     /// `ip` from iproute2.
     pub ip: PathBuf,
+    /// `true`, the app of every pod cycle.
+    pub true_bin: PathBuf,
 }
 
 impl Tools {
