@@ -226,7 +226,8 @@ a runtime that cost nothing at all would still take that long, so *plugins alone
 ratio any runtime can reach against the scripted libcni cycle. The what-if rows run the same `rkt run` \
 with `fsync` made a no-op (LD_PRELOAD), with `iptables-save`/`ip6tables-save` replaced by `true` (the \
 teardown's firewall sweep then finds nothing), both, and both with the data directory on tmpfs: they \
-measure what those cost. The last row is that run with `--net=none`: the pod without any CNI work.\n\n");
+measure what those cost. *The pod alone* is that last run with `--net=none`, no CNI work at all: \
+plugins alone plus the pod alone is the least `rkt run` can take with its present process model.\n\n");
         out.push('|');
         for (name, _) in &cycles {
             let _ = write!(out, " | {name}");
@@ -236,42 +237,98 @@ measure what those cost. The last row is that run with `--net=none`: the pod wit
             out.push_str("---|");
         }
         out.push('\n');
-        type Cell = fn(&[Series]) -> String;
+        type Cell<'a> = Box<dyn Fn(&[Series]) -> String + 'a>;
+        use crate::scenarios::{
+            WHAT_IF_NEITHER, WHAT_IF_NO_FSYNC, WHAT_IF_NO_NET, WHAT_IF_NO_SWEEP, WHAT_IF_TMPFS,
+        };
+        let what =
+            |s: &[Series], label: &str| s.iter().find(|x| x.label == label).map(Series::median);
+        let diff = |a: Option<Duration>, b: Option<Duration>| match (a, b) {
+            (Some(a), Some(b)) => fmt_duration(a.saturating_sub(b)),
+            _ => "—".into(),
+        };
+        // The pod without CNI is measured in scenario 2 and holds for both.
+        let pod_alone = r.noop.as_deref().and_then(|s| what(s, WHAT_IF_NO_NET));
+        let plugins_alone = |s: &[Series]| med(s, 2).saturating_sub(med(s, 3));
+        let bound = move |s: &[Series]| pod_alone.map(|p| plugins_alone(s) + p);
         let rows: Vec<(&str, Cell)> = vec![
-            ("rkt run − floor", |s| {
-                fmt_duration(med(s, 0).saturating_sub(med(s, 2)))
-            }),
-            ("scripted libcni − floor", |s| {
-                fmt_duration(med(s, 1).saturating_sub(med(s, 2)))
-            }),
-            ("plugins alone (floor − namespace)", |s| {
-                fmt_duration(med(s, 2).saturating_sub(med(s, 3)))
-            }),
-            ("best possible vs libcni (plugins alone / libcni)", |s| {
-                format!(
-                    "{:.2}×",
-                    ratio(med(s, 2).saturating_sub(med(s, 3)), med(s, 1))
-                )
-            }),
-            ("rkt run", |s| fmt_duration(med(s, 0))),
-            ("what if: fsync a no-op", |s| {
-                opt_what(s, crate::scenarios::WHAT_IF_NO_FSYNC)
-            }),
-            ("what if: no firewall sweep", |s| {
-                opt_what(s, crate::scenarios::WHAT_IF_NO_SWEEP)
-            }),
-            ("what if: neither", |s| {
-                opt_what(s, crate::scenarios::WHAT_IF_NEITHER)
-            }),
-            ("what if: neither, data dir on tmpfs", |s| {
-                opt_what(s, crate::scenarios::WHAT_IF_TMPFS)
-            }),
-            ("… that vs libcni", |s| {
-                ratio_what(s, crate::scenarios::WHAT_IF_TMPFS, 1)
-            }),
-            ("… that vs floor", |s| {
-                ratio_what(s, crate::scenarios::WHAT_IF_TMPFS, 2)
-            }),
+            ("rkt run", Box::new(|s| fmt_duration(med(s, 0)))),
+            (
+                "rkt run − floor",
+                Box::new(|s| fmt_duration(med(s, 0).saturating_sub(med(s, 2)))),
+            ),
+            (
+                "scripted libcni − floor",
+                Box::new(|s| fmt_duration(med(s, 1).saturating_sub(med(s, 2)))),
+            ),
+            (
+                "plugins alone (floor − namespace)",
+                Box::new(|s| fmt_duration(plugins_alone(s))),
+            ),
+            (
+                "best possible for any runtime vs libcni (plugins alone / libcni)",
+                Box::new(|s| format!("{:.2}×", ratio(plugins_alone(s), med(s, 1)))),
+            ),
+            (
+                "what if: fsync a no-op",
+                Box::new(|s| opt_what(s, WHAT_IF_NO_FSYNC)),
+            ),
+            (
+                "what if: no firewall sweep",
+                Box::new(|s| opt_what(s, WHAT_IF_NO_SWEEP)),
+            ),
+            (
+                "what if: neither",
+                Box::new(|s| opt_what(s, WHAT_IF_NEITHER)),
+            ),
+            (
+                "what if: neither, data dir on tmpfs",
+                Box::new(|s| opt_what(s, WHAT_IF_TMPFS)),
+            ),
+            (
+                "… that vs libcni",
+                Box::new(|s| ratio_what(s, WHAT_IF_TMPFS, 1)),
+            ),
+            (
+                "… that vs floor",
+                Box::new(|s| ratio_what(s, WHAT_IF_TMPFS, 2)),
+            ),
+            (
+                "cost of the firewall sweep (rkt run − no sweep)",
+                Box::new(|s| diff(Some(med(s, 0)), what(s, WHAT_IF_NO_SWEEP))),
+            ),
+            (
+                "cost of fsync (rkt run − fsync a no-op)",
+                Box::new(|s| diff(Some(med(s, 0)), what(s, WHAT_IF_NO_FSYNC))),
+            ),
+            (
+                "cost of ext4 over tmpfs (neither − neither on tmpfs)",
+                Box::new(|s| diff(what(s, WHAT_IF_NEITHER), what(s, WHAT_IF_TMPFS))),
+            ),
+            (
+                "the pod alone: `--net=none`, no fsync, no sweep, tmpfs (scenario 2)",
+                Box::new(move |_| pod_alone.map(fmt_duration).unwrap_or_else(|| "—".into())),
+            ),
+            (
+                "lower bound for rkt today (plugins alone + the pod alone)",
+                Box::new(move |s| bound(s).map(fmt_duration).unwrap_or_else(|| "—".into())),
+            ),
+            (
+                "… that vs libcni",
+                Box::new(move |s| {
+                    bound(s)
+                        .map(|b| format!("{:.2}×", ratio(b, med(s, 1))))
+                        .unwrap_or_else(|| "—".into())
+                }),
+            ),
+            (
+                "… that vs floor",
+                Box::new(move |s| {
+                    bound(s)
+                        .map(|b| format!("{:.2}×", ratio(b, med(s, 2))))
+                        .unwrap_or_else(|| "—".into())
+                }),
+            ),
         ];
         for (label, cell) in rows {
             let _ = write!(out, "| {label}");
