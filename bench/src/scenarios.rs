@@ -308,9 +308,11 @@ pub fn many_pods(ws: &Workspace, pods: usize, rounds: usize) -> Result<ManyResul
 
         check_interrupt()?;
         let start = Instant::now();
-        let outcomes = (0..pods)
-            .map(|_| run(&ws.tools.rkt, &args, &[], None).map(|o| o.stdout))
-            .collect();
+        let mut outcomes = Vec::with_capacity(pods);
+        for _ in 0..pods {
+            check_interrupt()?;
+            outcomes.push(run(&ws.tools.rkt, &args, &[], None).map(|o| o.stdout));
+        }
         res.sequential.samples.push(start.elapsed());
         tally(&mut res, outcomes)?;
     }
