@@ -21,7 +21,8 @@ use pod_support::{assert_no_lease, assert_no_netns, wait_for, World};
 use rkt::networking::{self, NetError, NetFailure, PortMapping};
 use serde_json::json;
 
-/// The pod's app: answers every connection on ports 80 and 8080 with a line naming the port.
+/// The pod's app: answers every connection on ports 80 and 8080 with a line naming the port,
+/// and echoes datagrams on UDP port 53 with `udp ` before them.
 const SERVER: &str = r#"
 import socket, threading
 def serve(port):
@@ -33,7 +34,14 @@ def serve(port):
         c, _ = s.accept()
         c.sendall(b"hello from the pod on %d\n" % port)
         c.close()
+def echo_udp(port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("0.0.0.0", port))
+    while True:
+        data, peer = s.recvfrom(512)
+        s.sendto(b"udp " + data, peer)
 threading.Thread(target=serve, args=(8080,), daemon=True).start()
+threading.Thread(target=echo_udp, args=(53,), daemon=True).start()
 serve(80)
 "#;
 
@@ -61,6 +69,19 @@ fn fetch(addr: SocketAddr) -> String {
         let mut got = String::new();
         conn.read_to_string(&mut got).ok()?;
         (!got.is_empty()).then_some(got)
+    })
+}
+
+/// The answer of the pod's UDP echo behind `addr` to `ping`, retrying until it comes.
+fn echo_udp(addr: SocketAddr) -> String {
+    wait_for(|| {
+        let sock = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+        sock.set_read_timeout(Some(Duration::from_millis(500)))
+            .ok()?;
+        sock.send_to(b"ping", addr).ok()?;
+        let mut buf = [0u8; 64];
+        let (n, _) = sock.recv_from(&mut buf).ok()?;
+        Some(String::from_utf8_lossy(&buf[..n]).into_owned())
     })
 }
 
@@ -115,11 +136,12 @@ fn gateway(world: &World, uuid: &str) -> String {
 fn port_on_default_reaches_the_pod_shows_in_status_and_is_exclusive() {
     require_root!();
     let mut world = World::new();
-    let (held_local, held_any) = (free_port(), free_port());
-    let (local, any) = (held_local.port, held_any.port);
+    let (held_local, held_any, held_udp) = (free_port(), free_port(), free_port());
+    let (local, any, udp) = (held_local.port, held_any.port, held_udp.port);
     let (uuid, index) = world.spawn_run(&[
         &format!("--port=127.0.0.1:{local}:80"),
         &format!("--port={any}:8080/tcp"),
+        &format!("--port={udp}:53/udp"),
         "--",
         "python3",
         "-c",
@@ -142,20 +164,25 @@ fn port_on_default_reaches_the_pod_shows_in_status_and_is_exclusive() {
         fetch(SocketAddr::new(gw, any)),
         "hello from the pod on 8080\n"
     );
+    assert_eq!(
+        echo_udp(SocketAddr::from(([127, 0, 0, 1], udp))),
+        "udp ping"
+    );
 
     world
         .rkt(&["status", &uuid])
         .run()
         .assert_success()
         .assert_stdout_contains(&format!(
-            "\nports=tcp:127.0.0.1:{local}->80, tcp:{any}->8080\n"
+            "\nports=tcp:127.0.0.1:{local}->80, tcp:{any}->8080, udp:{udp}->53\n"
         ));
     let st = world.status_json(&uuid);
     assert_eq!(
         st["ports"],
         json!([
             {"hostPort": local, "containerPort": 80, "protocol": "tcp", "hostIP": "127.0.0.1"},
-            {"hostPort": any, "containerPort": 8080, "protocol": "tcp"}
+            {"hostPort": any, "containerPort": 8080, "protocol": "tcp"},
+            {"hostPort": udp, "containerPort": 53, "protocol": "udp"}
         ])
     );
 
