@@ -55,10 +55,21 @@ pub fn rkt_in(
     net: &str,
     env: &[(&str, &OsStr)],
 ) -> Result<Duration, BenchError> {
+    rkt_binary(ws, &ws.tools.rkt, data, net, env)
+}
+
+/// [`rkt`] with another `rkt` binary and data directory.
+pub fn rkt_binary(
+    ws: &Workspace,
+    binary: &Path,
+    data: &Path,
+    net: &str,
+    env: &[(&str, &OsStr)],
+) -> Result<Duration, BenchError> {
     let mut args = rkt_run_args(ws, net, &[], &["true"]);
     args[1] = data.display().to_string();
     let start = Instant::now();
-    run(&ws.tools.rkt, &args, env, None)?;
+    run(binary, &args, env, None)?;
     Ok(start.elapsed())
 }
 

@@ -67,6 +67,10 @@ struct Cli {
     /// Scenarios to run, e.g. `1,3`.
     #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5")]
     only: Vec<u8>,
+    /// Another rkt binary (e.g. a patched build) to time next to --rkt in scenarios 1
+    /// and 2, in the same alternating runs and the same data directory.
+    #[arg(long)]
+    candidate_rkt: Option<PathBuf>,
     /// Leave out the what-if variants of scenarios 1 and 2 (`rkt run` with fsync made a
     /// no-op, and without the firewall sweep), which show what those cost.
     #[arg(long)]
@@ -134,6 +138,7 @@ fn bench(cli: &Cli) -> Result<String, BenchError> {
             path: PathBuf::from("$PATH"),
             hint: "install coreutils",
         })?,
+        candidate_rkt: cli.candidate_rkt.as_deref().map(absolute),
     };
     tools.check()?;
     let self_exe = std::env::current_exe().map_err(|e| BenchError::io("/proc/self/exe", e))?;

@@ -239,7 +239,8 @@ plugins alone plus the pod alone is the least `rkt run` can take with its presen
         out.push('\n');
         type Cell<'a> = Box<dyn Fn(&[Series]) -> String + 'a>;
         use crate::scenarios::{
-            WHAT_IF_NEITHER, WHAT_IF_NO_FSYNC, WHAT_IF_NO_NET, WHAT_IF_NO_SWEEP, WHAT_IF_TMPFS,
+            CANDIDATE, WHAT_IF_NEITHER, WHAT_IF_NO_FSYNC, WHAT_IF_NO_NET, WHAT_IF_NO_SWEEP,
+            WHAT_IF_TMPFS,
         };
         let what =
             |s: &[Series], label: &str| s.iter().find(|x| x.label == label).map(Series::median);
@@ -269,6 +270,15 @@ plugins alone plus the pod alone is the least `rkt run` can take with its presen
                 "best possible for any runtime vs libcni (plugins alone / libcni)",
                 Box::new(|s| format!("{:.2}×", ratio(plugins_alone(s), med(s, 1)))),
             ),
+            (
+                "candidate `rkt run` (`--candidate-rkt`)",
+                Box::new(|s| opt_what(s, CANDIDATE)),
+            ),
+            (
+                "… that vs libcni",
+                Box::new(|s| ratio_what(s, CANDIDATE, 1)),
+            ),
+            ("… that vs floor", Box::new(|s| ratio_what(s, CANDIDATE, 2))),
             (
                 "what if: fsync a no-op",
                 Box::new(|s| opt_what(s, WHAT_IF_NO_FSYNC)),

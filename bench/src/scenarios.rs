@@ -72,6 +72,12 @@ pub fn pod_cycle(
             }
         }
     }
+    if let Some(candidate) = &ws.tools.candidate_rkt {
+        variants.push((
+            CANDIDATE,
+            Box::new(move || cycle::rkt_binary(ws, candidate, &ws.data, net, &[])),
+        ));
+    }
     if net == NOOP_NET {
         variants.push((
             BLOCK_TRUE,
@@ -90,6 +96,8 @@ pub const WHAT_IF_NO_SWEEP: &str = "what if: rkt run, no firewall sweep";
 pub const WHAT_IF_NEITHER: &str = "what if: rkt run, neither";
 pub const WHAT_IF_TMPFS: &str = "what if: rkt run, neither, data dir on tmpfs";
 pub const WHAT_IF_NO_NET: &str = "what if: that with --net=none (no CNI at all)";
+/// `rkt run` of the binary given with `--candidate-rkt` (e.g. a patched build).
+pub const CANDIDATE: &str = "candidate: rkt run of --candidate-rkt";
 /// Building blocks: what starting one process costs.
 pub const BLOCK_TRUE: &str = "building block: start /bin/true";
 pub const BLOCK_RKT: &str = "building block: start `rkt version`";

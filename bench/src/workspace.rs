@@ -42,6 +42,8 @@ pub struct Tools {
     pub ip: PathBuf,
     /// `true`, the app of every pod cycle.
     pub true_bin: PathBuf,
+    /// Another `rkt` to time next to `rkt` in scenarios 1 and 2 (`--candidate-rkt`).
+    pub candidate_rkt: Option<PathBuf>,
 }
 
 impl Tools {
@@ -70,7 +72,14 @@ impl Tools {
                 "install containernetworking-plugins",
             ),
         ];
-        for (what, path, hint) in need {
+        let candidate = self.candidate_rkt.iter().map(|p| {
+            (
+                "the candidate rkt",
+                p.clone(),
+                "give the path of a built rkt binary",
+            )
+        });
+        for (what, path, hint) in need.into_iter().chain(candidate) {
             if !path.is_file() {
                 return Err(BenchError::Missing { what, path, hint });
             }
