@@ -6,6 +6,7 @@
 //! - [`netns`]: network namespaces, created, bind-mounted, entered and removed.
 //! - [`networking`]: network selection, built-in networks, setup and teardown, DNS and hosts.
 //! - [`stage`]: the process that runs the app inside the pod's namespaces.
+//! - [`security`]: who may write what rkt runs as root; the plugin timeout.
 //!
 //! The command line (`src/cli/`, part of the `rkt` binary) is a thin layer on top.
 
@@ -13,4 +14,5 @@ pub mod config;
 pub mod netns;
 pub mod networking;
 pub mod pod;
+pub mod security;
 pub mod stage;

@@ -46,6 +46,9 @@ paths.d files are read from <system-config>/paths.d, <local-config>/paths.d and
 <user-config>/paths.d; a later directory overrides an earlier one field by field.
 `rkt config --show-origin` shows the values in effect and where each was set.
 
+Each CNI plugin call may take RKT_NET_PLUGIN_TIMEOUT (a duration like 30s, 500ms;
+default 60s); a plugin that takes longer is killed and the call fails.
+
 rkt exits with status 254 when it fails itself (usage, configuration, I/O).";
 
 /// rkt: pods in their own network namespace, wired up by CNI plugins.
@@ -228,6 +231,7 @@ pub fn main() -> ExitCode {
 
 fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
     let global = &cli.global;
+    rkt::security::plugin_timeout()?;
     match &cli.command {
         Command::Config(args) => config::run(global, args),
         Command::Version(args) => version::run(global, args),

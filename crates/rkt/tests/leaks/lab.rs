@@ -1,0 +1,359 @@
+//! A temporary rkt world for fault tests: its own data dir, empty local and system
+//! configuration, a network configuration directory and a plugin directory holding copies
+//! (symlinks) of the scriptable test plugin, all of whose calls go to one log. Every
+//! network name it hands out is unique, so the leak checker can attribute state to it.
+
+use std::fs;
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use super::Ctx;
+
+/// The `cni-test-plugin` binary, built once per test process.
+pub fn test_plugin() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let status = Command::new(env!("CARGO"))
+                .args(["build", "-q", "-p", "cni-test-plugin"])
+                .status()
+                .expect("run cargo build for the test plugin");
+            assert!(status.success(), "building cni-test-plugin failed");
+            let target = std::env::var_os("CARGO_TARGET_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+            let bin = target.join("debug/cni-test-plugin");
+            assert!(bin.is_file(), "{} missing", bin.display());
+            bin
+        })
+        .clone()
+}
+
+/// A short random suffix.
+pub fn unique() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..8].to_string()
+}
+
+/// One logged plugin call.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// The plugin's file name (argv0).
+    pub plugin: String,
+    pub command: String,
+    pub container: String,
+    pub ifname: String,
+    /// The network name from stdin.
+    pub net: String,
+}
+
+impl Call {
+    /// `"ADD plug eth0"`.
+    pub fn short(&self) -> String {
+        format!("{} {} {}", self.command, self.plugin, self.ifname)
+    }
+}
+
+pub struct Lab {
+    pub root: tempfile::TempDir,
+    pub id: String,
+}
+
+impl Default for Lab {
+    fn default() -> Self {
+        Lab::new()
+    }
+}
+
+impl Lab {
+    pub fn new() -> Lab {
+        let root = tempfile::tempdir().unwrap();
+        for d in ["data", "local", "system", "conf", "plugins"] {
+            fs::create_dir(root.path().join(d)).unwrap();
+        }
+        Lab { root, id: unique() }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.path().join(rel)
+    }
+    pub fn data(&self) -> PathBuf {
+        self.path("data")
+    }
+    pub fn conf_dir(&self) -> PathBuf {
+        self.path("conf")
+    }
+    pub fn plugin_dir(&self) -> PathBuf {
+        self.path("plugins")
+    }
+    pub fn log(&self) -> PathBuf {
+        self.path("calls.jsonl")
+    }
+
+    /// A network name unique to this lab: `r<id>-<suffix>`.
+    pub fn net(&self, suffix: &str) -> String {
+        format!("r{}-{suffix}", self.id)
+    }
+
+    /// The leak checker's context of this lab (its data dir, its call log, its networks).
+    pub fn ctx(&self, nets: &[&str]) -> Ctx {
+        let mut ctx = Ctx::new(self.data()).plugin_log(self.log());
+        for n in nets {
+            ctx = ctx.network(n);
+        }
+        ctx
+    }
+
+    /// Installs the test plugin as `name`, driven by `script` (its calls logged).
+    pub fn plugin(&self, name: &str, mut script: Value) {
+        let link = self.plugin_dir().join(name);
+        if fs::symlink_metadata(&link).is_err() {
+            symlink(test_plugin(), &link).unwrap();
+        }
+        script["log"] = Value::String(self.log().display().to_string());
+        fs::write(
+            self.plugin_dir().join(format!("{name}.script")),
+            script.to_string(),
+        )
+        .unwrap();
+    }
+
+    /// Writes a file into the plugin directory with `mode`.
+    pub fn plugin_file(&self, name: &str, bytes: &[u8], mode: u32) {
+        let path = self.plugin_dir().join(name);
+        fs::write(&path, bytes).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    /// Writes a network configuration file.
+    pub fn conf(&self, file: &str, json: &Value) {
+        fs::write(self.conf_dir().join(file), json.to_string()).unwrap();
+    }
+
+    /// A one-network list `name` of plugins `types`, written as `<file>`.
+    pub fn conflist(&self, file: &str, name: &str, types: &[&str]) {
+        let plugins: Vec<Value> = types
+            .iter()
+            .map(|t| serde_json::json!({"type": t}))
+            .collect();
+        self.conf(
+            file,
+            &serde_json::json!({"cniVersion": "1.0.0", "name": name, "plugins": plugins}),
+        );
+    }
+
+    fn globals(&self) -> Vec<String> {
+        vec![
+            format!("--dir={}", self.data().display()),
+            format!("--local-config={}", self.path("local").display()),
+            format!("--system-config={}", self.path("system").display()),
+        ]
+    }
+
+    /// `rkt <globals> <args>`.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rkt"));
+        cmd.args(self.globals()).args(args).stdin(Stdio::null());
+        cmd
+    }
+
+    /// `rkt <globals> run --net-conf-dir=.. --net-plugin-dir=.. <args>`, not started.
+    pub fn run_command(&self, args: &[&str]) -> Command {
+        let mut cmd = self.command(&["run"]);
+        cmd.arg(format!("--net-conf-dir={}", self.conf_dir().display()))
+            .arg(format!("--net-plugin-dir={}", self.plugin_dir().display()))
+            .args(args);
+        cmd
+    }
+
+    /// Runs `rkt run` with this lab's directories and `args`; returns its output.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.run_command(args).output().unwrap()
+    }
+
+    /// Runs `rkt <args>` (with the global options) to completion.
+    pub fn rkt(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    /// `rkt gc --grace-period=0s --expire-prepared=0s`.
+    pub fn gc(&self) -> Output {
+        self.rkt(&["gc", "--grace-period=0s", "--expire-prepared=0s"])
+    }
+
+    /// Every logged call but VERSION, in order.
+    pub fn calls(&self) -> Vec<Call> {
+        let text = fs::read_to_string(self.log()).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .map(|v| Call {
+                plugin: Path::new(v["argv0"].as_str().unwrap_or(""))
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned(),
+                command: v["command"].as_str().unwrap_or("").to_string(),
+                container: v["env"]["CNI_CONTAINERID"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+                ifname: v["env"]["CNI_IFNAME"].as_str().unwrap_or("").to_string(),
+                net: v["stdin"]["name"].as_str().unwrap_or("").to_string(),
+            })
+            .filter(|c| c.command != "VERSION")
+            .collect()
+    }
+
+    /// The calls in `"CMD plugin ifname"` form.
+    pub fn call_lines(&self) -> Vec<String> {
+        self.calls().iter().map(Call::short).collect()
+    }
+
+    /// Asserts every plugin that got an ADD (or was attempted) for a container also got
+    /// a DEL for it, after its ADD.
+    pub fn assert_every_add_deleted(&self) {
+        let calls = self.calls();
+        for (i, c) in calls.iter().enumerate() {
+            if c.command != "ADD" {
+                continue;
+            }
+            let deleted = calls[i + 1..].iter().any(|d| {
+                d.command == "DEL"
+                    && d.plugin == c.plugin
+                    && d.container == c.container
+                    && d.ifname == c.ifname
+            });
+            assert!(
+                deleted,
+                "{} for pod {} never got its DEL; calls: {:?}",
+                c.short(),
+                c.container,
+                self.call_lines()
+            );
+        }
+    }
+
+    /// The UUIDs of the pods in this lab's data dir.
+    pub fn pods(&self) -> Vec<String> {
+        fs::read_dir(self.data().join("pods"))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| !n.starts_with('.'))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The state of pod `uuid` (`state.json`'s `state`).
+    pub fn state(&self, uuid: &str) -> String {
+        let text = fs::read_to_string(self.data().join("pods").join(uuid).join("state.json"))
+            .unwrap_or_default();
+        let v: Value = serde_json::from_str(&text).unwrap_or_default();
+        v["state"].as_str().unwrap_or("").to_string()
+    }
+}
+
+/// A background `rkt run`, killed (SIGKILL) on drop if still running, so a failing test
+/// leaves no process behind (the lab's gc then cleans up after it).
+pub struct Running {
+    pub uuid: String,
+    pub child: Option<Child>,
+}
+
+impl Running {
+    /// Waits for `rkt run` to end; returns its output.
+    pub fn wait(mut self) -> Output {
+        self.child.take().unwrap().wait_with_output().unwrap()
+    }
+
+    /// The PID of `rkt run`.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Lab {
+    /// Starts `rkt run <args>` in the background and waits until its UUID is known.
+    pub fn spawn_run(&self, args: &[&str]) -> Running {
+        let uuid_file = self.path(&format!("uuid-{}", unique()));
+        let mut full = vec![format!("--uuid-file-save={}", uuid_file.display())];
+        full.extend(args.iter().map(|s| s.to_string()));
+        let full: Vec<&str> = full.iter().map(String::as_str).collect();
+        let child = self
+            .run_command(&full)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut running = Running {
+            uuid: String::new(),
+            child: Some(child),
+        };
+        running.uuid = wait_for(|| {
+            let text = fs::read_to_string(&uuid_file).ok()?;
+            let uuid = text.trim().to_string();
+            (!uuid.is_empty()).then_some(uuid)
+        });
+        running
+    }
+
+    /// Waits until pod `uuid` runs its app (`rkt status` shows state running and a PID).
+    pub fn wait_running(&self, uuid: &str) {
+        wait_for(|| {
+            let out = self.rkt(&["status", "--format=json", uuid]);
+            let v: Value = serde_json::from_slice(&out.stdout).ok()?;
+            (v["state"] == "running" && v["pid"].as_i64().is_some()).then_some(())
+        })
+    }
+}
+
+/// Polls `f` every 20 ms for at most 60 s (a deadline for a hung test, not a timing
+/// assertion).
+pub fn wait_for<T>(mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(std::time::Instant::now() < deadline, "gave up waiting");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+impl Drop for Lab {
+    /// Best effort: gc whatever the test left, so a failing test does not leak onto the
+    /// host (the leak guard, dropped earlier, has already judged).
+    fn drop(&mut self) {
+        let pods = self.pods();
+        let _ = self.gc();
+        for uuid in pods {
+            let ns = PathBuf::from(format!("/run/netns/rkt-{uuid}"));
+            if ns.exists() {
+                let _ = Command::new("umount").arg(&ns).status();
+                let _ = fs::remove_file(&ns);
+            }
+        }
+    }
+}
+
+/// Output helpers.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
