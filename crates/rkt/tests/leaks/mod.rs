@@ -21,6 +21,7 @@
 //! - host-local reservations under `/var/lib/cni/networks/<net>`: any address of a network
 //!   the test owns ([`Ctx::network`]), and addresses leased to one of the pods in a shared
 //!   one ([`Ctx::shared_network`], e.g. the built-in `default`);
+//! - a pod's `stage1-init` process still alive;
 //! - pods in state `running` under the data dir (a final state is `exited` or `garbage`,
 //!   `prepared` pods hold nothing on the host);
 //! - CNI cache entries (`<data>/cni/results`, and the pods' entries in
@@ -399,6 +400,13 @@ pub fn leaked(ctx: &Ctx, before: &Snapshot) -> Vec<String> {
             out.push(format!("CNI cache entry {path}"));
         }
     }
+    // A pod's init (`stage1-init --pod-dir <data>/pods/<uuid>`) outliving its pod.
+    let pods_dir = ctx.data_dir.join("pods").display().to_string();
+    for (pid, cmdline) in processes() {
+        if cmdline.contains("stage1-init") && cmdline.contains(&pods_dir) {
+            out.push(format!("process {pid}: {cmdline}"));
+        }
+    }
     for id in &ids {
         let state = ctx.data_dir.join("pods").join(id).join("state.json");
         let Ok(text) = fs::read_to_string(&state) else {
@@ -410,6 +418,27 @@ pub fn leaked(ctx: &Ctx, before: &Snapshot) -> Vec<String> {
         }
     }
     out
+}
+
+/// Every process as (pid, command line with spaces between arguments).
+fn processes() -> Vec<(u32, String)> {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let raw = fs::read(e.path().join("cmdline")).ok()?;
+            let text = String::from_utf8_lossy(&raw).replace('\0', " ");
+            Some((pid, text.trim().to_string()))
+        })
+        .collect()
+}
+
+/// Whether a process whose command line contains `needle` exists (zombies aside).
+pub fn process_running(needle: &str) -> bool {
+    processes().iter().any(|(_, c)| c.contains(needle))
 }
 
 /// Snapshots at creation; asserts nothing leaked when dropped (unless the test is already
