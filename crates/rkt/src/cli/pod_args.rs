@@ -157,9 +157,14 @@ impl PodNetArgs {
         let selection = NetSelection::parse(&self.net)?;
         let ports = rkt::networking::ports::parse_all(&self.port)?;
         let dirs = global.effective_dirs(&self.dirs)?;
+        if !rkt::security::insecure_net_plugins(&self.dirs.insecure_options)? {
+            rkt::security::check_net_setup(&selection, &dirs.net_conf.value, &dirs.plugin_path())?;
+        }
         if let Some(name) = &self.hostname {
-            if name.is_empty() || name.len() > 64 {
-                bail!("--hostname={name:?}: a hostname has 1 to 64 characters");
+            // It goes into /etc/hosts and the UTS namespace: no whitespace or shell text.
+            let word = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
+            if name.is_empty() || name.len() > 64 || !name.chars().all(word) {
+                bail!("--hostname={name:?}: a hostname has 1 to 64 characters, each a letter, digit, '-', '.' or '_'");
             }
         }
         Ok(RunOptions {
