@@ -138,15 +138,19 @@ pub fn check_trusted(what: &'static str, path: &Path) -> Result<(), SecurityErro
 }
 
 /// Checks what a pod's networks would use: the configuration directory (when it exists),
+/// the file of every selected network (symlinks followed: the target must be trusted too),
 /// every existing plugin directory, and the binary of every plugin the selected networks
 /// name (as found in the plugin path). Networks or plugins that cannot be found are left
 /// to setup, which reports them.
+///
+/// Only when rkt runs as root: plugins of a user's own rkt run with that user's rights, so
+/// nobody gains anything by changing them.
 pub fn check_net_setup(
     selection: &crate::networking::NetSelection,
     conf_dir: &Path,
     plugin_path: &[PathBuf],
 ) -> Result<(), SecurityError> {
-    if selection.is_host() || selection.is_none() {
+    if selection.is_host() || selection.is_none() || !nix::unistd::geteuid().is_root() {
         return Ok(());
     }
     if conf_dir.exists() {
@@ -159,6 +163,9 @@ pub fn check_net_setup(
         return Ok(());
     };
     for net in &planned {
+        if !net.builtin {
+            check_trusted("network configuration", &conf_dir.join(&net.file_name))?;
+        }
         for plugin in &net.list.plugins {
             if let Ok(binary) = cni::invoke::find_in_path(&plugin.plugin_type, plugin_path) {
                 check_trusted("plugin", &binary)?;

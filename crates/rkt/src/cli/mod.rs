@@ -108,6 +108,12 @@ pub struct NetDirArgs {
     /// that exist) are always searched last.
     #[arg(long, value_name = "DIR[:DIR...]", value_delimiter = ':')]
     pub net_plugin_dir: Vec<PathBuf>,
+
+    /// Accept insecure settings. `net-plugins`: use network configurations, plugin
+    /// directories and plugins that a user other than root can change (run as root, rkt
+    /// refuses them otherwise). Comma-separated; may be repeated.
+    #[arg(long, value_name = "OPTION[,OPTION...]")]
+    pub insecure_options: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
