@@ -40,13 +40,14 @@ struct RemoveHostLocal(String);
 
 impl Drop for RemoveHostLocal {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(std::path::Path::new("/var/lib/cni/networks").join(&self.0));
+        let _ =
+            std::fs::remove_dir_all(std::path::Path::new("/var/lib/cni/networks").join(&self.0));
     }
 }
 
 /// Whether an error of `rkt rm` is one of the expected ones while pods come and go.
 fn expected_rm_error(err: &str) -> bool {
-    ["running", "no pod matches", "not found", "is being", "locked", "busy"]
+    ["is running", "no pod matches", "is being", "locked", "busy"]
         .iter()
         .any(|e| err.contains(e))
 }
@@ -65,7 +66,10 @@ fn storm(pods: usize) {
             while !done.load(Ordering::Relaxed) {
                 let list = lab.rkt(&["list", "--no-legend", "--full"]);
                 if list.status.code() != Some(0) {
-                    unexpected.lock().unwrap().push(format!("list: {}", stderr(&list)));
+                    unexpected
+                        .lock()
+                        .unwrap()
+                        .push(format!("list: {}", stderr(&list)));
                 }
                 for line in stdout(&list).lines() {
                     let Some(uuid) = line.split_whitespace().next() else {
@@ -73,12 +77,18 @@ fn storm(pods: usize) {
                     };
                     let rm = lab.rkt(&["rm", uuid]);
                     if rm.status.code() != Some(0) && !expected_rm_error(&stderr(&rm)) {
-                        unexpected.lock().unwrap().push(format!("rm: {}", stderr(&rm)));
+                        unexpected
+                            .lock()
+                            .unwrap()
+                            .push(format!("rm: {}", stderr(&rm)));
                     }
                 }
                 let gc = lab.rkt(&["gc", "--grace-period=0s"]);
                 if gc.status.code() != Some(0) {
-                    unexpected.lock().unwrap().push(format!("gc: {}", stderr(&gc)));
+                    unexpected
+                        .lock()
+                        .unwrap()
+                        .push(format!("gc: {}", stderr(&gc)));
                 }
             }
         });
@@ -98,10 +108,11 @@ fn storm(pods: usize) {
         for r in runners {
             let out = r.join().unwrap();
             if out.status.code() != Some(0) {
-                unexpected
-                    .lock()
-                    .unwrap()
-                    .push(format!("run: {:?} {}", out.status.code(), stderr(&out)));
+                unexpected.lock().unwrap().push(format!(
+                    "run: {:?} {}",
+                    out.status.code(),
+                    stderr(&out)
+                ));
                 continue;
             }
             let text = stdout(&out);
@@ -116,7 +127,11 @@ fn storm(pods: usize) {
         done.store(true, Ordering::Relaxed);
     });
     let unexpected = unexpected.into_inner().unwrap();
-    assert!(unexpected.is_empty(), "unexpected errors:\n{}", unexpected.join("\n"));
+    assert!(
+        unexpected.is_empty(),
+        "unexpected errors:\n{}",
+        unexpected.join("\n")
+    );
     let addrs = addrs.into_inner().unwrap();
     assert_eq!(addrs.len(), pods);
     let distinct: BTreeSet<&String> = addrs.iter().collect();
@@ -164,7 +179,11 @@ fn soak_of_1000_sequential_pod_cycles() {
             let gc = lab.gc();
             assert_eq!(gc.status.code(), Some(0), "cycle {i}: {}", stderr(&gc));
             let leaks = g.leaked();
-            assert!(leaks.is_empty(), "after cycle {i}:\n  {}", leaks.join("\n  "));
+            assert!(
+                leaks.is_empty(),
+                "after cycle {i}:\n  {}",
+                leaks.join("\n  ")
+            );
         }
     }
     let gc = lab.gc();

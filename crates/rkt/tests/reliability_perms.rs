@@ -165,6 +165,52 @@ fn a_network_file_linked_to_a_file_another_user_owns_is_refused() {
     });
 }
 
+/// `rkt net status` runs every network's plugins (CNI STATUS): the same check applies.
+#[test]
+fn net_status_refuses_a_writable_plugin_directory() {
+    if !require_root() {
+        return;
+    }
+    let lab = Lab::new();
+    let net = lab.net("st");
+    lab.plugin("plug", json!({}));
+    lab.conf(
+        "10-st.conflist",
+        &json!({"cniVersion": "1.1.0", "name": net, "plugins": [{"type": "plug"}]}),
+    );
+    chmod(&lab.plugin_dir(), 0o777);
+    let dirs = [
+        format!("--net-conf-dir={}", lab.conf_dir().display()),
+        format!("--net-plugin-dir={}", lab.plugin_dir().display()),
+    ];
+    let out = lab.rkt(&["net", "status", &dirs[0], &dirs[1]]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(254), "{err}");
+    assert!(
+        err.contains("mode 0777") && err.contains("plugin directory"),
+        "{err}"
+    );
+    assert!(
+        lab.calls().is_empty(),
+        "no plugin ran: {:?}",
+        lab.call_lines()
+    );
+    let out = lab.rkt(&[
+        "net",
+        "status",
+        &dirs[0],
+        &dirs[1],
+        "--insecure-options=net-plugins",
+    ]);
+    assert_ne!(out.status.code(), Some(254), "{}", stderr(&out));
+    assert!(
+        lab.calls().iter().any(|c| c.command == "STATUS"),
+        "{:?}",
+        lab.call_lines()
+    );
+    chmod(&lab.plugin_dir(), 0o755);
+}
+
 #[test]
 fn unknown_insecure_options_are_refused() {
     let lab = Lab::new();
