@@ -306,3 +306,58 @@ fn an_invalid_plugin_timeout_is_refused_before_anything_runs() {
     assert!(err.contains("RKT_NET_PLUGIN_TIMEOUT=\"forever\""), "{err}");
     assert!(lab.pods().is_empty(), "no pod was created");
 }
+
+/// Two teardowns of one attachment at once (a killed `rkt run`'s orphaned plugin DEL racing
+/// `rkt gc`, found by the randomised crash test): both sweeps of the leftover firewall
+/// rules succeed, whichever removes a rule first, and nothing is left.
+#[test]
+fn concurrent_sweeps_of_one_attachment_both_succeed() {
+    if !require_root() {
+        return;
+    }
+    let net = format!("sweep-{}", leaks::lab::unique());
+    let id = uuid::Uuid::new_v4().to_string();
+    let comment = format!("name: \"{net}\" id: \"{id}\"");
+    let chain = leaks::chain_name(&net, &id, "");
+    let _g = Guard::new(leaks::Ctx::new("/nonexistent").network(&net).container(&id));
+    let ipt = |args: &[&str]| {
+        let ok = std::process::Command::new("iptables")
+            .args(["-w", "-t", "nat"])
+            .args(args)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "iptables {args:?}");
+    };
+    for round in 0..5 {
+        ipt(&["-N", &chain]);
+        for i in 0..8 {
+            let dst = format!("10.250.{round}.{i}/32");
+            let rule = [
+                "-A",
+                &chain,
+                "-d",
+                &dst,
+                "-m",
+                "comment",
+                "--comment",
+                &comment,
+            ];
+            ipt(&[&rule[..], &["-j", "ACCEPT"]].concat());
+        }
+        let results: Vec<_> = std::thread::scope(|s| {
+            let a = s.spawn(|| rkt::networking::sweep::sweep(&net, &id));
+            let b = s.spawn(|| rkt::networking::sweep::sweep(&net, &id));
+            vec![a.join().unwrap(), b.join().unwrap()]
+        });
+        for r in results {
+            if let Err(e) = r {
+                // Leave nothing behind before failing.
+                let _ = rkt::networking::sweep::sweep(&net, &id);
+                panic!("round {round}: {e}");
+            }
+        }
+        // No jump led to the chain, so the sweeps left it (empty) in place.
+        ipt(&["-X", &chain]);
+    }
+}

@@ -178,16 +178,31 @@ pub fn sweep(net: &str, container_id: &str) -> Result<(), SweepError> {
                 Ok(o) => Some(String::from_utf8_lossy(&o.stderr).trim().to_string()),
                 Err(e) => Some(e.to_string()),
             };
-            if let Some(stderr) = failed {
-                return Err(SweepError::Command {
-                    net: net.to_string(),
-                    command: format!("{tool} -w -t nat {}", args.join(" ")),
-                    stderr,
-                });
+            let Some(stderr) = failed else { continue };
+            // Another teardown of the same attachment (a killed rkt's plugin still running
+            // its DEL) may have removed it since the dump: only what is still there counts.
+            if !still_planned(save, &comment, &args) {
+                continue;
             }
+            return Err(SweepError::Command {
+                net: net.to_string(),
+                command: format!("{tool} -w -t nat {}", args.join(" ")),
+                stderr,
+            });
         }
     }
     Ok(())
+}
+
+/// Whether a fresh dump still calls for `command` (false when it cannot be read).
+fn still_planned(save: &str, comment: &str, command: &[String]) -> bool {
+    match Command::new(save).args(["-t", "nat"]).output() {
+        Ok(out) if out.status.success() => plan(&String::from_utf8_lossy(&out.stdout), comment)
+            .commands
+            .iter()
+            .any(|c| c == command),
+        _ => false,
+    }
 }
 
 #[cfg(test)]
