@@ -34,6 +34,9 @@ fn kill9(pid: u32) {
 fn wait_plugin_gone(lab: &Lab, name: &str) {
     let needle = lab.plugin_dir().join(name).display().to_string();
     wait_for(|| (!leaks::process_running(&needle)).then_some(()));
+    // And any other plugin (ptp, host-local, the iptables they run) of the lab's pods.
+    let ids = lab.ctx(&[]).ids();
+    wait_for(|| (!ids.iter().any(|id| leaks::plugin_running_for(id))).then_some(()));
 }
 
 /// `rkt gc` twice: the first cleans up (and may report what it cleaned), the second finds

@@ -436,6 +436,23 @@ fn processes() -> Vec<(u32, String)> {
         .collect()
 }
 
+/// Whether a plugin (or a program it started) is still running for container `id`: a
+/// process whose environment has `CNI_CONTAINERID=<id>`.
+pub fn plugin_running_for(id: &str) -> bool {
+    let needle = format!("CNI_CONTAINERID={id}\0");
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        e.file_name()
+            .to_str()
+            .is_some_and(|n| n.parse::<u32>().is_ok())
+            && fs::read(e.path().join("environ"))
+                .map(|env| String::from_utf8_lossy(&env).contains(&needle))
+                .unwrap_or(false)
+    })
+}
+
 /// Whether a process whose command line contains `needle` exists (zombies aside).
 pub fn process_running(needle: &str) -> bool {
     processes().iter().any(|(_, c)| c.contains(needle))
