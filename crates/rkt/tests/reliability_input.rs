@@ -290,3 +290,38 @@ fn no_shell_interprets_user_input() {
     assert!(stdout(&out).contains("host-1.example"));
     assert!(!marker.exists(), "something ran a shell on user input");
 }
+
+/// A bad `paths.d` file stops every command with an error naming the file; no pod.
+#[test]
+fn bad_paths_configuration_files() {
+    let mut deep = b"{\"rktKind\":\"paths\",\"rktVersion\":\"v1\",\"x\":".to_vec();
+    deep.extend(std::iter::repeat_n(b'[', 10_000));
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (b"{\"rktKind\":\"paths\",".to_vec(), "malformed JSON"),
+        (
+            br#"{"rktKind":"paths","rktVersion":"v1","data":5}"#.to_vec(),
+            "must be a string",
+        ),
+        (deep, "recursion limit"),
+        (
+            b"{\"rktKind\":\"paths\",\"rktVersion\":\"v1\",\"data\":\"/x\xff\"}".to_vec(),
+            "malformed JSON",
+        ),
+        (
+            br#"{"rktKind":"paths","rktVersion":"v1","net-plugin":"../../bin"}"#.to_vec(),
+            "absolute",
+        ),
+    ];
+    for (bytes, why) in cases {
+        let lab = Lab::new();
+        let file = lab.path("local/paths.d/p.json");
+        fs::create_dir_all(file.parent().unwrap()).unwrap();
+        fs::write(&file, &bytes).unwrap();
+        let out = lab.run(&["--net=none", "--", "/bin/true"]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(254), "{why}: {err}");
+        assert!(err.contains(&file.display().to_string()), "{why}: {err}");
+        assert!(err.contains(why), "{why}: {err}");
+        assert!(lab.pods().is_empty());
+    }
+}
