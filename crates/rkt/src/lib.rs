@@ -11,6 +11,7 @@
 //! The command line (`src/cli/`, part of the `rkt` binary) is a thin layer on top.
 
 pub mod config;
+pub mod fsutil;
 pub mod netns;
 pub mod networking;
 pub mod pod;

@@ -5,8 +5,6 @@
 //! [`hosts_path`]); the stage mounts them over the app's `/etc` files. A file that is not
 //! written means the app sees the host's file.
 
-use std::fs;
-use std::io::Write;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
@@ -276,26 +274,19 @@ pub fn write_hosts(pod_dir: &Path, text: &str) -> Result<PathBuf, DnsError> {
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), DnsError> {
-    let err = |source| DnsError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
-    let dir = path.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(dir).map_err(err)?;
-    let tmp = dir.join(format!(
-        ".{}.tmp",
-        path.file_name().unwrap_or_default().to_string_lossy()
-    ));
-    let mut f = fs::File::create(&tmp).map_err(err)?;
-    f.write_all(bytes).map_err(err)?;
-    f.sync_all().map_err(err)?;
-    drop(f);
-    fs::rename(&tmp, path).map_err(err)
+    // Regenerated at every setup, so a lost rename only costs a rewrite: no directory fsync.
+    crate::fsutil::replace(path, bytes, 0o644, crate::fsutil::Durability::File).map_err(|e| {
+        DnsError::Write {
+            path: path.to_path_buf(),
+            source: e.source,
+        }
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     fn strings(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()

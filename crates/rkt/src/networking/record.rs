@@ -13,7 +13,6 @@
 //! tear down.
 
 use std::fs;
-use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Component, Path, PathBuf};
 
@@ -219,31 +218,15 @@ pub fn remove_conf(pod_dir: &Path, net: &NetInfo) -> Result<(), RecordError> {
     }
 }
 
-/// Writes `bytes` to `path` through a temp file in the same directory: write, fsync,
-/// rename, fsync the directory.
+/// Writes `bytes` to `path` durably: teardown after a crash or reboot depends on it.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RecordError> {
-    let io = |action, p: &Path| {
-        let p = p.to_path_buf();
-        move |source| RecordError::Io {
-            action,
-            path: p,
-            source,
+    crate::fsutil::replace(path, bytes, 0o600, crate::fsutil::Durability::Directory).map_err(|e| {
+        RecordError::Io {
+            action: e.action,
+            path: e.path,
+            source: e.source,
         }
-    };
-    let dir = path.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(dir).map_err(io("create", dir))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp",
-        path.file_name().unwrap_or_default().to_string_lossy()
-    ));
-    let mut f = fs::File::create(&tmp).map_err(io("create", &tmp))?;
-    f.write_all(bytes).map_err(io("write", &tmp))?;
-    f.sync_all().map_err(io("sync", &tmp))?;
-    drop(f);
-    fs::rename(&tmp, path).map_err(io("rename into place", path))?;
-    fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io("sync", dir))
+    })
 }
 
 #[cfg(test)]

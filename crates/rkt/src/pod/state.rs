@@ -5,16 +5,15 @@
 //! pod garbage just before deleting it). `rkt run` creates its pod directly in `running`.
 
 use std::fmt;
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::fs;
 use std::net::IpAddr;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::time::Timestamp;
 use super::PodError;
+use crate::fsutil::Durability;
 use crate::networking::NetInfo;
 
 /// The file name of the state record inside a pod directory.
@@ -156,29 +155,16 @@ impl PodState {
     }
 }
 
-/// Writes `dir/name` so that readers see either the old or the new content, never a mix:
-/// a 0600 temporary file in the same directory, fsync, rename over, fsync the directory.
+/// Writes `dir/name` so that readers see either the old or the new content, never a mix,
+/// durably and with mode 0600 (see [`crate::fsutil::replace`]).
 pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), PodError> {
-    let tmp = dir.join(format!(".{name}.tmp"));
-    let io = |what: &'static str, path: &PathBuf| {
-        let path = path.clone();
-        move |source| PodError::Io { what, path, source }
-    };
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(io("create temporary file", &tmp))?;
-    file.write_all(bytes).map_err(io("write", &tmp))?;
-    file.sync_all().map_err(io("fsync", &tmp))?;
-    drop(file);
-    let dest = dir.join(name);
-    fs::rename(&tmp, &dest).map_err(io("rename into place", &dest))?;
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io("fsync directory", &dir.to_path_buf()))
+    crate::fsutil::replace(&dir.join(name), bytes, 0o600, Durability::Directory).map_err(|e| {
+        PodError::Io {
+            what: e.action,
+            path: e.path,
+            source: e.source,
+        }
+    })
 }
 
 #[cfg(test)]
