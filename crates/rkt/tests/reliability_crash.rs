@@ -191,6 +191,83 @@ fn kill_9_with_real_plugins_leaves_nothing_after_gc() {
     gc_twice(&lab);
 }
 
+/// ptp makes its masquerading chain before the rules that carry the attachment's comment,
+/// so a ptp killed in between (Ctrl-C reaches the plugins too) leaves an empty chain that
+/// only its name ties to the pod; and when the pod's interface is gone at DEL, ptp cannot
+/// tell which rules to remove. gc removes that chain by its name.
+#[test]
+fn an_untagged_chain_of_a_killed_plugin_is_removed_by_gc() {
+    if !require_root() {
+        return;
+    }
+    let lab = Lab::new();
+    let net = lab.net("untagged");
+    let subnet = real_subnet(&lab);
+    lab.conf(
+        "10-untagged.conf",
+        &json!({"cniVersion": "1.0.0", "name": net, "type": "ptp", "ipMasq": true,
+                "ipam": {"type": "host-local", "subnet": subnet}}),
+    );
+    let _hl = RemoveHostLocal(net.clone());
+    let g = Guard::new(lab.ctx(&[&net]).subnet(&subnet));
+    let pod = lab.spawn_run(&[&format!("--net={net}"), "--", "/bin/sleep", "600"]);
+    lab.wait_running(&pod.uuid);
+    let uuid = pod.uuid.clone();
+    let chain = leaks::chain_name(&net, &uuid, "");
+    kill9(pod.pid());
+    pod.wait();
+    // Leave what the killed plugin would have: the chain, empty, and nothing jumping to
+    // it; and take the pod's interface away.
+    let nat = |args: &[&str]| {
+        let out = Command::new("iptables")
+            .args(["-w", "-t", "nat"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "iptables {args:?}: {}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let jump = nat(&["-S", "POSTROUTING"])
+        .lines()
+        .find(|l| l.contains(&chain))
+        .expect("ptp's jump to its chain")
+        .replacen("-A ", "-D ", 1);
+    let jump_args: Vec<String> = split_rule(&jump);
+    let jump_args: Vec<&str> = jump_args.iter().map(String::as_str).collect();
+    nat(&jump_args);
+    nat(&["-F", &chain]);
+    let del = Command::new("ip")
+        .args(["netns", "exec", &format!("rkt-{uuid}")])
+        .args(["ip", "link", "del", "eth0"])
+        .output()
+        .unwrap();
+    assert!(del.status.success(), "{}", stderr(&del));
+    assert!(g
+        .leaked()
+        .iter()
+        .any(|l| l.contains(&format!("-N {chain}"))));
+
+    gc_twice(&lab);
+    assert!(!nat(&["-S"]).contains(&chain), "chain {chain} left");
+}
+
+/// `iptables -S` output to arguments (comments are quoted and may hold spaces).
+fn split_rule(line: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut quoted = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => quoted = !quoted,
+            '\\' if quoted => out.last_mut().unwrap().extend(chars.next()),
+            ' ' if !quoted => out.push(String::new()),
+            c => out.last_mut().unwrap().push(c),
+        }
+    }
+    out.retain(|w| !w.is_empty());
+    out
+}
+
 /// A subnet for this lab's real network, unlikely to collide with another test's.
 fn real_subnet(lab: &Lab) -> String {
     let n = u32::from_str_radix(&lab.id[..4], 16).unwrap();

@@ -357,7 +357,12 @@ fn concurrent_sweeps_of_one_attachment_both_succeed() {
                 panic!("round {round}: {e}");
             }
         }
-        // No jump led to the chain, so the sweeps left it (empty) in place.
-        ipt(&["-X", &chain]);
+        // The chain carries the attachment's name, so it went too.
+        let out = std::process::Command::new("iptables")
+            .args(["-w", "-t", "nat", "-S"])
+            .output()
+            .unwrap();
+        let left = String::from_utf8_lossy(&out.stdout);
+        assert!(!left.contains(&chain), "round {round}: {chain} left");
     }
 }

@@ -14,8 +14,16 @@
 //! DEL removes both by name, whatever state the pod is in; should it not run (the plugin
 //! is gone at teardown), the jump is removed here and the `CNI-DN-` chain it leads to,
 //! when nothing else jumps to it.
+//!
+//! The plugins name an attachment's chains after it ([`chain_names`]: `CNI-`, `CNI-DN-` or
+//! `CNI-SN-` and the start of the SHA-512 of network name and container id), and create a
+//! chain before the rules that tag it. A plugin killed between the two (its `rkt run` was
+//! killed during ADD) leaves an empty chain that carries no comment. Such a chain is ours
+//! by its name alone: it is flushed and deleted, together with any rule that jumps to it.
 
 use std::process::Command;
+
+use sha2::{Digest, Sha512};
 
 /// Removing leftover rules failed.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +53,25 @@ const PORTMAP_CHAIN_PREFIX: &str = "CNI-DN-";
 pub fn comment(net: &str, container_id: &str) -> String {
     format!("name: {net:?} id: {container_id:?}")
 }
+
+/// The names the reference plugins give attachment (`net`, `container_id`)'s own chains:
+/// masquerading (ptp, bridge), portmap's DNAT and its older SNAT chain. iptables limits a
+/// chain name to 28 characters, so the hex digest is cut to fit.
+pub fn chain_names(net: &str, container_id: &str) -> [String; 3] {
+    let digest = Sha512::new()
+        .chain_update(net)
+        .chain_update(container_id)
+        .finalize();
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    ["", "DN-", "SN-"].map(|prefix| {
+        let mut name = format!("CNI-{prefix}{hex}");
+        name.truncate(MAX_CHAIN_NAME);
+        name
+    })
+}
+
+/// iptables' longest chain name.
+const MAX_CHAIN_NAME: usize = 28;
 
 /// Splits one `iptables-save` line into arguments: whitespace-separated, with `"…"` quoting
 /// and `\"` / `\\` escapes inside quotes.
@@ -91,23 +118,32 @@ struct Rule {
     ours: bool,
 }
 
-/// Plans the removal of the rules tagged with `comment` in an `iptables-save -t nat` dump.
-pub fn plan(save: &str, comment: &str) -> Plan {
+/// Plans the removal of attachment's leftovers in an `iptables-save -t nat` dump: the rules
+/// tagged with `comment`, and `own_chains` (the attachment's [`chain_names`]) with every
+/// jump to them.
+pub fn plan(save: &str, comment: &str, own_chains: &[String]) -> Plan {
+    let mut declared: Vec<&str> = Vec::new();
     let mut rules = Vec::new();
     for line in save.lines() {
+        if let Some(decl) = line.strip_prefix(':') {
+            declared.extend(decl.split_whitespace().next());
+            continue;
+        }
         let words = split_line(line);
         if words.len() < 2 || words[0] != "-A" {
             continue;
         }
         let args = words[2..].to_vec();
-        let ours = args.windows(2).any(|w| {
-            w[0] == "--comment"
-                && (w[1] == comment || w[1].strip_prefix(PORTMAP_PREFIX) == Some(comment))
-        });
         let target = args
             .windows(2)
             .find(|w| w[0] == "-j" || w[0] == "-g")
             .map(|w| w[1].clone());
+        let tagged = args.windows(2).any(|w| {
+            w[0] == "--comment"
+                && (w[1] == comment || w[1].strip_prefix(PORTMAP_PREFIX) == Some(comment))
+        });
+        let own = |c: &String| own_chains.contains(c);
+        let ours = tagged || own(&words[1]) || target.as_ref().is_some_and(own);
         rules.push(Rule {
             chain: words[1].clone(),
             args,
@@ -115,8 +151,13 @@ pub fn plan(save: &str, comment: &str) -> Plan {
             ours,
         });
     }
-    // Chains that only hold our rules and are only jumped to by our rules.
-    let mut chains: Vec<String> = Vec::new();
+    // The attachment's own chains, and chains that only hold our rules and are only jumped
+    // to by our rules.
+    let mut chains: Vec<String> = own_chains
+        .iter()
+        .filter(|c| declared.contains(&c.as_str()))
+        .cloned()
+        .collect();
     for r in rules.iter().filter(|r| r.ours) {
         let Some(t) = &r.target else { continue };
         if !t.starts_with("CNI-") || chains.contains(t) {
@@ -154,6 +195,7 @@ pub fn plan(save: &str, comment: &str) -> Plan {
 /// ip6tables. Tools that are not installed are skipped.
 pub fn sweep(net: &str, container_id: &str) -> Result<(), SweepError> {
     let comment = comment(net, container_id);
+    let own_chains = chain_names(net, container_id);
     for (save, tool) in [
         ("iptables-save", "iptables"),
         ("ip6tables-save", "ip6tables"),
@@ -165,10 +207,10 @@ pub fn sweep(net: &str, container_id: &str) -> Result<(), SweepError> {
             continue; // e.g. the table is not available in this kernel
         }
         let dump = String::from_utf8_lossy(&out.stdout);
-        if !dump.contains(container_id) {
+        if !dump.contains(container_id) && !own_chains.iter().any(|c| dump.contains(c.as_str())) {
             continue;
         }
-        for args in plan(&dump, &comment).commands {
+        for args in plan(&dump, &comment, &own_chains).commands {
             let out = Command::new(tool)
                 .args(["-w", "-t", "nat"])
                 .args(&args)
@@ -181,7 +223,7 @@ pub fn sweep(net: &str, container_id: &str) -> Result<(), SweepError> {
             let Some(stderr) = failed else { continue };
             // Another teardown of the same attachment (a killed rkt's plugin still running
             // its DEL) may have removed it since the dump: only what is still there counts.
-            if !still_planned(save, &comment, &args) {
+            if !still_planned(save, &comment, &own_chains, &args) {
                 continue;
             }
             return Err(SweepError::Command {
@@ -195,12 +237,14 @@ pub fn sweep(net: &str, container_id: &str) -> Result<(), SweepError> {
 }
 
 /// Whether a fresh dump still calls for `command` (false when it cannot be read).
-fn still_planned(save: &str, comment: &str, command: &[String]) -> bool {
+fn still_planned(save: &str, comment: &str, own_chains: &[String], command: &[String]) -> bool {
     match Command::new(save).args(["-t", "nat"]).output() {
-        Ok(out) if out.status.success() => plan(&String::from_utf8_lossy(&out.stdout), comment)
-            .commands
-            .iter()
-            .any(|c| c == command),
+        Ok(out) if out.status.success() => {
+            plan(&String::from_utf8_lossy(&out.stdout), comment, own_chains)
+                .commands
+                .iter()
+                .any(|c| c == command)
+        }
         _ => false,
     }
 }
@@ -235,6 +279,61 @@ COMMIT
     }
 
     #[test]
+    fn chain_names_are_the_plugins() {
+        // Seen on a host: ptp's masquerading chain for this network and container.
+        let [masq, dnat, snat] =
+            chain_names("r3a879a74-ptp", "153dc30c-0c9e-4d4f-bd42-8f018e7fad02");
+        assert_eq!(masq, "CNI-22977c8163dc354bd8c96d0d");
+        assert_eq!(dnat, "CNI-DN-22977c8163dc354bd8c96");
+        assert_eq!(snat, "CNI-SN-22977c8163dc354bd8c96");
+    }
+
+    /// What a plugin killed after creating its chain and before tagging it leaves: an
+    /// empty chain that only its name ties to the attachment.
+    #[test]
+    fn an_untagged_chain_named_after_the_attachment_is_removed() {
+        let own = chain_names("default", ID);
+        let dump = format!(
+            "*nat\n:POSTROUTING ACCEPT [0:0]\n:{} - [0:0]\n:CNI-0123456789abcdef01234567 - [0:0]\nCOMMIT\n",
+            own[0]
+        );
+        let p = plan(&dump, &comment("default", ID), &own);
+        assert_eq!(
+            p.commands,
+            [
+                vec!["-F".to_string(), own[0].clone()],
+                vec!["-X".to_string(), own[0].clone()]
+            ]
+        );
+    }
+
+    /// Jumps into the attachment's chain go first, tagged or not, and the chain's own rules
+    /// go with the chain.
+    #[test]
+    fn jumps_to_an_own_chain_are_removed_with_it() {
+        let own = chain_names("default", ID);
+        let dump = format!(
+            "*nat\n:POSTROUTING ACCEPT [0:0]\n:{c} - [0:0]\n-A POSTROUTING -s 172.16.28.5/32 -j {c}\n-A {c} -d 172.16.28.0/24 -j ACCEPT\nCOMMIT\n",
+            c = own[0]
+        );
+        let p = plan(&dump, &comment("default", ID), &own);
+        let shown: Vec<String> = p.commands.iter().map(|c| c.join(" ")).collect();
+        assert_eq!(
+            shown,
+            [
+                format!("-D POSTROUTING -s 172.16.28.5/32 -j {}", own[0]),
+                format!("-F {}", own[0]),
+                format!("-X {}", own[0]),
+            ]
+        );
+        // Another attachment's chains are not ours.
+        let theirs = chain_names("default", "someone-else");
+        assert!(plan(&dump, &comment("default", "someone-else"), &theirs)
+            .commands
+            .is_empty());
+    }
+
+    #[test]
     fn splits_quoted_comments() {
         assert_eq!(
             split_line(r#"-A X -m comment --comment "name: \"n\" id: \"i\"" -j Y"#),
@@ -257,7 +356,7 @@ COMMIT
 
     #[test]
     fn plans_jump_removal_then_chain_flush_and_delete() {
-        let p = plan(&dump(), &comment("default", ID));
+        let p = plan(&dump(), &comment("default", ID), &[]);
         let chain = "CNI-5f5f4e7b772405a2597683c7";
         assert_eq!(
             p.commands,
@@ -282,8 +381,10 @@ COMMIT
 
     #[test]
     fn other_pods_and_other_networks_are_left_alone() {
-        assert!(plan(&dump(), &comment("other-net", ID)).commands.is_empty());
-        assert!(plan(&dump(), &comment("default", "nobody"))
+        assert!(plan(&dump(), &comment("other-net", ID), &[])
+            .commands
+            .is_empty());
+        assert!(plan(&dump(), &comment("default", "nobody"), &[])
             .commands
             .is_empty());
     }
@@ -306,7 +407,7 @@ COMMIT
 COMMIT
 "#
         );
-        let p = plan(&dump, &comment("default", ID));
+        let p = plan(&dump, &comment("default", ID), &[]);
         let chain = "CNI-DN-88f306f5924ccb9381686";
         let shown: Vec<String> = p.commands.iter().map(|c| c[..2].join(" ")).collect();
         assert_eq!(
@@ -326,7 +427,7 @@ COMMIT
             "{}-A CNI-5f5f4e7b772405a2597683c7 -j RETURN\n",
             dump().replace("COMMIT\n", "")
         );
-        let p = plan(&shared, &comment("default", ID));
+        let p = plan(&shared, &comment("default", ID), &[]);
         assert!(p.commands.iter().all(|c| c[0] == "-D"), "{p:?}");
         assert_eq!(p.commands.len(), 3);
     }

@@ -100,7 +100,9 @@ impl Lab {
 
     /// The leak checker's context of this lab (its data dir, its call log, its networks).
     pub fn ctx(&self, nets: &[&str]) -> Ctx {
-        let mut ctx = Ctx::new(self.data()).plugin_log(self.log());
+        let mut ctx = Ctx::new(self.data())
+            .plugin_log(self.log())
+            .uuid_files_in(self.root.path());
         for n in nets {
             ctx = ctx.network(n);
         }
@@ -162,11 +164,22 @@ impl Lab {
 
     /// `rkt <globals> run --net-conf-dir=.. --net-plugin-dir=.. <args>`, not started.
     pub fn run_command(&self, args: &[&str]) -> Command {
+        self.run_command_saving_uuid(args).0
+    }
+
+    /// [`Lab::run_command`], and the file the pod's UUID goes to (`--uuid-file-save`, in
+    /// the lab's root, where the leak checker finds it after `rkt gc` removed the pod).
+    fn run_command_saving_uuid(&self, args: &[&str]) -> (Command, PathBuf) {
+        let uuid_file = self.path(&format!("uuid-{}", unique()));
         let mut cmd = self.command(&["run"]);
         cmd.arg(format!("--net-conf-dir={}", self.conf_dir().display()))
-            .arg(format!("--net-plugin-dir={}", self.plugin_dir().display()))
-            .args(args);
-        cmd
+            .arg(format!("--net-plugin-dir={}", self.plugin_dir().display()));
+        // Options go before the app's `--`; a test passing its own keeps it.
+        if !args.iter().any(|a| a.starts_with("--uuid-file-save")) {
+            cmd.arg(format!("--uuid-file-save={}", uuid_file.display()));
+        }
+        cmd.args(args);
+        (cmd, uuid_file)
     }
 
     /// Runs `rkt run` with this lab's directories and `args`; returns its output.
@@ -288,12 +301,8 @@ impl Drop for Running {
 impl Lab {
     /// Starts `rkt run <args>` in the background and waits until its UUID is known.
     pub fn spawn_run(&self, args: &[&str]) -> Running {
-        let uuid_file = self.path(&format!("uuid-{}", unique()));
-        let mut full = vec![format!("--uuid-file-save={}", uuid_file.display())];
-        full.extend(args.iter().map(|s| s.to_string()));
-        let full: Vec<&str> = full.iter().map(String::as_str).collect();
-        let child = self
-            .run_command(&full)
+        let (mut cmd, uuid_file) = self.run_command_saving_uuid(args);
+        let child = cmd
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

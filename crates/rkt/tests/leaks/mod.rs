@@ -10,7 +10,9 @@
 //! Tests run in parallel on one host, so the checker only looks at state it can attribute
 //! to THIS test, and only at state that appeared after the snapshot:
 //! - pods: every pod directory under the test's data dir, plus the container ids given
-//!   with [`Ctx::container`] or found in the test plugin's call logs ([`Ctx::plugin_log`]);
+//!   with [`Ctx::container`], found in the test plugin's call logs ([`Ctx::plugin_log`]) or
+//!   in `uuid-*` files (`--uuid-file-save`) of [`Ctx::uuid_files_in`]. A [`Guard`] remembers
+//!   every id it has seen, so a pod `rkt gc` removed still counts at the end;
 //! - network namespaces `/run/netns/rkt-<uuid>` and their bind mounts (mountinfo) for those
 //!   pods;
 //! - host links named with [`Ctx::link`], or carrying an address in one of the test's
@@ -50,6 +52,7 @@ pub struct Ctx {
     links: Vec<String>,
     containers: Vec<String>,
     plugin_logs: Vec<PathBuf>,
+    uuid_dirs: Vec<PathBuf>,
     cache_dirs: Vec<PathBuf>,
 }
 
@@ -98,6 +101,13 @@ impl Ctx {
         self
     }
 
+    /// A directory whose `uuid-*` files (written by `rkt run --uuid-file-save`) each hold a
+    /// pod UUID of this test.
+    pub fn uuid_files_in(mut self, dir: impl Into<PathBuf>) -> Ctx {
+        self.uuid_dirs.push(dir.into());
+        self
+    }
+
     /// Another CNI cache directory the test's pods use.
     pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Ctx {
         self.cache_dirs.push(dir.into());
@@ -112,6 +122,16 @@ impl Ctx {
                 let name = e.file_name().to_string_lossy().into_owned();
                 if uuid::Uuid::parse_str(&name).is_ok() {
                     ids.insert(name);
+                }
+            }
+        }
+        for dir in &self.uuid_dirs {
+            for e in fs::read_dir(dir).into_iter().flatten().flatten() {
+                if e.file_name().to_string_lossy().starts_with("uuid-") {
+                    let text = fs::read_to_string(e.path()).unwrap_or_default();
+                    if uuid::Uuid::parse_str(text.trim()).is_ok() {
+                        ids.insert(text.trim().to_string());
+                    }
                 }
             }
         }
@@ -310,10 +330,12 @@ pub fn chain_name(net: &str, id: &str, prefix: &str) -> String {
     chain
 }
 
-/// What leaked, one line per item.
-pub fn leaked(ctx: &Ctx, before: &Snapshot) -> Vec<String> {
+/// What leaked, one line per item, counting the pods and containers `ids` (and those `ctx`
+/// finds now) as the test's.
+pub fn leaked(ctx: &Ctx, before: &Snapshot, ids: &BTreeSet<String>) -> Vec<String> {
     let after = Snapshot::take(ctx);
-    let ids = ctx.ids();
+    let mut ids = ids.clone();
+    ids.extend(ctx.ids());
     let subnets: Vec<Cidr> = ctx.subnets.iter().filter_map(|s| Cidr::parse(s)).collect();
     let nets: Vec<&String> = ctx.networks.iter().chain(&ctx.shared_networks).collect();
     let new = |a: &BTreeSet<String>, b: &BTreeSet<String>| -> Vec<String> {
@@ -458,11 +480,14 @@ pub fn process_running(needle: &str) -> bool {
     processes().iter().any(|(_, c)| c.contains(needle))
 }
 
-/// Snapshots at creation; asserts nothing leaked when dropped (unless the test is already
-/// panicking) or when [`Guard::check`] is called.
+/// Snapshots at creation; asserts nothing leaked when dropped or when [`Guard::check`] is
+/// called. When the test is already failing it prints the leaks instead (a second panic
+/// would abort the test binary).
 pub struct Guard {
     ctx: Ctx,
     before: Option<Snapshot>,
+    /// Every pod or container id seen so far, also those whose pods are gone since.
+    seen: std::cell::RefCell<BTreeSet<String>>,
 }
 
 fn is_root() -> bool {
@@ -472,7 +497,8 @@ fn is_root() -> bool {
 impl Guard {
     pub fn new(ctx: Ctx) -> Guard {
         let before = is_root().then(|| Snapshot::take(&ctx));
-        Guard { ctx, before }
+        let seen = std::cell::RefCell::new(ctx.ids());
+        Guard { ctx, before, seen }
     }
 
     /// The context, for adding to it as the test learns more (container ids).
@@ -480,10 +506,17 @@ impl Guard {
         &mut self.ctx
     }
 
+    /// Remembers the test's ids known now (call it while pods exist that `rkt gc` will
+    /// remove before the check).
+    pub fn remember(&self) {
+        self.seen.borrow_mut().extend(self.ctx.ids());
+    }
+
     /// What leaked so far (empty when not root).
     pub fn leaked(&self) -> Vec<String> {
+        self.remember();
         match &self.before {
-            Some(before) => leaked(&self.ctx, before),
+            Some(before) => leaked(&self.ctx, before, &self.seen.borrow()),
             None => Vec::new(),
         }
     }
@@ -503,6 +536,14 @@ impl Drop for Guard {
     fn drop(&mut self) {
         if !std::thread::panicking() {
             self.check();
+            return;
+        }
+        let leaks = self.leaked();
+        if !leaks.is_empty() {
+            eprintln!(
+                "leak checker: the failing test also left on the host (its cleanup runs next):\n  {}",
+                leaks.join("\n  ")
+            );
         }
     }
 }
