@@ -215,12 +215,13 @@ fn del_fails_the_pod_still_ends_and_gc_retries_and_reports() {
     );
     lab.conflist("10-d.conflist", &net, &["delfail"]);
     let _g = Guard::new(lab.ctx(&[&net]));
-    let out = lab.run(&[&format!("--net={net}"), "--", "/bin/sh", "-c", "exit 0"]);
+    let out = lab.run(&[&format!("--net={net}"), "--", "/bin/sh", "-c", "exit 7"]);
     let err = stderr(&out);
-    // The app's exit status is passed on; the failed teardown is a warning naming the
-    // network, plugin and failure, and says that gc retries.
-    assert_eq!(out.status.code(), Some(0), "{err}");
+    // rkt fails (254), naming the network, plugin and failure, the app's exit status, and
+    // that gc retries.
+    assert_eq!(out.status.code(), Some(254), "{err}");
     assert!(err.contains("rkt gc"), "{err}");
+    assert!(err.contains("exited with status 7"), "{err}");
     assert!(
         err.contains(&net) && err.contains("delfail") && err.contains("cannot release"),
         "{err}"

@@ -229,10 +229,27 @@ pub fn main() -> ExitCode {
     match dispatch(&cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("rkt: {err:#}");
+            eprintln!("rkt: {}", describe(&err));
             ExitCode::from(FAILURE)
         }
     }
+}
+
+/// An error and its causes, `: `-separated, each said once: most of our errors already put
+/// their cause's message into their own, and also keep the cause as their `source`.
+fn describe(err: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
@@ -266,6 +283,20 @@ mod tests {
     #[test]
     fn the_command_line_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn a_cause_already_in_the_message_is_not_repeated() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("network \"n\": {source}")]
+        struct Outer {
+            source: std::io::Error,
+        }
+        let io = || std::io::Error::other("disk full");
+        let err = anyhow::Error::new(Outer { source: io() });
+        assert_eq!(describe(&err), "network \"n\": disk full");
+        let err = anyhow::Error::new(io()).context("writing state.json");
+        assert_eq!(describe(&err), "writing state.json: disk full");
     }
 
     #[test]

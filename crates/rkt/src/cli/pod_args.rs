@@ -9,10 +9,10 @@ use anyhow::{bail, Context};
 use clap::Args;
 
 use rkt::networking::{DnsOptions, HostsOptions, NetOptions, NetSelection};
-use rkt::pod::run::RunOptions;
+use rkt::pod::run::{RunOptions, RunOutcome};
 use rkt::pod::{App, Pod, PodStore};
 
-use super::{GlobalArgs, NetDirArgs};
+use super::{GlobalArgs, NetDirArgs, FAILURE};
 
 /// The app a pod runs.
 #[derive(Debug, Clone, Args)]
@@ -257,4 +257,28 @@ pub fn store(global: &GlobalArgs) -> anyhow::Result<PodStore> {
 /// A process exit code for a shell-style exit status.
 pub fn exit_code(status: i32) -> ExitCode {
     ExitCode::from((status & 0xff) as u8)
+}
+
+/// How `rkt run` and `rkt run-prepared` end once the pod ran: with the app's exit status,
+/// or, when something of the pod could not be released (a plugin's DEL failed), with 254
+/// after naming what failed and the app's status, so that a caller never takes a pod that
+/// left state on the host for a clean success.
+pub fn finish(global: &GlobalArgs, outcome: &RunOutcome) -> ExitCode {
+    let RunOutcome {
+        uuid,
+        exit_status,
+        cleanup_errors,
+    } = outcome;
+    global.debug(format_args!("pod {uuid} exited with status {exit_status}"));
+    if cleanup_errors.is_empty() {
+        return exit_code(*exit_status);
+    }
+    for err in cleanup_errors {
+        eprintln!("rkt: {err}");
+    }
+    eprintln!(
+        "rkt: pod {uuid}'s app exited with status {exit_status}, but the pod was not fully \
+         released (above); `rkt gc` retries"
+    );
+    ExitCode::from(FAILURE)
 }

@@ -7,11 +7,12 @@ use clap::Args;
 
 use rkt::pod::run::run_new;
 
-use super::pod_args::{exit_code, store, AppArgs, PodNetArgs};
+use super::pod_args::{finish, store, AppArgs, PodNetArgs};
 use super::GlobalArgs;
 
 /// Run a command as a pod: create it, set up its networks, run the command inside, tear the
-/// networks down, and exit with the command's exit status.
+/// networks down, and exit with the command's exit status (254 if the pod could not be fully
+/// released, e.g. a plugin's DEL failed: `rkt gc` retries).
 #[derive(Debug, Args)]
 pub struct RunArgs {
     #[command(flatten)]
@@ -30,12 +31,5 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let opts = args.net.run_options(global, args.uuid_file_save.clone())?;
     let store = store(global)?;
     let outcome = run_new(&store, app, &opts)?;
-    global.debug(format_args!(
-        "pod {} exited with status {}",
-        outcome.uuid, outcome.exit_status
-    ));
-    for err in &outcome.cleanup_errors {
-        eprintln!("rkt: warning: {err} (`rkt gc` retries)");
-    }
-    Ok(exit_code(outcome.exit_status))
+    Ok(finish(global, &outcome))
 }

@@ -6,11 +6,11 @@ use clap::Args;
 
 use rkt::pod::run::run_prepared;
 
-use super::pod_args::{exit_code, store, PodNetArgs, PodRef};
+use super::pod_args::{finish, store, PodNetArgs, PodRef};
 use super::GlobalArgs;
 
 /// Run a prepared pod, with the networking options and directories in effect now, and exit
-/// with its command's exit status.
+/// with its command's exit status (254 if the pod could not be fully released).
 #[derive(Debug, Args)]
 pub struct RunPreparedArgs {
     #[command(flatten)]
@@ -24,8 +24,5 @@ pub fn run(global: &GlobalArgs, args: &RunPreparedArgs) -> anyhow::Result<ExitCo
     let opts = args.net.run_options(global, None)?;
     let pod = args.pod.lookup(&store(global)?)?;
     let outcome = run_prepared(&pod, &opts)?;
-    for err in &outcome.cleanup_errors {
-        eprintln!("rkt: warning: {err} (`rkt gc` retries)");
-    }
-    Ok(exit_code(outcome.exit_status))
+    Ok(finish(global, &outcome))
 }

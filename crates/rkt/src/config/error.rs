@@ -23,11 +23,12 @@ pub enum ConfigError {
         source: io::Error,
     },
 
-    #[error("{}: malformed JSON: {source}", path.display())]
+    /// The parser's message (with line and column) is part of this one, so it is not a
+    /// `source` too: a caller printing the chain would show it twice.
+    #[error("{}: malformed JSON: {reason}", path.display())]
     Json {
         path: PathBuf,
-        #[source]
-        source: serde_json::Error,
+        reason: serde_json::Error,
     },
 
     #[error("{}: expected a JSON object, found {found}", path.display())]

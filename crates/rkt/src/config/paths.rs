@@ -195,9 +195,9 @@ fn json_files(dir: &Path) -> Result<Vec<PathBuf>, ConfigError> {
 /// Parses one `paths` file; every value it sets has the origin `path`.
 pub fn parse_paths_file(path: &Path, bytes: &[u8]) -> Result<PathsConfig, ConfigError> {
     let json: serde_json::Value =
-        serde_json::from_slice(bytes).map_err(|source| ConfigError::Json {
+        serde_json::from_slice(bytes).map_err(|reason| ConfigError::Json {
             path: path.to_path_buf(),
-            source,
+            reason,
         })?;
     let serde_json::Value::Object(object) = json else {
         return Err(ConfigError::NotAnObject {
