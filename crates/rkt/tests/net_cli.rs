@@ -1,7 +1,9 @@
 //! `rkt net list`, `rkt net status` and `rkt net check`, driven through the binary with a
 //! temporary data and configuration directory. `list` and `status` need no root (they run
-//! only the test plugin's VERSION and STATUS); `check` runs a real pod (root only).
+//! only the test plugin's VERSION and STATUS); `check` runs a real pod (root only) and ends
+//! with the leak checker.
 
+mod leaks;
 mod pod_support;
 mod support;
 
@@ -281,6 +283,7 @@ fn net_status_reports_readiness_per_network() {
 fn net_check_passes_on_a_healthy_pod_and_fails_without_its_interface() {
     require_root!();
     let mut world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
     let held = free_port();
     let port = held.port;
     let (uuid, index) = world.spawn_run(&[&format!("--port={port}:80"), "--", "sleep", "100"]);

@@ -2,8 +2,10 @@
 //! network and through a user bridge network with portmap, `rkt status` showing the
 //! forwarded ports, a second pod refused the same host port, and no firewall rule or chain
 //! of the pod left after it exits (root only). Plus the errors found before anything is set
-//! up (no root needed: no pod is created).
+//! up (no root needed: no pod is created). Every test ends with the leak checker; user
+//! networks have names unique to the test and subnets of their own (10.112.<n>.0/24).
 
+mod leaks;
 mod net_support;
 mod pod_support;
 mod support;
@@ -136,6 +138,7 @@ fn gateway(world: &World, uuid: &str) -> String {
 fn port_on_default_reaches_the_pod_shows_in_status_and_is_exclusive() {
     require_root!();
     let mut world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
     let (held_local, held_any, held_udp) = (free_port(), free_port(), free_port());
     let (local, any, udp) = (held_local.port, held_any.port, held_udp.port);
     let (uuid, index) = world.spawn_run(&[
@@ -224,11 +227,18 @@ struct BridgeGuard {
     net: String,
 }
 
-impl Drop for BridgeGuard {
-    fn drop(&mut self) {
+impl BridgeGuard {
+    /// Deletes the bridge (the bridge plugin leaves it after the last DEL, by design).
+    fn delete_bridge(&self) {
         let _ = Command::new("ip")
             .args(["link", "del", &self.bridge])
             .status();
+    }
+}
+
+impl Drop for BridgeGuard {
+    fn drop(&mut self) {
+        self.delete_bridge();
         let _ = fs::remove_dir_all(format!("/var/lib/cni/networks/{}", self.net));
     }
 }
@@ -242,10 +252,13 @@ fn port_on_a_user_bridge_network_with_portmap_through_run_prepared() {
         bridge: format!("rktpt{:x}", seed as u32 & 0xfffff),
         net: format!("ports-{:x}", seed as u32),
     };
-    let subnet = format!(
-        "10.{}.{}.0/24",
-        150 + (seed >> 40) as u8 % 40,
-        (seed >> 48) as u8
+    let subnet = "10.112.1.0/24";
+    let g = leaks::Guard::new(
+        world
+            .leak_ctx()
+            .network(&guard.net)
+            .subnet(subnet)
+            .link(&guard.bridge),
     );
     let conf_dir = world.path("local/net.d");
     fs::create_dir_all(&conf_dir).unwrap();
@@ -298,11 +311,14 @@ fn port_on_a_user_bridge_network_with_portmap_through_run_prepared() {
     assert_no_netns(&uuid);
     assert_no_lease(&guard.net, &uuid);
     assert_no_rules(&uuid, &chains);
+    guard.delete_bridge();
+    g.check();
 }
 
 #[test]
 fn port_errors_come_before_anything_is_set_up() {
     let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
     let conf_dir = world.path("local/net.d");
     fs::create_dir_all(&conf_dir).unwrap();
     fs::write(
@@ -375,8 +391,7 @@ fn teardown_removes_portmap_rules_even_when_portmap_is_gone() {
     }
     let net = format!("pm-{}", net_support::unique());
     let _leases = HostLocalDirs(vec![net.clone()]);
-    let seed = uuid::Uuid::new_v4().as_u128();
-    let subnet = format!("10.{}.{}.0/24", 190 + (seed % 40) as u8, (seed >> 8) as u8);
+    let subnet = "10.112.2.0/24";
     w.conf(
         "10-pm.conflist",
         json!({"cniVersion": "1.0.0", "name": net, "plugins": [
@@ -388,6 +403,7 @@ fn teardown_removes_portmap_rules_even_when_portmap_is_gone() {
     let pod_dir = w.pod_dir();
     let pod = w.pod(&pod_dir, Some(&ns.path));
     let _guard = TeardownGuard(pod);
+    let g = leaks::Guard::new(w.leak_ctx().network(&net).subnet(subnet));
     let mut opts = w.opts(&[&net]);
     let held = free_port();
     let port = held.port;
@@ -416,6 +432,7 @@ fn teardown_removes_portmap_rules_even_when_portmap_is_gone() {
     networking::teardown(&pod).unwrap();
     assert!(networking::load_record(&pod_dir).unwrap().is_empty());
     assert_no_rules(&w.uuid, &chains);
+    g.check();
 }
 
 /// Background `rkt run`s with the files their UUIDs go to; killed on drop if still running
@@ -435,6 +452,7 @@ impl Drop for Runs {
 fn pods_started_at_once_on_one_host_port_get_it_once() {
     require_root!();
     let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
     let held = free_port();
     let port = held.port;
     let port_flag = format!("--port={port}:80");
@@ -519,6 +537,7 @@ fn ports_go_to_the_first_forwarding_network_only_and_are_recorded_there() {
     let pod_dir = w.pod_dir();
     let pod = w.pod(&pod_dir, Some(&netns));
     let _guard = TeardownGuard(pod);
+    let _g = leaks::Guard::new(w.leak_ctx());
     let mut opts = w.opts(&["a,b,c"]);
     opts.ports = vec![PortMapping::parse("127.0.0.1:8080:80/udp").unwrap()];
     let nets = networking::setup(&pod, &opts).unwrap();
@@ -560,6 +579,7 @@ fn ports_go_to_the_first_forwarding_network_only_and_are_recorded_there() {
 fn a_dead_runners_ports_stay_taken_until_gc_removes_its_rules() {
     require_root!();
     let mut world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
     let held = free_port();
     let port = held.port;
     let (uuid, index) = world.spawn_run(&[&format!("--port={port}:80"), "--", "sleep", "1000"]);

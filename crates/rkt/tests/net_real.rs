@@ -1,7 +1,11 @@
 //! Pod networks with the real plugins from /usr/lib/cni, in network namespaces the tests
-//! create (root only; skipped otherwise). After every teardown nothing of the pod is left on
-//! the host: no veth, no host-local reservation, no firewall rule or chain.
+//! create (root only; skipped otherwise). Every test ends with the leak checker: after
+//! teardown nothing of the pod is left on the host (no veth, address or route, no host-local
+//! reservation, no firewall rule or chain, no CNI cache entry). User networks have names
+//! unique to the test and a subnet of their own in 10.110.0.0/16 (one /24 per test), so the
+//! checker can attribute them; on the shared built-ins it goes by the pod's id and its veths.
 
+mod leaks;
 mod net_support;
 
 use std::fs;
@@ -9,7 +13,7 @@ use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 
 use net_support::{
-    assert_no_leaks, fw_chains, host_ifaces, unique, HostLocalDirs, TeardownGuard, TestNetns, World,
+    fw_chains, guard_links, host_ifaces, unique, HostLocalDirs, TeardownGuard, TestNetns, World,
 };
 use rkt::networking::{self, NetError, NetInfo, NetOptions};
 use serde_json::{json, Value};
@@ -32,11 +36,9 @@ fn real_opts(w: &World, net: &[&str]) -> NetOptions {
     opts
 }
 
-/// A ptp + host-local network with a subnet of its own (10.<a>.<b>.0/24 from a random seed).
-fn ptp_net(name: &str, plugin: &str) -> (Value, String) {
-    let seed = uuid::Uuid::new_v4().as_u128();
-    let subnet = format!("10.{}.{}.0/24", 200 + (seed % 50) as u8, (seed >> 8) as u8);
-    let conf = json!({
+/// A ptp + host-local network on `subnet` (each test has its own: 10.110.<n>.0/24).
+fn ptp_net(name: &str, plugin: &str, subnet: &str) -> Value {
+    json!({
         "cniVersion": "1.0.0",
         "name": name,
         "plugins": [{
@@ -44,8 +46,7 @@ fn ptp_net(name: &str, plugin: &str) -> (Value, String) {
             "ipMasq": false,
             "ipam": {"type": "host-local", "subnet": subnet}
         }]
-    });
-    (conf, subnet)
+    })
 }
 
 fn in_subnet(ip: Ipv4Addr, subnet: &str) -> bool {
@@ -90,9 +91,11 @@ fn builtin_default_gets_an_address_and_leaves_nothing() {
     let pod_dir = w.pod_dir();
     let pod = w.pod(&pod_dir, Some(&ns.path));
     let _guard = TeardownGuard(pod);
+    let mut g = leaks::Guard::new(w.leak_ctx().shared_network("default"));
 
     let nets = networking::setup(&pod, &real_opts(&w, &[])).unwrap();
     let t = trace(&w.uuid, &nets);
+    guard_links(&mut g, &t.ifaces);
 
     assert_eq!(nets.len(), 1);
     assert_eq!(nets[0].net_name, "default");
@@ -115,7 +118,7 @@ fn builtin_default_gets_an_address_and_leaves_nothing() {
 
     networking::teardown(&pod).unwrap();
     assert!(!reservation.exists());
-    assert_no_leaks(&w.uuid, &["default"], &t.ifaces, &t.chains);
+    g.check();
     assert_eq!(ns.links(), ["lo"]);
 }
 
@@ -138,9 +141,11 @@ fn pinned_address_through_net_args_on_default_restricted() {
         2 + ((seed >> 8) % 250) as u8,
     );
     let arg = format!("default-restricted:IP={ip}");
+    let mut g = leaks::Guard::new(w.leak_ctx().shared_network("default-restricted"));
 
     let nets = networking::setup(&pod, &real_opts(&w, &[&arg])).unwrap();
     let t = trace(&w.uuid, &nets);
+    guard_links(&mut g, &t.ifaces);
     assert_eq!(nets[0].ip4(), Some(ip));
     assert_eq!(nets[0].mask, Some("255.255.0.0".parse().unwrap()));
     assert_addr_on(&ns, "eth0", ip);
@@ -150,7 +155,7 @@ fn pinned_address_through_net_args_on_default_restricted() {
     );
 
     networking::teardown(&pod).unwrap();
-    assert_no_leaks(&w.uuid, &["default-restricted"], &t.ifaces, &t.chains);
+    g.check();
 }
 
 #[test]
@@ -169,16 +174,23 @@ fn user_network_from_conf_dir_and_renamed_plugin_from_plugin_dir() {
     let name_a = format!("rkt-test-a-{}", unique());
     let name_b = format!("rkt-test-b-{}", unique());
     let _dirs = HostLocalDirs(vec![name_a.clone(), name_b.clone()]);
-    let (conf_a, subnet_a) = ptp_net(&name_a, "ptp");
-    let (conf_b, subnet_b) = ptp_net(&name_b, &renamed);
-    w.conf("10-a.conflist", conf_a);
-    w.conf("20-b.conflist", conf_b);
+    let (subnet_a, subnet_b) = ("10.110.1.0/24", "10.110.2.0/24");
+    w.conf("10-a.conflist", ptp_net(&name_a, "ptp", subnet_a));
+    w.conf("20-b.conflist", ptp_net(&name_b, &renamed, subnet_b));
     let pod_dir = w.pod_dir();
     let pod = w.pod(&pod_dir, Some(&ns.path));
     let _guard = TeardownGuard(pod);
+    let mut g = leaks::Guard::new(
+        w.leak_ctx()
+            .network(&name_a)
+            .network(&name_b)
+            .subnet(subnet_a)
+            .subnet(subnet_b),
+    );
 
     let nets = networking::setup(&pod, &real_opts(&w, &[&format!("{name_b},{name_a}")])).unwrap();
     let t = trace(&w.uuid, &nets);
+    guard_links(&mut g, &t.ifaces);
 
     assert_eq!(nets.len(), 2);
     assert_eq!(
@@ -196,7 +208,7 @@ fn user_network_from_conf_dir_and_renamed_plugin_from_plugin_dir() {
     );
     let (ip_a, ip_b) = (nets[0].ip4().unwrap(), nets[1].ip4().unwrap());
     assert!(
-        in_subnet(ip_a, &subnet_a) && in_subnet(ip_b, &subnet_b),
+        in_subnet(ip_a, subnet_a) && in_subnet(ip_b, subnet_b),
         "{ip_a} {ip_b}"
     );
     assert_addr_on(&ns, "eth0", ip_a);
@@ -206,7 +218,7 @@ fn user_network_from_conf_dir_and_renamed_plugin_from_plugin_dir() {
     // teardown works from the record alone
     fs::remove_dir_all(w.conf_dir()).unwrap();
     networking::teardown(&pod).unwrap();
-    assert_no_leaks(&w.uuid, &[&name_a, &name_b], &t.ifaces, &t.chains);
+    g.check();
     assert_eq!(ns.links(), ["lo"]);
 }
 
@@ -220,8 +232,8 @@ fn failing_second_network_tears_down_the_first() {
     let name_a = format!("rkt-test-a-{}", unique());
     let name_b = format!("rkt-test-b-{}", unique());
     let _dirs = HostLocalDirs(vec![name_a.clone(), name_b.clone()]);
-    let (conf_a, _) = ptp_net(&name_a, "ptp");
-    w.conf("10-a.conflist", conf_a);
+    let subnet_a = "10.110.3.0/24";
+    w.conf("10-a.conflist", ptp_net(&name_a, "ptp", subnet_a));
     w.conf(
         "20-b.conflist",
         json!({
@@ -233,6 +245,12 @@ fn failing_second_network_tears_down_the_first() {
     let pod_dir = w.pod_dir();
     let pod = w.pod(&pod_dir, Some(&ns.path));
     let _guard = TeardownGuard(pod);
+    let g = leaks::Guard::new(
+        w.leak_ctx()
+            .network(&name_a)
+            .network(&name_b)
+            .subnet(subnet_a),
+    );
     let chains_before = fw_chains(&w.uuid);
     assert!(chains_before.is_empty());
 
@@ -250,7 +268,7 @@ fn failing_second_network_tears_down_the_first() {
     // the first network's host veth is gone: no link on the host points into our namespace
     let host_links = net_support::sh(&["ip", "-o", "link"]);
     assert!(!host_links.contains(&ns.name), "{host_links}");
-    assert_no_leaks(&w.uuid, &[&name_a, &name_b], &[], &[]);
+    g.check();
 }
 
 #[test]
@@ -262,11 +280,12 @@ fn missing_plugin_names_it_and_leaves_nothing() {
     let ns = TestNetns::new();
     let name = format!("rkt-test-{}", unique());
     let _dirs = HostLocalDirs(vec![name.clone()]);
-    let (conf, _) = ptp_net(&name, "no-such-plugin");
-    w.conf("10-x.conflist", conf);
+    let subnet = "10.110.4.0/24";
+    w.conf("10-x.conflist", ptp_net(&name, "no-such-plugin", subnet));
     let pod_dir = w.pod_dir();
     let pod = w.pod(&pod_dir, Some(&ns.path));
     let _guard = TeardownGuard(pod);
+    let g = leaks::Guard::new(w.leak_ctx().network(&name).subnet(subnet));
     let err = networking::setup(&pod, &real_opts(&w, &[&name])).unwrap_err();
     let msg = err.to_string();
     assert!(
@@ -275,6 +294,7 @@ fn missing_plugin_names_it_and_leaves_nothing() {
     );
     assert!(!rkt::networking::record::record_path(&pod_dir).exists());
     assert_eq!(ns.links(), ["lo"]);
+    g.check();
 }
 
 #[test]
@@ -287,15 +307,17 @@ fn teardown_after_the_namespace_is_gone_leaves_nothing() {
     let pod_dir = w.pod_dir();
     let pod = w.pod(&pod_dir, Some(&ns.path));
     let _guard = TeardownGuard(pod);
+    let mut g = leaks::Guard::new(w.leak_ctx().shared_network("default"));
     let nets = networking::setup(&pod, &real_opts(&w, &["default"])).unwrap();
     let t = trace(&w.uuid, &nets);
+    guard_links(&mut g, &t.ifaces);
     assert!(!t.chains.is_empty());
 
     // as after a crash where the namespace went first: the plugins cannot look inside
     net_support::sh(&["ip", "netns", "del", &ns.name]);
     networking::teardown(&pod).unwrap();
-    assert_no_leaks(&w.uuid, &["default"], &t.ifaces, &t.chains);
     assert!(networking::load_record(&pod_dir).unwrap().is_empty());
+    g.check();
 }
 
 #[test]
@@ -311,12 +333,8 @@ fn ipv6_address_pinned_through_net_args() {
     let ns = TestNetns::new();
     let name = format!("rkt-test-v6-{}", unique());
     let _dirs = HostLocalDirs(vec![name.clone()]);
-    let seed = uuid::Uuid::new_v4().as_u128();
-    let prefix = format!(
-        "fd00:{:x}:{:x}",
-        (seed & 0xffff) as u16,
-        ((seed >> 16) & 0xffff) as u16
-    );
+    let prefix = "fd00:110:7";
+    let subnet = format!("{prefix}::/64");
     w.conf(
         "10-v6.conflist",
         json!({
@@ -325,17 +343,19 @@ fn ipv6_address_pinned_through_net_args() {
             "plugins": [{
                 "type": "ptp",
                 "ipMasq": false,
-                "ipam": {"type": "host-local", "subnet": format!("{prefix}::/64")}
+                "ipam": {"type": "host-local", "subnet": subnet}
             }]
         }),
     );
     let pod_dir = w.pod_dir();
     let pod = w.pod(&pod_dir, Some(&ns.path));
     let _guard = TeardownGuard(pod);
+    let mut g = leaks::Guard::new(w.leak_ctx().network(&name).subnet(&subnet));
     let ip: std::net::Ipv6Addr = format!("{prefix}::5").parse().unwrap();
 
     let nets = networking::setup(&pod, &real_opts(&w, &[&format!("{name}:IP={ip}")])).unwrap();
     let t = trace(&w.uuid, &nets);
+    guard_links(&mut g, &t.ifaces);
     assert_eq!(nets[0].ip, Some(ip.into()));
     assert_eq!(nets[0].ip4(), None);
     assert_eq!(nets[0].mask, Some("ffff:ffff:ffff:ffff::".parse().unwrap()));
@@ -348,7 +368,7 @@ fn ipv6_address_pinned_through_net_args() {
     );
 
     networking::teardown(&pod).unwrap();
-    assert_no_leaks(&w.uuid, &[&name], &t.ifaces, &t.chains);
+    g.check();
 }
 
 #[test]
@@ -360,16 +380,25 @@ fn all_sets_up_user_networks_and_both_builtins_and_dns_comes_from_the_result() {
     let ns = TestNetns::new();
     let name = format!("rkt-test-all-{}", unique());
     let _dirs = HostLocalDirs(vec![name.clone()]);
-    let (mut conf, subnet) = ptp_net(&name, "ptp");
+    let subnet = "10.110.8.0/24";
+    let mut conf = ptp_net(&name, "ptp", subnet);
     // ptp hands the configured DNS settings back in its result
     conf["plugins"][0]["dns"] = json!({"nameservers": ["192.0.2.53"], "search": ["pods.example"]});
     w.conf("10-user.conflist", conf);
     let pod_dir = w.pod_dir();
     let pod = w.pod(&pod_dir, Some(&ns.path));
     let _guard = TeardownGuard(pod);
+    let mut g = leaks::Guard::new(
+        w.leak_ctx()
+            .network(&name)
+            .subnet(subnet)
+            .shared_network("default")
+            .shared_network("default-restricted"),
+    );
 
     let nets = networking::setup(&pod, &real_opts(&w, &["all"])).unwrap();
     let t = trace(&w.uuid, &nets);
+    guard_links(&mut g, &t.ifaces);
     let names: Vec<_> = nets
         .iter()
         .map(|n| (n.net_name.as_str(), n.if_name.as_str()))
@@ -382,7 +411,7 @@ fn all_sets_up_user_networks_and_both_builtins_and_dns_comes_from_the_result() {
             ("default", "eth2")
         ]
     );
-    assert!(in_subnet(nets[0].ip4().unwrap(), &subnet));
+    assert!(in_subnet(nets[0].ip4().unwrap(), subnet));
     assert!(in_subnet(nets[1].ip4().unwrap(), "172.31.0.0/16"));
     assert!(in_subnet(nets[2].ip4().unwrap(), "172.16.28.0/24"));
     for n in &nets {
@@ -394,12 +423,7 @@ fn all_sets_up_user_networks_and_both_builtins_and_dns_comes_from_the_result() {
     );
 
     networking::teardown(&pod).unwrap();
-    assert_no_leaks(
-        &w.uuid,
-        &[&name, "default", "default-restricted"],
-        &t.ifaces,
-        &t.chains,
-    );
+    g.check();
     assert_eq!(ns.links(), ["lo"]);
 }
 
@@ -417,6 +441,10 @@ fn concurrent_pods_on_default_get_distinct_addresses_and_all_come_down() {
         .zip(&pod_dirs)
         .zip(&namespaces)
         .map(|((w, d), ns)| TeardownGuard(w.pod(d, Some(&ns.path))))
+        .collect();
+    let mut leak_guards: Vec<leaks::Guard> = worlds
+        .iter()
+        .map(|w| leaks::Guard::new(w.leak_ctx().shared_network("default")))
         .collect();
     let results: Vec<(Vec<NetInfo>, Trace)> = std::thread::scope(|s| {
         let handles: Vec<_> = worlds
@@ -438,6 +466,9 @@ fn concurrent_pods_on_default_get_distinct_addresses_and_all_come_down() {
     for ((nets, _), ns) in results.iter().zip(&namespaces) {
         assert_addr_on(ns, "eth0", nets[0].ip4().unwrap());
     }
+    for (g, (_, t)) in leak_guards.iter_mut().zip(&results) {
+        guard_links(g, &t.ifaces);
+    }
     ips.sort();
     ips.dedup();
     assert_eq!(ips.len(), PODS, "addresses handed out twice: {ips:?}");
@@ -450,7 +481,7 @@ fn concurrent_pods_on_default_get_distinct_addresses_and_all_come_down() {
             });
         }
     });
-    for (w, (_, t)) in worlds.iter().zip(&results) {
-        assert_no_leaks(&w.uuid, &["default"], &t.ifaces, &t.chains);
+    for g in &leak_guards {
+        g.check();
     }
 }

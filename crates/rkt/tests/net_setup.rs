@@ -1,7 +1,9 @@
 //! Setup and teardown of pod networks with the scriptable test plugin (no root needed):
 //! order, interface names, CNI_ARGS, the record, rollback on failure, teardown from the
-//! record alone, collected teardown failures, DNS and hosts files.
+//! record alone, collected teardown failures, DNS and hosts files. Every test ends with the
+//! leak checker (as root): nothing of its pod may be left, not even a CNI cache entry.
 
+mod leaks;
 mod net_support;
 
 use std::fs;
@@ -37,6 +39,7 @@ fn fake_netns(w: &World) -> std::path::PathBuf {
 #[test]
 fn networks_are_set_up_in_file_order_on_eth0_eth1_with_args_and_recorded() {
     let w = World::new();
+    let _g = leaks::Guard::new(w.leak_ctx());
     ok_plugin(&w, "pa");
     ok_plugin(&w, "pb");
     w.conf("20-a.conflist", list("a", &["pa"]));
@@ -111,6 +114,7 @@ fn networks_are_set_up_in_file_order_on_eth0_eth1_with_args_and_recorded() {
 #[test]
 fn failed_add_dels_the_failed_network_and_earlier_ones_in_reverse() {
     let w = World::new();
+    let _g = leaks::Guard::new(w.leak_ctx());
     ok_plugin(&w, "good");
     w.plugin(
         "bad",
@@ -157,6 +161,7 @@ fn failed_add_dels_the_failed_network_and_earlier_ones_in_reverse() {
 #[test]
 fn record_is_written_before_add_so_a_failed_cleanup_can_be_retried() {
     let w = World::new();
+    let _g = leaks::Guard::new(w.leak_ctx());
     ok_plugin(&w, "good");
     w.plugin(
         "stuck",
@@ -195,6 +200,7 @@ fn record_is_written_before_add_so_a_failed_cleanup_can_be_retried() {
 #[test]
 fn teardown_uses_the_record_after_config_and_plugins_dir_changed() {
     let w = World::new();
+    let _g = leaks::Guard::new(w.leak_ctx());
     ok_plugin(&w, "pa");
     w.conf("10-a.conflist", list("a", &["pa"]));
     let netns = fake_netns(&w);
@@ -219,6 +225,7 @@ fn teardown_uses_the_record_after_config_and_plugins_dir_changed() {
 #[test]
 fn teardown_tries_every_network_and_keeps_the_failed_ones() {
     let w = World::new();
+    let _g = leaks::Guard::new(w.leak_ctx());
     ok_plugin(&w, "good");
     w.plugin("flaky", json!({}));
     w.conf("10-a.conflist", list("a", &["flaky"]));
@@ -269,6 +276,7 @@ fn teardown_tries_every_network_and_keeps_the_failed_ones() {
 #[test]
 fn unknown_networks_fail_before_anything_is_set_up() {
     let w = World::new();
+    let _g = leaks::Guard::new(w.leak_ctx());
     ok_plugin(&w, "pa");
     w.conf("10-a.conflist", list("a", &["pa"]));
     let netns = fake_netns(&w);
@@ -283,6 +291,7 @@ fn unknown_networks_fail_before_anything_is_set_up() {
 #[test]
 fn host_writes_nothing_and_none_writes_only_hosts() {
     let w = World::new();
+    let _g = leaks::Guard::new(w.leak_ctx());
     let pod_dir = w.pod_dir();
     let pod = w.pod(&pod_dir, None);
     let mut opts = w.opts(&["host"]);
@@ -328,6 +337,7 @@ fn dns_plugin(w: &World, name: &str, ns: &str) {
 #[test]
 fn first_network_with_dns_writes_resolv_conf() {
     let w = World::new();
+    let _g = leaks::Guard::new(w.leak_ctx());
     ok_plugin(&w, "plain");
     dns_plugin(&w, "dns1", "10.50.0.1");
     dns_plugin(&w, "dns2", "10.60.0.1");
@@ -350,6 +360,7 @@ fn first_network_with_dns_writes_resolv_conf() {
 #[test]
 fn dns_flags_override_or_ignore_cni_dns() {
     let w = World::new();
+    let _g = leaks::Guard::new(w.leak_ctx());
     dns_plugin(&w, "dns1", "10.50.0.1");
     w.conf("20-first.conflist", list("first", &["dns1"]));
     let netns = fake_netns(&w);
@@ -383,6 +394,7 @@ fn dns_flags_override_or_ignore_cni_dns() {
 #[test]
 fn a_pod_with_recorded_networks_is_not_set_up_twice() {
     let w = World::new();
+    let _g = leaks::Guard::new(w.leak_ctx());
     ok_plugin(&w, "pa");
     w.conf("10-a.conflist", list("a", &["pa"]));
     let netns = fake_netns(&w);
@@ -398,6 +410,7 @@ fn a_pod_with_recorded_networks_is_not_set_up_twice() {
 #[test]
 fn networks_need_a_namespace() {
     let w = World::new();
+    let _g = leaks::Guard::new(w.leak_ctx());
     let pod_dir = w.pod_dir();
     let pod = w.pod(&pod_dir, None);
     let err = networking::setup(&pod, &w.opts(&[])).unwrap_err();
@@ -407,6 +420,7 @@ fn networks_need_a_namespace() {
 #[test]
 fn all_selects_user_networks_and_both_builtins() {
     let w = World::new();
+    let _g = leaks::Guard::new(w.leak_ctx());
     ok_plugin(&w, "pa");
     // stand-ins for ptp and host-local so the built-ins run without root
     ok_plugin(&w, "ptp");
@@ -442,6 +456,7 @@ fn all_selects_user_networks_and_both_builtins() {
 #[test]
 fn missing_plugin_in_the_middle_of_a_list_does_not_hide_the_others() {
     let w = World::new();
+    let _g = leaks::Guard::new(w.leak_ctx());
     ok_plugin(&w, "first");
     ok_plugin(&w, "last");
     w.conf("10-a.conflist", list("a", &["first", "gone", "last"]));
@@ -480,6 +495,7 @@ fn missing_plugin_in_the_middle_of_a_list_does_not_hide_the_others() {
 #[test]
 fn plugin_refusing_its_config_for_add_and_del_alike_does_not_block_rollback() {
     let w = World::new();
+    let _g = leaks::Guard::new(w.leak_ctx());
     ok_plugin(&w, "good");
     let refusal = json!({"code": 7, "msg": "invalid CIDR address: 10.300.0.0/24"});
     w.plugin(
@@ -529,6 +545,7 @@ fn plugin_refusing_its_config_for_add_and_del_alike_does_not_block_rollback() {
 #[test]
 fn check_reports_per_network_with_the_recorded_config() {
     let w = World::new();
+    let _g = leaks::Guard::new(w.leak_ctx());
     ok_plugin(&w, "good");
     w.plugin("sick", json!({}));
     w.conf("10-a.conflist", list("a", &["good"]));
@@ -576,6 +593,7 @@ fn check_reports_per_network_with_the_recorded_config() {
 #[test]
 fn failing_to_write_the_pod_files_tears_the_networks_down() {
     let w = World::new();
+    let _g = leaks::Guard::new(w.leak_ctx());
     ok_plugin(&w, "pa");
     w.conf("10-a.conflist", list("a", &["pa"]));
     let netns = fake_netns(&w);

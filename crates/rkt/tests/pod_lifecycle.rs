@@ -1,7 +1,9 @@
 //! Pods through their life: prepare and run-prepared, status and list (text and JSON),
 //! stop, enter, rm, gc (also after `kill -9` of `rkt run`), signals to `rkt run`, UUID
-//! prefixes and `--uuid-file`. Tests that run pods need root and skip otherwise.
+//! prefixes and `--uuid-file`. Tests that run pods need root and skip otherwise; they end
+//! with the leak checker (the prepare-only ones create nothing on the host).
 
+mod leaks;
 mod pod_support;
 mod support;
 
@@ -123,6 +125,7 @@ fn bad_app_options_fail_without_creating_a_pod() {
 fn run_prepared_runs_once_with_its_own_network_options() {
     require_root!();
     let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
     let uuid = prepare(
         &world,
         &[
@@ -155,6 +158,7 @@ fn run_prepared_runs_once_with_its_own_network_options() {
 fn stop_terminates_the_app_and_force_kills_the_pod() {
     require_root!();
     let mut world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
     let (uuid, index) = world.spawn_run(&["--net=none", "--", "sleep", "1000"]);
     let pid = world.wait_running(&uuid);
     world
@@ -193,6 +197,7 @@ fn stop_terminates_the_app_and_force_kills_the_pod() {
 fn sigterm_to_rkt_run_reaches_the_app_and_teardown_still_happens() {
     require_root!();
     let mut world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
     let (uuid, index) = world.spawn_run(&["--", "sleep", "1000"]);
     world.wait_running(&uuid);
     let runner = world.child(index).id() as i32;
@@ -212,6 +217,7 @@ fn sigterm_to_rkt_run_reaches_the_app_and_teardown_still_happens() {
 fn enter_runs_commands_in_the_pods_namespaces() {
     require_root!();
     let mut world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
     let (uuid, index) =
         world.spawn_run(&["--net=none", "--hostname=entered", "--", "sleep", "1000"]);
     world.wait_running(&uuid);
@@ -240,6 +246,7 @@ fn enter_runs_commands_in_the_pods_namespaces() {
 fn rm_refuses_running_pods() {
     require_root!();
     let mut world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
     let (uuid, index) = world.spawn_run(&["--net=none", "--", "sleep", "1000"]);
     world.wait_running(&uuid);
     world
@@ -258,6 +265,7 @@ fn rm_refuses_running_pods() {
 fn gc_after_kill_9_of_rkt_run_tears_down_and_later_removes() {
     require_root!();
     let mut world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
     let (uuid, index) = world.spawn_run(&["--", "sleep", "1000"]);
     let init = world.wait_running(&uuid);
     let ip = world.status_json(&uuid)["networks"][0]["ip"]
@@ -307,6 +315,7 @@ fn gc_after_kill_9_of_rkt_run_tears_down_and_later_removes() {
 fn concurrent_runs_lists_and_gcs_never_see_a_broken_pod() {
     require_root!();
     let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
     std::thread::scope(|scope| {
         let runs: Vec<_> = (0..4)
             .map(|i| {
@@ -356,6 +365,7 @@ fn concurrent_runs_lists_and_gcs_never_see_a_broken_pod() {
 fn status_wait_blocks_until_exit_or_gives_up_after_its_duration() {
     require_root!();
     let mut world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
     let (uuid, index) = world.spawn_run(&["--net=none", "--", "sleep", "1000"]);
     world.wait_running(&uuid);
     world
@@ -381,6 +391,7 @@ fn status_wait_blocks_until_exit_or_gives_up_after_its_duration() {
 fn enter_sees_the_pods_rootfs() {
     require_root!();
     let mut world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
     let rootfs = world.path("rootfs");
     pod_support::tiny_rootfs(&rootfs);
     fs::write(rootfs.join("marker"), "inside\n").unwrap();
@@ -415,6 +426,7 @@ fn sigint_during_network_setup_aborts_the_start_and_tears_down() {
         "testPlugin": {"log": log, "ADD": {"sleep_ms": 4000}}
     });
     fs::write(confs.join("10-slow.conf"), conf.to_string()).unwrap();
+    let _g = leaks::Guard::new(world.leak_ctx().network(&name).plugin_log(&log));
     let conf_flag = format!("--net-conf-dir={}", confs.display());
     let plugin_flag = format!("--net-plugin-dir={}", plugins.display());
     let net_flag = format!("--net={name}");
@@ -469,6 +481,7 @@ fn gc_kills_a_surviving_init_only_if_it_is_really_in_the_pods_namespace() {
     require_root!();
     use std::os::unix::process::ExitStatusExt;
     let mut world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
 
     // A recorded PID that now belongs to a process outside the pod (PID reuse) is left alone.
     let (_, mut inside) = orphaned_pod(&mut world);

@@ -1,9 +1,10 @@
 //! `rkt run` end to end with real CNI plugins: the `--net` forms, where configurations and
 //! plugins are found (`--net-conf-dir`, `--net-plugin-dir`, `paths.d`, and the flags over
 //! it), and the DNS and hosts variants. Root only. User networks use a renamed copy of the
-//! `ptp` plugin on a subnet of their own, without masquerading, and each test checks that
-//! the pod left no namespace and no address lease behind.
+//! `ptp` plugin on a subnet of their own (10.111.<n>.0/24, one per test), without
+//! masquerading, and each test ends with the leak checker: its pods left nothing on the host.
 
+mod leaks;
 mod pod_support;
 mod support;
 
@@ -13,7 +14,8 @@ use std::path::PathBuf;
 use pod_support::{assert_no_lease, assert_no_netns, World};
 
 /// A user network: configuration directory with one `ptp` network whose plugin is only
-/// reachable as `<plugins>/<plugin>` (a renamed copy).
+/// reachable as `<plugins>/<plugin>` (a renamed copy), on `10.111.<n>.0/24` (`n` distinct
+/// per test).
 struct UserNet {
     name: String,
     subnet3: String,
@@ -22,11 +24,10 @@ struct UserNet {
 }
 
 impl UserNet {
-    fn new(world: &World) -> UserNet {
+    fn new(world: &World, n: u8) -> UserNet {
         let id = uuid::Uuid::new_v4();
-        let bytes = id.as_bytes();
         let name = format!("e2e-{}", &id.simple().to_string()[..8]);
-        let subnet3 = format!("10.{}.{}", 100 + bytes[0] % 150, bytes[1]);
+        let subnet3 = format!("10.111.{n}");
         let conf_dir = world.path("user-net.d");
         let plugin_dir = world.path("user-plugins");
         fs::create_dir_all(&conf_dir).unwrap();
@@ -46,6 +47,14 @@ impl UserNet {
             conf_dir,
             plugin_dir,
         }
+    }
+
+    /// The leak checker's context: `world`'s pods on this network.
+    fn leak_ctx(&self, world: &World) -> leaks::Ctx {
+        world
+            .leak_ctx()
+            .network(&self.name)
+            .subnet(&format!("{}.0/24", self.subnet3))
     }
 
     fn conf_flag(&self) -> String {
@@ -87,6 +96,7 @@ fn args<'a>(flags: &'a [&'a str]) -> Vec<&'a str> {
 fn bare_net_and_net_default_use_the_builtin_default_network() {
     require_root!();
     let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
     for flags in [&[][..], &["--net"][..], &["--net=default"][..]] {
         let (out, uuid) = run_uuid(&world, &args(flags));
         out.assert_success()
@@ -100,6 +110,12 @@ fn bare_net_and_net_default_use_the_builtin_default_network() {
 fn net_all_adds_both_builtin_networks_in_file_name_order() {
     require_root!();
     let world = World::new();
+    let _g = leaks::Guard::new(
+        world
+            .leak_ctx()
+            .shared_network("default")
+            .shared_network("default-restricted"),
+    );
     let empty = world.path("empty.d");
     fs::create_dir(&empty).unwrap();
     let conf = format!("--net-conf-dir={}", empty.display());
@@ -120,7 +136,8 @@ fn net_all_adds_both_builtin_networks_in_file_name_order() {
 fn a_renamed_plugin_is_found_only_through_net_plugin_dir_and_args_pin_the_address() {
     require_root!();
     let world = World::new();
-    let net = UserNet::new(&world);
+    let net = UserNet::new(&world, 1);
+    let _g = leaks::Guard::new(net.leak_ctx(&world));
     let (conf, plugins) = (net.conf_flag(), net.plugin_flag());
     let select = format!("--net={}:IP={}.9", net.name, net.subnet3);
     let (out, uuid) = run_uuid(
@@ -149,7 +166,8 @@ fn a_renamed_plugin_is_found_only_through_net_plugin_dir_and_args_pin_the_addres
 fn paths_d_points_at_configs_and_plugins_and_the_flags_override_it() {
     require_root!();
     let world = World::new();
-    let net = UserNet::new(&world);
+    let net = UserNet::new(&world, 2);
+    let _g = leaks::Guard::new(net.leak_ctx(&world));
     let empty = world.path("no-plugins");
     fs::create_dir(&empty).unwrap();
     let paths_d = world.path("local/paths.d");
@@ -186,6 +204,7 @@ fn paths_d_points_at_configs_and_plugins_and_the_flags_override_it() {
 fn dns_flags_write_the_pods_resolv_conf_and_host_modes_show_the_hosts_files() {
     require_root!();
     let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
     let (out, _) = run_uuid(
         &world,
         &[
@@ -251,7 +270,8 @@ fn dns_flags_write_the_pods_resolv_conf_and_host_modes_show_the_hosts_files() {
 fn gc_tears_down_from_the_record_and_reports_what_it_cannot() {
     require_root!();
     let mut world = World::new();
-    let net = UserNet::new(&world);
+    let net = UserNet::new(&world, 3);
+    let _g = leaks::Guard::new(net.leak_ctx(&world));
     let (conf, plugins) = (net.conf_flag(), net.plugin_flag());
     let select = format!("--net={}", net.name);
     let (uuid, index) = world.spawn_run(&[&conf, &plugins, &select, "--", "sleep", "1000"]);

@@ -1,7 +1,8 @@
 //! `rkt run`: the app runs in the pod's namespaces with the user's stdio, and its exit
 //! status is rkt's. Root only; each test uses its own data and configuration directories
-//! and checks that no namespace is left.
+//! and ends with the leak checker (nothing of its pods left on the host).
 
+mod leaks;
 mod pod_support;
 mod support;
 
@@ -26,6 +27,7 @@ fn run_uuid(world: &World, args: &[&str]) -> (support::Outcome, String) {
 fn exit_status_is_the_apps_and_status_reports_it() {
     require_root!();
     let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
     let (out, uuid) = run_uuid(
         &world,
         &["--net=host", "--", "sh", "-c", "echo out; exit 7"],
@@ -43,6 +45,7 @@ fn exit_status_is_the_apps_and_status_reports_it() {
 fn death_by_signal_gives_128_plus_the_signal() {
     require_root!();
     let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
     let (out, uuid) = run_uuid(&world, &["--net=none", "--", "sh", "-c", "kill -9 $$"]);
     out.assert_exit_code(137);
     assert_no_netns(&uuid);
@@ -52,6 +55,7 @@ fn death_by_signal_gives_128_plus_the_signal() {
 fn net_none_has_only_loopback_and_it_is_up() {
     require_root!();
     let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
     let (out, uuid) = run_uuid(
         &world,
         &[
@@ -73,6 +77,7 @@ fn net_none_has_only_loopback_and_it_is_up() {
 fn net_host_shares_the_callers_network_namespace() {
     require_root!();
     let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
     let host_ns = fs::read_link("/proc/self/ns/net").unwrap();
     let (out, uuid) = run_uuid(
         &world,
@@ -93,6 +98,7 @@ fn net_host_shares_the_callers_network_namespace() {
 fn the_app_is_pid_2_under_the_pods_init() {
     require_root!();
     let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
     let (out, _) = run_uuid(
         &world,
         &["--net=none", "--", "sh", "-c", "echo $$; cat /proc/1/comm"],
@@ -105,6 +111,7 @@ fn the_app_is_pid_2_under_the_pods_init() {
 fn hostname_defaults_to_rkt_uuid_or_the_hosts_and_can_be_set() {
     require_root!();
     let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
     let host_hostname = fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
     let (out, uuid) = run_uuid(&world, &["--net=none", "--", "hostname"]);
     out.assert_success();
@@ -138,6 +145,7 @@ fn hostname_defaults_to_rkt_uuid_or_the_hosts_and_can_be_set() {
 fn pod_files_hide_the_hosts_without_changing_them() {
     require_root!();
     let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
     let before = fs::read("/etc/hosts").unwrap();
     let (out, _) = run_uuid(
         &world,
@@ -157,6 +165,7 @@ fn pod_files_hide_the_hosts_without_changing_them() {
 fn env_is_minimal_unless_inherited_and_set_env_wins() {
     require_root!();
     let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
     let out = world
         .rkt(&[
             "run",
@@ -197,6 +206,7 @@ fn env_is_minimal_unless_inherited_and_set_env_wins() {
 fn stdin_is_the_users() {
     require_root!();
     let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
     let mut child = world
         .command(&["run", "--net=host", "--", "cat"])
         .stdin(Stdio::piped())
@@ -218,6 +228,7 @@ fn stdin_is_the_users() {
 fn rootfs_becomes_the_apps_root_with_proc_dev_and_etc_files() {
     require_root!();
     let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
     let rootfs = world.path("rootfs");
     tiny_rootfs(&rootfs);
     let (out, uuid) = run_uuid(
@@ -249,6 +260,7 @@ fn rootfs_becomes_the_apps_root_with_proc_dev_and_etc_files() {
 fn a_missing_command_fails_and_leaves_an_exited_pod_without_namespace() {
     require_root!();
     let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
     let (out, uuid) = run_uuid(&world, &["--net=none", "--", "no-such-command-xyz"]);
     out.assert_failure()
         .assert_stderr_contains("no-such-command-xyz")
@@ -266,6 +278,7 @@ fn a_missing_command_fails_and_leaves_an_exited_pod_without_namespace() {
 fn unknown_networks_fail_before_any_pod_exists() {
     require_root!();
     let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
     let out = world.rkt(&["run", "--net=nope,nada", "--", "true"]).run();
     out.assert_failure()
         .assert_stderr_contains("networks not found: nope, nada");
@@ -276,6 +289,7 @@ fn unknown_networks_fail_before_any_pod_exists() {
 fn default_network_gives_eth0_an_address_shown_by_status_and_list() {
     require_root!();
     let mut world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
     let (uuid, index) = world.spawn_run(&[
         "--",
         "sh",
@@ -313,6 +327,7 @@ fn default_network_gives_eth0_an_address_shown_by_status_and_list() {
 fn failed_network_setup_rolls_back_and_names_network_and_plugin() {
     require_root!();
     let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
     let conf = world.path("net.d");
     fs::create_dir(&conf).unwrap();
     // Sorts after the built-in 99-default: default is set up first, then this one fails.

@@ -1,5 +1,6 @@
 //! Helpers of the networking tests (`net_*.rs`): the scriptable test plugin, temporary pods,
-//! network namespaces made by the test, and host-side leak checks.
+//! network namespaces made by the test, and what the leak checker (`tests/leaks`, which
+//! every file using this module also declares) attributes to a test's pod.
 
 #![allow(dead_code)] // Each test file uses its own subset.
 
@@ -11,6 +12,8 @@ use std::sync::OnceLock;
 
 use rkt::networking::{DnsOptions, HostsOptions, NetOptions, NetSelection, PodNet};
 use serde_json::Value;
+
+use crate::leaks;
 
 /// The `cni-test-plugin` binary, built once per test process.
 pub fn test_plugin() -> PathBuf {
@@ -115,6 +118,15 @@ impl World {
             hostname: format!("rkt-{}", self.uuid),
             ports: Vec::new(),
         }
+    }
+
+    /// What the leak checker may blame on this world: its pod (the container id given to
+    /// the plugins), its call log, and every CNI cache entry under its root.
+    pub fn leak_ctx(&self) -> leaks::Ctx {
+        leaks::Ctx::new(self.root.path())
+            .container(&self.uuid)
+            .plugin_log(self.log())
+            .cache_dir(self.cache_dir())
     }
 
     /// The pod, with `netns` as its namespace.
@@ -245,51 +257,11 @@ pub fn fw_chains(uuid: &str) -> Vec<String> {
         .collect()
 }
 
-/// Asserts nothing of pod `uuid` is left on the host: none of `ifaces`, no host-local
-/// reservation in `/var/lib/cni/networks/<net>` for each of `nets`, no firewall rule
-/// mentioning the pod and none of `chains`.
-pub fn assert_no_leaks(uuid: &str, nets: &[&str], ifaces: &[String], chains: &[String]) {
-    for iface in ifaces {
-        let out = Command::new("ip")
-            .args(["link", "show", "dev", iface])
-            .output()
-            .unwrap();
-        assert!(
-            !out.status.success(),
-            "host interface {iface} is still there"
-        );
-    }
-    for net in nets {
-        let dir = Path::new("/var/lib/cni/networks").join(net);
-        let Ok(entries) = fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            if let Ok(text) = fs::read_to_string(e.path()) {
-                assert!(
-                    !text.contains(uuid),
-                    "host-local reservation {} still holds pod {uuid}",
-                    e.path().display()
-                );
-            }
-        }
-    }
-    let rules = sh(&["iptables-save"]);
-    assert!(
-        !rules.contains(uuid),
-        "firewall rules of pod {uuid} left:\n{}",
-        rules
-            .lines()
-            .filter(|l| l.contains(uuid))
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
-    for chain in chains {
-        assert!(
-            !rules.lines().any(|l| l.starts_with(&format!(":{chain} "))),
-            "firewall chain {chain} of pod {uuid} is still there"
-        );
-    }
+/// Adds host links the test learnt the names of (a pod's host-side veths) to what `guard`
+/// attributes to the test, so one left behind is reported even on a shared network.
+pub fn guard_links(guard: &mut leaks::Guard, links: &[String]) {
+    let ctx = std::mem::take(guard.ctx_mut());
+    *guard.ctx_mut() = links.iter().fold(ctx, |ctx, l| ctx.link(l));
 }
 
 /// Removes host-local's state directory of test networks on drop (after the leak checks,

@@ -1,6 +1,7 @@
 //! Helpers of the pod tests (`pod_*.rs`): a temporary rkt world (data directory and
 //! configuration directories of its own, so no test touches /var/lib/rkt or /etc/rkt),
-//! background pods, and the check that nothing is left on the host.
+//! background pods, and the check that nothing is left on the host (with the leak checker,
+//! `tests/leaks`, which every file using this module also declares).
 
 #![allow(dead_code)] // Each test file uses its own subset.
 
@@ -11,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::leaks;
 use crate::support::{rkt, Rkt};
 
 /// Whether the tests run as root; pods need it.
@@ -64,6 +66,12 @@ impl World {
     /// `rkt <global options of this world> <args>`.
     pub fn rkt(&self, args: &[&str]) -> Rkt {
         rkt(&self.global_args()).args(args)
+    }
+
+    /// What the leak checker may blame on this world: every pod in its data dir. Tests add
+    /// the networks (`shared_network("default")`) and subnets their pods use.
+    pub fn leak_ctx(&self) -> leaks::Ctx {
+        leaks::Ctx::new(self.path("data"))
     }
 
     /// A plain `Command` for the same, for stdin or background use.
