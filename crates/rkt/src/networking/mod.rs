@@ -37,7 +37,7 @@ pub use plan::PlannedNet;
 pub use ports::{PortError, PortMapping};
 pub use record::{NetInfo, RecordError};
 pub use selection::{NetRequest, NetSelection, SelectionError};
-pub use teardown::{check, teardown, CheckReport};
+pub use teardown::{check, needs_sweep, teardown, CheckReport};
 
 use teardown::{teardown_entries, Mode};
 

@@ -9,7 +9,7 @@ use cni::conf::NetworkConfigList;
 
 use super::error::{NetError, NetFailure};
 use super::record::{self, NetInfo};
-use super::{plan, runtime, sweep, PodNet};
+use super::{plan, ports, runtime, sweep, PodNet};
 
 /// Tears down every network recorded for the pod, in reverse order, each with its recorded
 /// configuration copy, plugin path and cache directory. Every network is tried; failures are
@@ -96,6 +96,7 @@ fn teardown_one(
     let net = || entry.net_name.clone();
     let if_name = || entry.if_name.clone();
     let mut list = saved_list(pod.pod_dir, entry)?;
+    let sweep_after = needs_sweep(&list);
     // libcni's DEL stops at the first plugin it cannot run, which would skip the DEL of
     // every plugin before it; DEL the plugins that exist instead.
     let (present, absent): (Vec<_>, Vec<_>) = list
@@ -120,11 +121,13 @@ fn teardown_one(
         };
         list.plugins.remove(pos);
     }
-    sweep::sweep(&entry.net_name, pod.uuid).map_err(|source| NetFailure::Sweep {
-        net: net(),
-        if_name: if_name(),
-        source,
-    })?;
+    if sweep_after {
+        sweep::sweep(&entry.net_name, pod.uuid).map_err(|source| NetFailure::Sweep {
+            net: net(),
+            if_name: if_name(),
+            source,
+        })?;
+    }
     if absent.is_empty() || skip_missing {
         return Ok(());
     }
@@ -133,6 +136,21 @@ fn teardown_one(
         if_name: if_name(),
         plugins: absent.into_iter().map(|p| p.plugin_type).collect(),
         dirs: entry.plugin_dirs.clone(),
+    })
+}
+
+/// Whether a network's plugins could have left firewall rules for [`sweep::sweep`] to
+/// remove: some plugin masquerades (`"ipMasq": true`, as ptp and bridge read it: their
+/// `CNI-` chain) or forwards ports (`portmap`, or a plugin declaring the `portMappings`
+/// capability: the `CNI-DN-` chain and the jump to it). Decided from the pod's copy of the
+/// configuration, so it holds whatever the configuration directory says now. Networks
+/// without any of these make no NAT rule, and their teardown skips the two `nat` table
+/// dumps (1.5–9 ms per pod, see docs/PERFORMANCE.md).
+pub fn needs_sweep(list: &NetworkConfigList) -> bool {
+    list.plugins.iter().any(|p| {
+        p.raw.get("ipMasq") == Some(&serde_json::Value::Bool(true))
+            || p.plugin_type == "portmap"
+            || p.has_capability(ports::CAPABILITY)
     })
 }
 
@@ -250,4 +268,56 @@ fn is_portmap_ipv6_bug(e: &cni::error::Error, entry: &NetInfo) -> bool {
     matches!(e, cni::error::Error::Plugin { plugin, command, msg, .. }
         if plugin == "portmap" && *command == "CHECK" && msg.contains("could not check ipv6 dnat"))
         && !has_ipv6
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::networking::builtin::{Builtin, DEFAULT, DEFAULT_RESTRICTED};
+
+    fn list(plugins: &str) -> NetworkConfigList {
+        let text = format!(r#"{{"cniVersion":"1.0.0","name":"n","plugins":[{plugins}]}}"#);
+        plan::parse_saved(text.as_bytes(), Path::new("net/n.conflist")).unwrap()
+    }
+
+    #[test]
+    fn only_masquerading_or_port_forwarding_networks_are_swept() {
+        let ptp = r#"{"type":"ptp","ipam":{"type":"host-local","subnet":"10.1.0.0/16"}}"#;
+        assert!(!needs_sweep(&list(ptp)));
+        assert!(!needs_sweep(&list(
+            r#"{"type":"bridge","ipMasq":false},{"type":"tuning"}"#
+        )));
+        // Only a JSON true masquerades, as the plugins decode it.
+        assert!(!needs_sweep(&list(r#"{"type":"ptp","ipMasq":"true"}"#)));
+        assert!(needs_sweep(&list(r#"{"type":"ptp","ipMasq":true}"#)));
+        assert!(needs_sweep(&list(&format!(
+            r#"{ptp},{{"type":"bridge","ipMasq":true}}"#
+        ))));
+        // portmap sets up nothing without --port, but a teardown cannot tell.
+        assert!(needs_sweep(&list(&format!(
+            r#"{ptp},{{"type":"portmap"}}"#
+        ))));
+        assert!(needs_sweep(&list(&format!(
+            r#"{ptp},{{"type":"my-portmap","capabilities":{{"portMappings":true}}}}"#
+        ))));
+        assert!(!needs_sweep(&list(&format!(
+            r#"{ptp},{{"type":"my-portmap","capabilities":{{"portMappings":false}}}}"#
+        ))));
+    }
+
+    #[test]
+    fn a_single_plugin_copy_is_decided_the_same_way() {
+        let single = |text: &str| plan::parse_saved(text.as_bytes(), Path::new("net/n.conf"));
+        let masq = single(r#"{"cniVersion":"0.4.0","name":"n","type":"bridge","ipMasq":true}"#);
+        assert!(needs_sweep(&masq.unwrap()));
+        let plain = single(r#"{"cniVersion":"0.4.0","name":"n","type":"bridge"}"#);
+        assert!(!needs_sweep(&plain.unwrap()));
+    }
+
+    #[test]
+    fn builtin_default_is_swept_and_default_restricted_is_not() {
+        let config = |name| Builtin::named(name).unwrap().config().unwrap();
+        assert!(needs_sweep(&config(DEFAULT)));
+        assert!(!needs_sweep(&config(DEFAULT_RESTRICTED)));
+    }
 }
