@@ -144,7 +144,7 @@ fn a_plugin_directory_owned_by_another_user_is_refused() {
 #[test]
 fn a_writable_plugin_binary_is_refused() {
     refused("plugin", |lab| {
-        // A real copy (not the symlink to the shared build) that others may write.
+        // A real copy (not the hard link to the shared build) that others may write.
         let bin = lab.plugin_dir().join("plug");
         fs::remove_file(&bin).unwrap();
         fs::copy(test_plugin(), &bin).unwrap();

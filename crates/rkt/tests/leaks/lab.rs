@@ -1,10 +1,10 @@
 //! A temporary rkt world for fault tests: its own data dir, empty local and system
 //! configuration, a network configuration directory and a plugin directory holding copies
-//! (symlinks) of the scriptable test plugin, all of whose calls go to one log. Every
+//! (hard links) of the scriptable test plugin, all of whose calls go to one log. Every
 //! network name it hands out is unique, so the leak checker can attribute state to it.
 
 use std::fs;
-use std::os::unix::fs::{symlink, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -31,6 +31,16 @@ pub fn test_plugin() -> PathBuf {
             bin
         })
         .clone()
+}
+
+/// Puts the test plugin at `path`: a hard link (a copy across file systems), not a
+/// symlink, so that rkt's ownership check, run as root, looks at the lab's directories and
+/// not at the checkout's, which may belong to the user who cloned it.
+fn install_test_plugin(path: &Path) {
+    let bin = test_plugin();
+    if fs::hard_link(&bin, path).is_err() {
+        fs::copy(&bin, path).unwrap();
+    }
 }
 
 /// A short random suffix.
@@ -113,7 +123,7 @@ impl Lab {
     pub fn plugin(&self, name: &str, mut script: Value) {
         let link = self.plugin_dir().join(name);
         if fs::symlink_metadata(&link).is_err() {
-            symlink(test_plugin(), &link).unwrap();
+            install_test_plugin(&link);
         }
         script["log"] = Value::String(self.log().display().to_string());
         fs::write(
