@@ -274,8 +274,8 @@ pub fn write_hosts(pod_dir: &Path, text: &str) -> Result<PathBuf, DnsError> {
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), DnsError> {
-    // Regenerated at every setup, so a lost rename only costs a rewrite: no directory fsync.
-    crate::fsutil::replace(path, bytes, 0o644, crate::fsutil::Durability::File).map_err(|e| {
+    // Read only by the pod's app, which a machine crash ends: no fsync.
+    crate::fsutil::replace(path, bytes, 0o644, crate::fsutil::Durability::Rename).map_err(|e| {
         DnsError::Write {
             path: path.to_path_buf(),
             source: e.source,

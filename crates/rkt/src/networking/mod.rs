@@ -128,6 +128,24 @@ pub struct PodNet<'a> {
 ///
 /// Returns the recorded networks (empty for `host` and `none`).
 pub fn setup(pod: &PodNet, opts: &NetOptions) -> Result<Vec<NetInfo>, NetError> {
+    setup_with(pod, opts, || plan::plan(&opts.selection, &opts.conf_dir))
+}
+
+/// [`setup`] with the networks [`preflight`] planned for the same options, so that the
+/// configuration directory is read once per pod.
+pub fn setup_planned(
+    pod: &PodNet,
+    opts: &NetOptions,
+    planned: Vec<PlannedNet>,
+) -> Result<Vec<NetInfo>, NetError> {
+    setup_with(pod, opts, || Ok(planned))
+}
+
+fn setup_with(
+    pod: &PodNet,
+    opts: &NetOptions,
+    plan: impl FnOnce() -> Result<Vec<PlannedNet>, NetError>,
+) -> Result<Vec<NetInfo>, NetError> {
     let dns_mode = opts.dns.mode()?;
     let extras =
         !opts.dns.search.is_empty() || !opts.dns.options.is_empty() || opts.dns.domain.is_some();
@@ -141,11 +159,11 @@ pub fn setup(pod: &PodNet, opts: &NetOptions) -> Result<Vec<NetInfo>, NetError> 
     let nets = match &opts.selection {
         NetSelection::Host => return Ok(Vec::new()),
         NetSelection::None => Vec::new(),
-        selection => {
+        _ => {
             let netns = pod.netns.ok_or_else(|| NetError::NoNetns {
                 uuid: pod.uuid.to_string(),
             })?;
-            let planned = plan::plan(selection, &opts.conf_dir)?;
+            let planned = plan()?;
             let existing = record::load(pod.pod_dir)?;
             if !existing.is_empty() {
                 return Err(NetError::AlreadySetUp {

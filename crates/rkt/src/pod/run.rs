@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use nix::sys::signal::Signal;
 
 use crate::netns::{self, NetnsError};
-use crate::networking::{self, NetError, NetInfo, NetOptions, NetSelection, PodNet};
+use crate::networking::{self, NetError, NetInfo, NetOptions, NetSelection, PlannedNet, PodNet};
 use crate::stage::{self, signals, StageError, StageSpec};
 
 use super::cleanup::{release, CleanupError};
@@ -72,8 +72,6 @@ pub enum RunError {
     Stage { uuid: String, source: StageError },
     #[error("pod {uuid}: interrupted by {signal} before the app started")]
     Interrupted { uuid: String, signal: Signal },
-    #[error("pod {uuid}: {source}")]
-    State { uuid: String, source: PodError },
     #[error("pod {uuid}: cannot install signal forwarding: {source}")]
     Signals {
         uuid: String,
@@ -111,14 +109,21 @@ impl From<PodError> for StartFailure {
 
 /// `rkt run`: creates a pod for `app` and runs it.
 pub fn run_new(store: &PodStore, app: App, opts: &RunOptions) -> Result<RunOutcome, StartFailure> {
-    preflight(&opts.net)?;
-    let (pod, lock) = store.create(app, &PodState::new(State::Running))?;
-    run_locked(&pod, lock, opts)
+    let planned = preflight(&opts.net)?;
+    // The pod appears already `running`, with the namespace path it is about to get.
+    let mut running = None;
+    let (pod, lock) = store.create_with(app, |new| {
+        let (net, state) = start_running(new, PodState::new(State::Running), opts);
+        running = Some((net, state.clone()));
+        Ok::<_, PodError>(state)
+    })?;
+    let (net, state) = running.expect("create_with calls fill before it succeeds");
+    run_locked(&pod, lock, opts, net, state, planned)
 }
 
 /// `rkt run-prepared`: runs a pod `rkt prepare` made.
 pub fn run_prepared(pod: &Pod, opts: &RunOptions) -> Result<RunOutcome, StartFailure> {
-    preflight(&opts.net)?;
+    let planned = preflight(&opts.net)?;
     let lock = PodLock::lock_exclusive_soon(&pod.dir)?.ok_or_else(|| PodError::InUse {
         uuid: pod.uuid.clone(),
     })?;
@@ -132,19 +137,40 @@ pub fn run_prepared(pod: &Pod, opts: &RunOptions) -> Result<RunOutcome, StartFai
         }
         .into());
     }
-    run_locked(pod, lock, opts)
+    let (net, state) = start_running(pod, state, opts);
+    state.store(&pod.dir)?;
+    run_locked(pod, lock, opts, net, state, planned)
 }
 
 /// Checks the options that can be checked without a pod: DNS and hosts flags, that every
 /// named network exists, and `--port` (see [`networking::preflight`]). So a typo leaves
-/// nothing behind, not even an exited pod.
-pub fn preflight(net: &NetOptions) -> Result<(), StartFailure> {
-    let fail = |e: NetError| StartFailure {
+/// nothing behind, not even an exited pod. Returns the networks to set up.
+pub fn preflight(net: &NetOptions) -> Result<Vec<PlannedNet>, StartFailure> {
+    networking::preflight(net).map_err(|e| StartFailure {
         error: Box::new(RunError::Options(e)),
         cleanup: Vec::new(),
-    };
-    networking::preflight(net).map_err(fail)?;
-    Ok(())
+    })
+}
+
+/// The network options with the pod's hostname settled, and `state` turned `running` with
+/// what the runner is about to set up (recorded before it exists, so gc finds it).
+fn start_running(pod: &Pod, mut state: PodState, opts: &RunOptions) -> (NetOptions, PodState) {
+    let is_host = matches!(opts.net.selection, NetSelection::Host);
+    let mut net = opts.net.clone();
+    if net.hostname.is_empty() {
+        // With the host's network the pod also keeps the host's name (its /etc/hosts is the
+        // host's, where rkt-<uuid> would not resolve), as later rkt versions and Docker do.
+        net.hostname = match nix::unistd::gethostname() {
+            Ok(name) if is_host => name.to_string_lossy().into_owned(),
+            _ => format!("rkt-{}", pod.uuid),
+        };
+    }
+    state.state = State::Running;
+    state.started = Some(Timestamp::now());
+    state.netns = (!is_host).then(|| netns::pod_netns_path(&pod.uuid));
+    state.net = Some(net.selection.to_string());
+    state.hostname = Some(net.hostname.clone());
+    (net, state)
 }
 
 fn write_uuid_file(path: &Path, uuid: &str) -> std::io::Result<()> {
@@ -158,29 +184,24 @@ fn write_uuid_file(path: &Path, uuid: &str) -> std::io::Result<()> {
     f.sync_all()
 }
 
-fn run_locked(pod: &Pod, lock: PodLock, opts: &RunOptions) -> Result<RunOutcome, StartFailure> {
+/// Runs a pod recorded `running` in `state` (see [`start_running`]), its lock held.
+///
+/// `state.json` is written twice more: with the init's PID (and the networks) once the app
+/// runs, with `exited` once everything is released; and in between, when the app has ended,
+/// without the PID, so that stop and enter cannot reach a process that reused it during a
+/// slow teardown.
+fn run_locked(
+    pod: &Pod,
+    lock: PodLock,
+    opts: &RunOptions,
+    net: NetOptions,
+    mut state: PodState,
+    planned: Vec<PlannedNet>,
+) -> Result<RunOutcome, StartFailure> {
     let uuid = pod.uuid.clone();
-    let is_host = matches!(opts.net.selection, NetSelection::Host);
-    let netns_path = (!is_host).then(|| netns::pod_netns_path(&uuid));
-    let mut net = opts.net.clone();
-    if net.hostname.is_empty() {
-        // With the host's network the pod also keeps the host's name (its /etc/hosts is the
-        // host's, where rkt-<uuid> would not resolve), as later rkt versions and Docker do.
-        net.hostname = match nix::unistd::gethostname() {
-            Ok(name) if is_host => name.to_string_lossy().into_owned(),
-            _ => format!("rkt-{uuid}"),
-        };
-    }
+    let netns_path = state.netns.clone();
 
-    let mut state = pod.state()?;
-    state.state = State::Running;
-    state.started = Some(Timestamp::now());
-    state.netns = netns_path.clone();
-    state.net = Some(net.selection.to_string());
-    state.hostname = Some(net.hostname.clone());
-    state.store(&pod.dir)?;
-
-    let started = start(pod, &net, netns_path.as_deref(), opts, &mut state);
+    let started = start(pod, &net, planned, netns_path.as_deref(), opts, &mut state);
     let stage = match started {
         Ok(stage) => stage,
         Err(error) => {
@@ -248,6 +269,7 @@ fn run_locked(pod: &Pod, lock: PodLock, opts: &RunOptions) -> Result<RunOutcome,
 fn start(
     pod: &Pod,
     net: &NetOptions,
+    planned: Vec<PlannedNet>,
     netns_path: Option<&Path>,
     opts: &RunOptions,
     state: &mut PodState,
@@ -275,16 +297,17 @@ fn start(
         pod_dir: &pod.dir,
         netns: netns_path,
     };
+    if !planned.is_empty() {
+        // gc after a reboot must find the pod to release what its plugins allocated.
+        pod.sync_entry().map_err(RunError::Pod)?;
+    }
     let nets: Vec<NetInfo> =
-        networking::setup(&pod_net, net).map_err(|source| RunError::Network {
+        networking::setup_planned(&pod_net, net, planned).map_err(|source| RunError::Network {
             uuid: uuid(),
             source,
         })?;
+    // Recorded with the init's PID: until then status shows the live network record.
     state.networks = nets.iter().map(NetSummary::from).collect();
-    state.store(&pod.dir).map_err(|source| RunError::State {
-        uuid: uuid(),
-        source,
-    })?;
     if let Some(signal) = signals::take_pending() {
         return Err(RunError::Interrupted {
             uuid: uuid(),

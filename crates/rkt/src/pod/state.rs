@@ -1,5 +1,8 @@
-//! The pod's state record (`<pod>/state.json`), replaced atomically (temporary file, fsync,
-//! rename, fsync of the directory) and only by the holder of the pod's exclusive lock.
+//! The pod's state record (`<pod>/state.json`), replaced atomically (temporary file, rename)
+//! and only by the holder of the pod's exclusive lock. It is not fsynced: it describes
+//! processes and a namespace that a machine crash ends anyway, while what teardown after a
+//! reboot needs (`net-info.json` and the configuration copies) is written durably by
+//! [`crate::networking::record`].
 //!
 //! States move forward only: `prepared` → `running` → `exited` → `garbage` (gc or rm marks a
 //! pod garbage just before deleting it). `rkt run` creates its pod directly in `running`.
@@ -138,6 +141,11 @@ impl PodState {
     }
 
     /// Reads `<dir>/state.json`.
+    ///
+    /// An empty file loads as `running` with nothing else known. Readers never see one
+    /// otherwise (every write replaces the file whole), but the record is not fsynced, so
+    /// a machine crash can leave it empty; its runner is then certainly gone, and gc
+    /// releases what the pod's durable network record names and deletes the pod.
     pub fn load(dir: &Path) -> Result<Self, PodError> {
         let path = dir.join(STATE_FILE);
         let bytes = fs::read(&path).map_err(|source| PodError::Io {
@@ -145,6 +153,9 @@ impl PodState {
             path: path.clone(),
             source,
         })?;
+        if bytes.is_empty() {
+            return Ok(PodState::new(State::Running));
+        }
         serde_json::from_slice(&bytes).map_err(|source| PodError::Corrupt { path, source })
     }
 
@@ -156,9 +167,9 @@ impl PodState {
 }
 
 /// Writes `dir/name` so that readers see either the old or the new content, never a mix,
-/// durably and with mode 0600 (see [`crate::fsutil::replace`]).
+/// with mode 0600 and without fsync (see [`crate::fsutil::replace`], [`Durability::Rename`]).
 pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), PodError> {
-    crate::fsutil::replace(&dir.join(name), bytes, 0o600, Durability::Directory).map_err(|e| {
+    crate::fsutil::replace(&dir.join(name), bytes, 0o600, Durability::Rename).map_err(|e| {
         PodError::Io {
             what: e.action,
             path: e.path,
@@ -198,6 +209,16 @@ mod tests {
         fs::write(dir.path().join(STATE_FILE), b"{\"state\":").unwrap();
         let err = PodState::load(dir.path()).unwrap_err().to_string();
         assert!(err.contains("state.json"), "{err}");
+    }
+
+    #[test]
+    fn an_empty_state_left_by_a_machine_crash_loads_as_running() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(STATE_FILE), b"").unwrap();
+        assert_eq!(
+            PodState::load(dir.path()).unwrap(),
+            PodState::new(State::Running)
+        );
     }
 
     #[test]

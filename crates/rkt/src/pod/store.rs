@@ -54,6 +54,21 @@ impl Pod {
     pub fn state(&self) -> Result<PodState, PodError> {
         PodState::load(&self.dir)
     }
+
+    /// Makes the pod directory's name in the pods directory survive a machine crash
+    /// (fsync of the pods directory), so that gc after a reboot finds what is recorded in
+    /// it durably. Pods are created without it; the runner calls it before the first
+    /// network record, and only pods with networks need it.
+    pub fn sync_entry(&self) -> Result<(), PodError> {
+        let pods_dir = self.dir.parent().unwrap_or(Path::new("."));
+        File::open(pods_dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|source| PodError::Io {
+                what: "fsync pods directory",
+                path: pods_dir.to_path_buf(),
+                source,
+            })
+    }
 }
 
 impl PodStore {
@@ -83,6 +98,22 @@ impl PodStore {
 
     /// Creates a complete pod in `state` and returns it with its exclusive lock held.
     pub fn create(&self, app: App, state: &PodState) -> Result<(Pod, PodLock), PodError> {
+        self.create_with(app, |_| Ok::<_, PodError>(state.clone()))
+    }
+
+    /// Creates a complete pod and returns it with its exclusive lock held. `fill` is called
+    /// with the pod while its directory is still the hidden `.new-<uuid>` (the manifest
+    /// written, the lock held): it may write more files there and returns the state to
+    /// record. When it fails, nothing of the pod remains.
+    ///
+    /// Nothing here is fsynced: a pod that a machine crash takes away had nothing set up
+    /// outside its directory yet. A runner calls [`Pod::sync_entry`] before it records
+    /// anything teardown after a reboot needs.
+    pub fn create_with<E: From<PodError>>(
+        &self,
+        app: App,
+        fill: impl FnOnce(&Pod) -> Result<PodState, E>,
+    ) -> Result<(Pod, PodLock), E> {
         Self::mkdir(&self.dir, true)?;
         let uuid = Uuid::new_v4().hyphenated().to_string();
         let tmp = self.dir.join(format!("{NEW_PREFIX}{uuid}"));
@@ -97,14 +128,17 @@ impl PodStore {
             };
             let bytes = serde_json::to_vec_pretty(&manifest).expect("a manifest serializes");
             write_atomic(&tmp, MANIFEST_FILE, &bytes)?;
-            state.store(&tmp)?;
+            let new = Pod {
+                uuid: uuid.clone(),
+                dir: tmp.clone(),
+            };
+            fill(&new)?.store(&tmp)?;
             let dir = self.dir.join(&uuid);
             fs::rename(&tmp, &dir).map_err(|source| PodError::Io {
                 what: "move new pod into place",
                 path: dir.clone(),
                 source,
             })?;
-            self.sync_dir()?;
             lock.renamed(dir.clone());
             Ok((Pod { uuid, dir }, lock))
         })();
@@ -112,16 +146,6 @@ impl PodStore {
             let _ = fs::remove_dir_all(&tmp);
         }
         built
-    }
-
-    fn sync_dir(&self) -> Result<(), PodError> {
-        File::open(&self.dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|source| PodError::Io {
-                what: "fsync pods directory",
-                path: self.dir.clone(),
-                source,
-            })
     }
 
     /// Every pod, sorted by UUID. A missing pods directory holds no pods.
