@@ -14,7 +14,10 @@
 //!
 //! The status pipe is close-on-exec everywhere, so the runner reads end-of-file once the
 //! app has been executed; any failure before that is reported on it as `error <message>`.
-//! Each process sets a parent-death signal (SIGKILL), so a pod never outlives its runner.
+//! Each process sets a parent-death signal (SIGKILL), so a pod never outlives its runner;
+//! the stage then checks that its parent is still the runner (`--runner-pid`), which the
+//! runner passes so that it can start the stage without a pre-exec step (see
+//! [`super::start`]).
 
 use std::ffi::{CString, OsString};
 use std::fs::File;
@@ -29,7 +32,7 @@ use nix::sched::{setns, unshare, CloneFlags};
 use nix::sys::prctl::{set_name, set_pdeathsig};
 use nix::sys::signal::Signal;
 use nix::sys::wait::{waitpid, WaitStatus};
-use nix::unistd::{execve, fork, sethostname, ForkResult, Pid};
+use nix::unistd::{execve, fork, getppid, sethostname, ForkResult, Pid};
 
 use super::env::{app_env, find_executable};
 use super::{mounts, signals, StageError};
@@ -49,8 +52,100 @@ pub struct InitArgs {
     pub status_fd: RawFd,
 }
 
+/// The `stage1-init` arguments as the runner passes them (see [`super::start`]): `--pod-dir
+/// DIR --hostname NAME --status-fd FD [--netns PATH] [--runner-pid PID]`, each value in the
+/// next argument. Parsed by hand: the binary's `main` hands them over before building its
+/// command line parser, which the stage does not need.
+#[derive(Debug, Clone)]
+pub struct StageArgv {
+    pub init: InitArgs,
+    /// The runner's PID: the stage exits if its parent is not that process once its
+    /// parent-death signal is set (the runner died in between).
+    pub runner_pid: Option<i32>,
+}
+
+impl StageArgv {
+    /// Parses the arguments after `stage1-init`.
+    pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<StageArgv, String> {
+        let (mut pod_dir, mut hostname, mut netns, mut status_fd, mut runner_pid) =
+            (None, None, None, None, None);
+        let mut args = args.into_iter();
+        while let Some(flag) = args.next() {
+            let flag = flag.to_string_lossy().into_owned();
+            let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
+            let number = |v: &OsString| {
+                v.to_str()
+                    .and_then(|v| v.parse::<i32>().ok())
+                    .ok_or_else(|| format!("{flag}: {v:?} is not a number"))
+            };
+            match flag.as_str() {
+                "--pod-dir" => pod_dir = Some(PathBuf::from(value)),
+                "--hostname" => {
+                    hostname = Some(
+                        value
+                            .into_string()
+                            .map_err(|v| format!("--hostname: {v:?} is not UTF-8"))?,
+                    )
+                }
+                "--netns" => netns = Some(PathBuf::from(value)),
+                "--status-fd" => status_fd = Some(number(&value)?),
+                "--runner-pid" => runner_pid = Some(number(&value)?),
+                _ => return Err(format!("unknown argument {flag:?}")),
+            }
+        }
+        let missing = |name: &str| format!("--{name} is required");
+        Ok(StageArgv {
+            init: InitArgs {
+                pod_dir: pod_dir.ok_or_else(|| missing("pod-dir"))?,
+                hostname: hostname.ok_or_else(|| missing("hostname"))?,
+                netns,
+                status_fd: status_fd.ok_or_else(|| missing("status-fd"))?,
+            },
+            runner_pid,
+        })
+    }
+
+    /// The arguments for `spec`, in the form [`StageArgv::parse`] reads.
+    pub(super) fn to_args(
+        spec: &super::StageSpec,
+        status_fd: RawFd,
+        runner_pid: u32,
+    ) -> Vec<OsString> {
+        let mut args: Vec<OsString> = vec![
+            "--pod-dir".into(),
+            spec.pod_dir.into(),
+            "--hostname".into(),
+            spec.hostname.into(),
+            "--status-fd".into(),
+            status_fd.to_string().into(),
+            "--runner-pid".into(),
+            runner_pid.to_string().into(),
+        ];
+        if let Some(netns) = spec.netns {
+            args.extend(["--netns".into(), netns.into()]);
+        }
+        args
+    }
+}
+
+/// `rkt stage1-init ARGS`: parses `args` (those after the command name) and runs the stage;
+/// returns the exit status for the process.
+pub fn main_from_args(args: impl IntoIterator<Item = OsString>) -> i32 {
+    match StageArgv::parse(args) {
+        Ok(argv) => run(&argv.init, argv.runner_pid),
+        Err(msg) => {
+            eprintln!("rkt stage1-init: {msg}");
+            SETUP_FAILED
+        }
+    }
+}
+
 /// Runs the stage; returns the exit status for the process.
 pub fn main(args: &InitArgs) -> i32 {
+    run(args, None)
+}
+
+fn run(args: &InitArgs, runner_pid: Option<i32>) -> i32 {
     // SAFETY: the runner passes us the write end of its status pipe under this number and
     // nothing else in this process uses or closes it.
     let status = unsafe { File::from_raw_fd(args.status_fd) };
@@ -58,7 +153,7 @@ pub fn main(args: &InitArgs) -> i32 {
         eprintln!("rkt stage1-init: status fd {}: {errno}", args.status_fd);
         return SETUP_FAILED;
     }
-    match stage(args, status) {
+    match stage(args, runner_pid, status) {
         Ok(code) => code,
         Err((mut status, err)) => {
             report(&mut status, &err);
@@ -76,8 +171,8 @@ fn report(status: &mut File, err: &StageError) {
 
 type Failure = (File, StageError);
 
-fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
-    let prepared = prepare(args);
+fn stage(args: &InitArgs, runner_pid: Option<i32>, status: File) -> Result<i32, Failure> {
+    let prepared = prepare(args, runner_pid);
     let (app_argv, env, root) = match prepared {
         Ok(p) => p,
         Err(e) => return Err((status, e)),
@@ -123,12 +218,19 @@ fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
 #[allow(clippy::type_complexity)]
 fn prepare(
     args: &InitArgs,
+    runner_pid: Option<i32>,
 ) -> Result<(Vec<String>, Vec<(OsString, OsString)>, Option<PathBuf>), StageError> {
     set_pdeathsig(Signal::SIGKILL).map_err(|source| StageError::Sys {
         what: "set the parent-death signal for",
         path: args.pod_dir.clone(),
         source,
     })?;
+    // The runner may have died before the signal was set: then it never comes.
+    if runner_pid.is_some_and(|pid| getppid().as_raw() != pid) {
+        return Err(StageError::RunnerGone {
+            pid: runner_pid.unwrap_or_default(),
+        });
+    }
     // Shown by ps instead of "exe" (we run as /proc/self/exe); cosmetic, failure ignored.
     let _ = set_name(c"rkt-stage");
     let manifest_path = args.pod_dir.join(crate::pod::store::MANIFEST_FILE);
@@ -302,5 +404,61 @@ pub fn exit_code(status: WaitStatus) -> Option<i32> {
         WaitStatus::Exited(_, code) => Some(code),
         WaitStatus::Signaled(_, signal, _) => Some(128 + signal as i32),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stage::StageSpec;
+
+    fn os(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn the_runners_arguments_parse_back() {
+        let spec = StageSpec {
+            exe: Path::new("/proc/self/exe"),
+            pod_dir: Path::new("/var/lib/rkt/pods/x"),
+            hostname: "rkt-x",
+            netns: Some(Path::new("/run/netns/rkt-x")),
+        };
+        let argv = StageArgv::parse(StageArgv::to_args(&spec, 7, 4242)).unwrap();
+        assert_eq!(argv.init.pod_dir, spec.pod_dir);
+        assert_eq!(argv.init.hostname, "rkt-x");
+        assert_eq!(argv.init.netns.as_deref(), spec.netns);
+        assert_eq!(argv.init.status_fd, 7);
+        assert_eq!(argv.runner_pid, Some(4242));
+        let host = StageSpec {
+            netns: None,
+            ..spec
+        };
+        let argv = StageArgv::parse(StageArgv::to_args(&host, 7, 4242)).unwrap();
+        assert_eq!(argv.init.netns, None);
+    }
+
+    #[test]
+    fn bad_arguments_are_named() {
+        let base = ["--pod-dir", "/p", "--hostname", "h", "--status-fd"];
+        let err = |extra: &[&str]| {
+            let mut args = base.to_vec();
+            args.extend(extra);
+            StageArgv::parse(os(&args)).unwrap_err()
+        };
+        assert_eq!(err(&[]), "--status-fd needs a value");
+        assert!(err(&["x"]).contains("\"x\" is not a number"));
+        assert!(err(&["3", "--bogus", "1"]).contains("\"--bogus\""));
+        let e = StageArgv::parse(os(&["--status-fd", "3", "--hostname", "h"])).unwrap_err();
+        assert_eq!(e, "--pod-dir is required");
+        let ok = StageArgv::parse(os(&[
+            "--pod-dir",
+            "/p",
+            "--hostname",
+            "h",
+            "--status-fd",
+            "3",
+        ]));
+        assert_eq!(ok.unwrap().runner_pid, None);
     }
 }

@@ -4,9 +4,10 @@
 //! command `rkt stage1-init` ([`init`]) instead of forking and continuing in Rust code. The
 //! re-executed process starts single-threaded, with a clean address space, so it can unshare
 //! namespaces (`CLONE_NEWNS` refuses multi-threaded callers) and fork freely; the runner,
-//! which may have started threads (plugin I/O, netns creation), only forks through
-//! [`std::process::Command`] with a tiny pre-exec step (`prctl` and `fcntl`, both
-//! async-signal-safe).
+//! which may have started threads (plugin I/O, netns creation), only starts it through
+//! [`std::process::Command`] without a pre-exec step, which std turns into `posix_spawn`.
+//! The hidden command's arguments are parsed by hand ([`init::StageArgv`]), before the
+//! binary builds its command line parser.
 //!
 //! Process tree: runner → stage (host PID namespace; pod's net, mount, UTS, IPC namespaces)
 //! → init (PID 1 of the pod) → app. The init's host PID is recorded in the pod state for
@@ -22,15 +23,13 @@ pub mod signals;
 
 use std::fs::File;
 use std::io::Read;
-use std::os::fd::AsRawFd;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
 
 use nix::errno::Errno;
-use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
-use nix::sys::prctl::set_pdeathsig;
-use nix::sys::signal::Signal;
+use nix::fcntl::OFlag;
 use nix::unistd::pipe2;
 
 /// The hidden command name the runner re-executes itself with.
@@ -75,6 +74,8 @@ pub enum StageError {
     NulByte { text: String },
     #[error("{0}")]
     Reported(String),
+    #[error("the runner (PID {pid}) ended before the pod stage started")]
+    RunnerGone { pid: i32 },
     #[error("the pod stage ended ({status}) before starting the app")]
     NoStart { status: ExitStatus },
     #[error("cannot wait for the pod stage: {source}")]
@@ -120,29 +121,28 @@ pub fn start(spec: &StageSpec) -> Result<Started, StageError> {
         source,
     };
     let (read_end, write_end) = pipe2(OFlag::O_CLOEXEC).map_err(|e| spawn_err(e.into()))?;
-    let status_fd = write_end.as_raw_fd();
-    let mut cmd = Command::new(spec.exe);
-    cmd.arg(INIT_COMMAND)
-        .arg("--pod-dir")
-        .arg(spec.pod_dir)
-        .arg("--hostname")
-        .arg(spec.hostname)
-        .arg("--status-fd")
-        .arg(status_fd.to_string());
-    if let Some(netns) = spec.netns {
-        cmd.arg("--netns").arg(netns);
-    }
-    // SAFETY: runs in the forked child before exec and only makes two async-signal-safe
-    // system calls (prctl, fcntl) on values captured by copy.
-    unsafe {
-        cmd.pre_exec(move || {
-            set_pdeathsig(Signal::SIGKILL)?;
-            fcntl(status_fd, FcntlArg::F_SETFD(FdFlag::empty()))?;
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().map_err(spawn_err)?;
+    // The stage inherits the write end as a copy without close-on-exec, made just for the
+    // spawn: no other thread of the runner starts processes at this point (setup's threads
+    // are joined), so none inherits it. No pre-exec step is needed (the stage sets its
+    // parent-death signal itself and checks that the runner is still its parent), so std
+    // starts the stage with posix_spawn (a vfork-style clone) instead of copying the
+    // runner's page tables with fork.
+    // SAFETY: dup(2) returns a new descriptor that nothing else owns.
+    let inherited = unsafe {
+        OwnedFd::from_raw_fd(
+            nix::unistd::dup(write_end.as_raw_fd()).map_err(|e| spawn_err(e.into()))?,
+        )
+    };
     drop(write_end);
+    let mut cmd = Command::new(spec.exe);
+    cmd.arg(INIT_COMMAND).args(init::StageArgv::to_args(
+        spec,
+        inherited.as_raw_fd(),
+        std::process::id(),
+    ));
+    let spawned = cmd.spawn();
+    drop(inherited);
+    let mut child = spawned.map_err(spawn_err)?;
     signals::forward_to(child.id() as i32);
 
     let mut report = String::new();
