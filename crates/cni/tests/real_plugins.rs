@@ -11,10 +11,12 @@
 //!   container is left, nor any port on the bridge or reservation.
 //!
 //! Every name shared with the host is unique per test (namespace `cni-rt-<random>`, bridge,
-//! subnet `10.251.X.0/24` with X random and unused, container ID, host port). Guards, dropped
-//! even when a test panics, DEL the attachment through the library, delete the namespace and
-//! the bridge, and put `net.ipv4.ip_forward` (which ptp and bridge turn on) back to what it
-//! was once no test of this file still runs.
+//! network, container ID, host port), and each test has a subnet of its own
+//! (`10.251.<n>.0/24`, `n` fixed per test). Every test ends with the leak checker
+//! (`tests/leaks`), which finds anything of the test left on the host. Guards, dropped even
+//! when a test panics, DEL the attachment through the library, delete the namespace and the
+//! bridge, and put `net.ipv4.ip_forward` (which ptp and bridge turn on) back to what it was
+//! once no test of this file still runs.
 //!
 //! Without root, or without the plugins, the tests are skipped with a note.
 
@@ -27,6 +29,8 @@ use cni::conf::NetworkConfigList;
 use cni::error::Error;
 use cni::result::CniResult;
 use serde_json::json;
+
+mod leaks;
 
 const PLUGIN_DIR: &str = "/usr/lib/cni";
 
@@ -83,25 +87,6 @@ fn random_hex(bytes: usize) -> String {
         .and_then(|mut f| f.read_exact(&mut buf))
         .expect("reading /dev/urandom");
     buf.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// A /24 in 10.251.0.0/16 that no address or route of the host uses now.
-fn free_subnet() -> String {
-    let used = format!(
-        "{}{}",
-        must(&["ip", "-o", "addr"]),
-        must(&["ip", "route", "show", "table", "all"])
-    );
-    loop {
-        let x = u8::from_str_radix(&random_hex(1), 16).unwrap();
-        if x == 0 || x == 255 {
-            continue;
-        }
-        let prefix = format!("10.251.{x}.");
-        if !used.contains(&prefix) {
-            return format!("10.251.{x}.0/24");
-        }
-    }
 }
 
 /// A network namespace made for one test, deleted on drop.
@@ -274,7 +259,7 @@ fn host_interface(result: &CniResult) -> String {
         .unwrap_or_else(|| panic!("no host interface in {}", result.to_value()))
 }
 
-fn ptp_host_local(version: &'static str) {
+fn ptp_host_local(version: &'static str, subnet: &str) {
     if !can_run(&["ptp", "host-local"]) {
         return;
     }
@@ -282,7 +267,6 @@ fn ptp_host_local(version: &'static str) {
     let data_dir = tmp.path().join("ipam");
     let _forward = ForwardGuard::new();
     let ns = Netns::new();
-    let subnet = free_subnet();
     let net = format!("rt-ptp-{}", random_hex(4));
     let list = cni::conf::parse_list(
         json!({
@@ -307,11 +291,18 @@ fn ptp_host_local(version: &'static str) {
     .unwrap();
     let cni = CniConfig::new(vec![PLUGIN_DIR.into()], tmp.path().join("cache"));
     let rt = RuntimeConf::new(format!("rt-ptp-{}", random_hex(6)), Some(ns.path()), "eth0");
+    let mut guard = leaks::Guard::new(
+        leaks::Ctx::new(tmp.path())
+            .network(&net)
+            .subnet(subnet)
+            .container(&rt.container_id)
+            .hostlocal_dir(&data_dir),
+    );
 
     let (mut attachment, result) = Attachment::add(&cni, &list, &rt);
     let result = result.unwrap();
     assert_eq!(result.version(), version);
-    let address = ipv4_in(&result, &subnet);
+    let address = ipv4_in(&result, subnet);
     let in_ns = ns.ip(&["-o", "-4", "addr", "show", "dev", "eth0"]);
     assert!(
         in_ns.contains(&format!("inet {address} ")),
@@ -319,6 +310,7 @@ fn ptp_host_local(version: &'static str) {
         ns.name
     );
     let host_veth = host_interface(&result);
+    guard.link(&host_veth);
     assert!(sh(&["ip", "link", "show", "dev", &host_veth]).0);
     let ip_only = address.split('/').next().unwrap();
     assert!(must(&["ip", "route", "show", ip_only]).contains(&host_veth));
@@ -350,21 +342,22 @@ fn ptp_host_local(version: &'static str) {
         .is_empty());
     // A second DEL is fine.
     cni.del_network_list(&list, &rt).unwrap();
+    guard.check();
 }
 
 #[test]
 fn real_ptp_host_local_1_0_0() {
-    ptp_host_local("1.0.0");
+    ptp_host_local("1.0.0", "10.251.10.0/24");
 }
 
 #[test]
 fn real_ptp_host_local_0_4_0() {
-    ptp_host_local("0.4.0");
+    ptp_host_local("0.4.0", "10.251.11.0/24");
 }
 
 #[test]
 fn real_ptp_host_local_0_3_1() {
-    ptp_host_local("0.3.1");
+    ptp_host_local("0.3.1", "10.251.12.0/24");
 }
 
 /// The nat rules that mention `container_id`, and the container's own chains they name.
@@ -446,7 +439,7 @@ fn real_bridge_tuning_portmap() {
     let bridge = LinkGuard {
         name: format!("cnirt{}", random_hex(4)),
     };
-    let subnet = free_subnet();
+    let subnet = "10.251.20.0/24";
     let net = format!("rt-br-{}", random_hex(4));
     let host_port = 20000 + u16::from_str_radix(&random_hex(2), 16).unwrap() % 40000;
     let mac = "0a:58:0a:fb:00:99";
@@ -485,12 +478,20 @@ fn real_bridge_tuning_portmap() {
         "mac": mac,
     });
     rt.capability_args = caps.as_object().unwrap().clone();
+    let guard = leaks::Guard::new(
+        leaks::Ctx::new(tmp.path())
+            .network(&net)
+            .subnet(subnet)
+            .link(&bridge.name)
+            .container(&rt.container_id)
+            .hostlocal_dir(&data_dir),
+    );
     let (rules_before, _) = nat_state(&rt.container_id);
     assert!(rules_before.is_empty());
 
     let (mut attachment, result) = Attachment::add(&cni, &list, &rt);
     let result = result.unwrap();
-    let address = ipv4_in(&result, &subnet);
+    let address = ipv4_in(&result, subnet);
     let eth0 = ns.ip(&["-o", "addr", "show", "dev", "eth0"]);
     assert!(eth0.contains(&format!("inet {address} ")), "{eth0}");
     let link = ns.ip(&["-o", "link", "show", "dev", "eth0"]);
@@ -560,4 +561,5 @@ fn real_bridge_tuning_portmap() {
     assert!(bridge.exists());
     bridge.delete();
     assert!(!bridge.exists());
+    guard.check();
 }
