@@ -81,6 +81,27 @@ pub fn replace(
     Ok(())
 }
 
+/// Writes a new file at `path` (mode `mode`, no fsync) in a directory that nobody else sees
+/// yet, like a pod directory still named `.new-<uuid>`: readers cannot meet it half
+/// written, so it needs no temporary file and no rename. Fails if `path` exists.
+pub fn create_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), WriteError> {
+    let fail = |action| {
+        move |source| WriteError {
+            action,
+            path: path.to_path_buf(),
+            source,
+        }
+    };
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)
+        .map_err(fail("create"))?
+        .write_all(bytes)
+        .map_err(fail("write"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +123,19 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("state.json")]);
+    }
+
+    #[test]
+    fn create_new_writes_once_with_the_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pod.json");
+        create_new(&path, b"{}", 0o600).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"{}");
+        let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let err = create_new(&path, b"again", 0o600).unwrap_err();
+        assert_eq!((err.action, err.path), ("create", path.clone()));
+        assert_eq!(fs::read(&path).unwrap(), b"{}");
     }
 
     #[test]

@@ -161,8 +161,12 @@ impl PodState {
 
     /// Atomically replaces `<dir>/state.json`. The caller holds the pod's exclusive lock.
     pub fn store(&self, dir: &Path) -> Result<(), PodError> {
-        let bytes = serde_json::to_vec_pretty(self).expect("a pod state always serializes");
-        write_atomic(dir, STATE_FILE, &bytes)
+        write_atomic(dir, STATE_FILE, &self.to_bytes())
+    }
+
+    /// The file's content.
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec_pretty(self).expect("a pod state always serializes")
     }
 }
 

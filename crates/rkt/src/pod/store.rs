@@ -1,7 +1,8 @@
 //! The pod store: `<data>/pods/<uuid>/`, one directory per pod (0700, files 0600).
 //!
 //! A pod becomes visible only once complete: it is built in `.new-<uuid>` (manifest and state
-//! written, exclusive lock already held) and renamed to `<uuid>` in one step. Removal is the
+//! written, exclusive lock already held) and renamed to `<uuid>` in one step. Nobody reads
+//! a `.new-` directory, so its files are written directly, without temporary files. Removal is the
 //! reverse: under the exclusive lock the state becomes `garbage`, the directory is renamed to
 //! `.rm-<uuid>` and only then deleted. Readers list only names that are UUIDs, so they never
 //! see a half-built or half-deleted pod.
@@ -16,7 +17,7 @@ use uuid::Uuid;
 
 use super::lock::PodLock;
 use super::manifest::{App, PodManifest};
-use super::state::{write_atomic, PodState, State};
+use super::state::{PodState, State, STATE_FILE};
 use super::time::Timestamp;
 use super::PodError;
 
@@ -127,12 +128,12 @@ impl PodStore {
                 app,
             };
             let bytes = serde_json::to_vec_pretty(&manifest).expect("a manifest serializes");
-            write_atomic(&tmp, MANIFEST_FILE, &bytes)?;
+            create_new(&tmp, MANIFEST_FILE, &bytes)?;
             let new = Pod {
                 uuid: uuid.clone(),
                 dir: tmp.clone(),
             };
-            fill(&new)?.store(&tmp)?;
+            create_new(&tmp, STATE_FILE, &fill(&new)?.to_bytes())?;
             let dir = self.dir.join(&uuid);
             fs::rename(&tmp, &dir).map_err(|source| PodError::Io {
                 what: "move new pod into place",
@@ -276,6 +277,15 @@ impl PodStore {
         }
         (removed, errors)
     }
+}
+
+/// Writes `dir/name` of a pod directory nobody sees yet (see [`crate::fsutil::create_new`]).
+fn create_new(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), PodError> {
+    crate::fsutil::create_new(&dir.join(name), bytes, 0o600).map_err(|e| PodError::Io {
+        what: e.action,
+        path: e.path,
+        source: e.source,
+    })
 }
 
 /// Whether `name` is a pod directory name: a lowercase hyphenated UUID.
