@@ -249,7 +249,7 @@ fn add_all(
                 entry.ip = added.ip;
                 entry.mask = added.mask;
                 entry.result = Some(added.result);
-                if let Err(e) = record::save(pod.pod_dir, &entries) {
+                if let Err(e) = record::update(pod.pod_dir, &entries) {
                     return Err(abort(pod, entries, e.into()));
                 }
             }

@@ -8,15 +8,18 @@
 //! and, once ADD succeeded, the result and the address. rkt's fields (`netName`, `netConf`,
 //! `pluginPath`, `ifName`, `ip`, `args`, `mask`) keep their names and meaning.
 //!
-//! Every write is atomic (temp file, fsync, rename, fsync of the directory), and an entry is
-//! written *before* its ADD, so a crash in the middle of setup leaves a record that `gc` can
-//! tear down.
+//! Every write is atomic (temp file, fsync, rename) and, where a machine crash must not lose
+//! it, durable (fsync of the directory too: [`save`], the copies), and an entry is written
+//! *before* its ADD, so a crash in the middle of setup leaves a record that `gc` can tear
+//! down, also after a reboot.
 
 use std::fs;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+use crate::fsutil::Durability;
 
 /// The record's file name inside the pod directory.
 pub const FILE: &str = "net-info.json";
@@ -143,11 +146,36 @@ pub fn load(pod_dir: &Path) -> Result<Vec<NetInfo>, RecordError> {
     serde_json::from_slice(&bytes).map_err(|source| RecordError::Parse { path, source })
 }
 
-/// Replaces the record with `nets`, atomically.
+/// Replaces the record with `nets`, atomically and durably: after a machine crash the
+/// record names these networks. For a record that names a network about to be set up.
 pub fn save(pod_dir: &Path, nets: &[NetInfo]) -> Result<(), RecordError> {
+    write_record(pod_dir, nets, Durability::Directory)
+}
+
+/// Replaces the record with `nets`, atomically, where a machine crash may bring back the
+/// previous record instead, because that one is just as good for teardown: after an ADD
+/// (the previous record names the same networks, without the result) or after some
+/// networks came down (the previous one also names those, and DEL is idempotent). Saves
+/// the directory's fsync; the file's content is still fsynced, so whichever record
+/// survives is complete.
+pub fn update(pod_dir: &Path, nets: &[NetInfo]) -> Result<(), RecordError> {
+    write_record(pod_dir, nets, Durability::File)
+}
+
+fn write_record(
+    pod_dir: &Path,
+    nets: &[NetInfo],
+    durability: Durability,
+) -> Result<(), RecordError> {
     let mut bytes = serde_json::to_vec_pretty(nets).expect("NetInfo serializes");
     bytes.push(b'\n');
-    write_atomic(&record_path(pod_dir), &bytes)
+    crate::fsutil::replace(&record_path(pod_dir), &bytes, 0o600, durability).map_err(|e| {
+        RecordError::Io {
+            action: e.action,
+            path: e.path,
+            source: e.source,
+        }
+    })
 }
 
 /// Removes the record file and the `net/` directory (missing ones are fine).
@@ -220,12 +248,10 @@ pub fn remove_conf(pod_dir: &Path, net: &NetInfo) -> Result<(), RecordError> {
 
 /// Writes `bytes` to `path` durably: teardown after a crash or reboot depends on it.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RecordError> {
-    crate::fsutil::replace(path, bytes, 0o600, crate::fsutil::Durability::Directory).map_err(|e| {
-        RecordError::Io {
-            action: e.action,
-            path: e.path,
-            source: e.source,
-        }
+    crate::fsutil::replace(path, bytes, 0o600, Durability::Directory).map_err(|e| RecordError::Io {
+        action: e.action,
+        path: e.path,
+        source: e.source,
     })
 }
 
@@ -277,6 +303,8 @@ mod tests {
         assert_eq!(first["ip"], "172.16.28.5");
         assert_eq!(first["mask"], "255.255.255.0");
         assert_eq!(nets[0].ip4(), Some(Ipv4Addr::new(172, 16, 28, 5)));
+        update(dir.path(), &nets[1..]).unwrap();
+        assert_eq!(load(dir.path()).unwrap(), &nets[1..]);
     }
 
     #[test]

@@ -78,7 +78,7 @@ pub(crate) fn teardown_entries(pod: &PodNet, entries: Vec<NetInfo>, mode: Mode) 
         record::remove(pod.pod_dir)
     } else {
         kept.reverse();
-        record::save(pod.pod_dir, &kept)
+        record::update(pod.pod_dir, &kept)
     };
     if let Err(e) = done {
         failures.push(NetFailure::RecordFile(e));
