@@ -72,7 +72,7 @@ struct Cli {
     #[arg(long)]
     candidate_rkt: Option<PathBuf>,
     /// Leave out the what-if variants of scenarios 1 and 2 (`rkt run` with fsync made a
-    /// no-op, and without the firewall sweep), which show what those cost.
+    /// no-op, and that with the data directory on tmpfs), which show what those cost.
     #[arg(long)]
     no_what_if: bool,
     /// Where to write the markdown report.

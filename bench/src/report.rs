@@ -224,10 +224,9 @@ pub fn render(r: &Results) -> String {
         out.push_str("\nWhere the time goes (medians). *Plugins alone* is the floor minus its namespace part: \
 a runtime that cost nothing at all would still take that long, so *plugins alone / libcni* is the best \
 ratio any runtime can reach against the scripted libcni cycle. The what-if rows run the same `rkt run` \
-with `fsync` made a no-op (LD_PRELOAD), with `iptables-save`/`ip6tables-save` replaced by `true` (the \
-teardown's firewall sweep then finds nothing), both, and both with the data directory on tmpfs: they \
-measure what those cost. *The pod alone* is that last run with `--net=none`, no CNI work at all: \
-plugins alone plus the pod alone is the least `rkt run` can take with its present process model.\n\n");
+with `fsync` made a no-op (LD_PRELOAD), and that with the data directory on tmpfs: they measure what \
+`fsync` and the filesystem cost. *The pod alone* is that last run with `--net=none`, no CNI work at \
+all: plugins alone plus the pod alone is the least `rkt run` can take with its present process model.\n\n");
         out.push('|');
         for (name, _) in &cycles {
             let _ = write!(out, " | {name}");
@@ -238,10 +237,7 @@ plugins alone plus the pod alone is the least `rkt run` can take with its presen
         }
         out.push('\n');
         type Cell<'a> = Box<dyn Fn(&[Series]) -> String + 'a>;
-        use crate::scenarios::{
-            CANDIDATE, WHAT_IF_NEITHER, WHAT_IF_NO_FSYNC, WHAT_IF_NO_NET, WHAT_IF_NO_SWEEP,
-            WHAT_IF_TMPFS,
-        };
+        use crate::scenarios::{CANDIDATE, WHAT_IF_NO_FSYNC, WHAT_IF_NO_NET, WHAT_IF_TMPFS};
         let what =
             |s: &[Series], label: &str| s.iter().find(|x| x.label == label).map(Series::median);
         let diff = |a: Option<Duration>, b: Option<Duration>| match (a, b) {
@@ -284,15 +280,7 @@ plugins alone plus the pod alone is the least `rkt run` can take with its presen
                 Box::new(|s| opt_what(s, WHAT_IF_NO_FSYNC)),
             ),
             (
-                "what if: no firewall sweep",
-                Box::new(|s| opt_what(s, WHAT_IF_NO_SWEEP)),
-            ),
-            (
-                "what if: neither",
-                Box::new(|s| opt_what(s, WHAT_IF_NEITHER)),
-            ),
-            (
-                "what if: neither, data dir on tmpfs",
+                "what if: fsync a no-op, data dir on tmpfs",
                 Box::new(|s| opt_what(s, WHAT_IF_TMPFS)),
             ),
             (
@@ -304,19 +292,15 @@ plugins alone plus the pod alone is the least `rkt run` can take with its presen
                 Box::new(|s| ratio_what(s, WHAT_IF_TMPFS, 2)),
             ),
             (
-                "cost of the firewall sweep (rkt run − no sweep)",
-                Box::new(|s| diff(Some(med(s, 0)), what(s, WHAT_IF_NO_SWEEP))),
-            ),
-            (
                 "cost of fsync (rkt run − fsync a no-op)",
                 Box::new(|s| diff(Some(med(s, 0)), what(s, WHAT_IF_NO_FSYNC))),
             ),
             (
-                "cost of ext4 over tmpfs (neither − neither on tmpfs)",
-                Box::new(|s| diff(what(s, WHAT_IF_NEITHER), what(s, WHAT_IF_TMPFS))),
+                "cost of ext4 over tmpfs (fsync a no-op − that on tmpfs)",
+                Box::new(|s| diff(what(s, WHAT_IF_NO_FSYNC), what(s, WHAT_IF_TMPFS))),
             ),
             (
-                "the pod alone: `--net=none`, no fsync, no sweep, tmpfs (scenario 2)",
+                "the pod alone: `--net=none`, no fsync, tmpfs (scenario 2)",
                 Box::new(move |_| pod_alone.map(fmt_duration).unwrap_or_else(|| "—".into())),
             ),
             (

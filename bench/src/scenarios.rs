@@ -45,29 +45,19 @@ pub fn pod_cycle(
     ];
     if let Some(w) = what_if {
         let no_fsync = [("LD_PRELOAD", w.no_fsync.as_os_str())];
-        let no_sweep = [("PATH", w.no_sweep_path.as_os_str())];
-        let neither = [no_fsync[0], no_sweep[0]];
         variants.push((
             WHAT_IF_NO_FSYNC,
             Box::new(move || cycle::rkt(ws, net, &no_fsync)),
         ));
-        variants.push((
-            WHAT_IF_NO_SWEEP,
-            Box::new(move || cycle::rkt(ws, net, &no_sweep)),
-        ));
-        variants.push((
-            WHAT_IF_NEITHER,
-            Box::new(move || cycle::rkt(ws, net, &neither)),
-        ));
         if let Some(shm) = &ws.tmpfs_data {
             variants.push((
                 WHAT_IF_TMPFS,
-                Box::new(move || cycle::rkt_in(ws, shm.path(), net, &neither)),
+                Box::new(move || cycle::rkt_in(ws, shm.path(), net, &no_fsync)),
             ));
             if net == NOOP_NET {
                 variants.push((
                     WHAT_IF_NO_NET,
-                    Box::new(move || cycle::rkt_in(ws, shm.path(), "none", &neither)),
+                    Box::new(move || cycle::rkt_in(ws, shm.path(), "none", &no_fsync)),
                 ));
             }
         }
@@ -92,9 +82,7 @@ pub fn pod_cycle(
 }
 
 pub const WHAT_IF_NO_FSYNC: &str = "what if: rkt run, fsync a no-op";
-pub const WHAT_IF_NO_SWEEP: &str = "what if: rkt run, no firewall sweep";
-pub const WHAT_IF_NEITHER: &str = "what if: rkt run, neither";
-pub const WHAT_IF_TMPFS: &str = "what if: rkt run, neither, data dir on tmpfs";
+pub const WHAT_IF_TMPFS: &str = "what if: rkt run, fsync a no-op, data dir on tmpfs";
 pub const WHAT_IF_NO_NET: &str = "what if: that with --net=none (no CNI at all)";
 /// `rkt run` of the binary given with `--candidate-rkt` (e.g. a patched build).
 pub const CANDIDATE: &str = "candidate: rkt run of --candidate-rkt";
@@ -103,12 +91,11 @@ pub const BLOCK_TRUE: &str = "building block: start /bin/true";
 pub const BLOCK_RKT: &str = "building block: start `rkt version`";
 
 /// The means to run `rkt run` without some of its costs, to measure them: a preloaded
-/// library whose `fsync`/`fdatasync` do nothing, and a `PATH` whose `iptables-save` and
-/// `ip6tables-save` print nothing (so the teardown's firewall sweep finds nothing to do).
+/// library whose `fsync`/`fdatasync` do nothing. (The teardown's firewall sweep, once
+/// measured here too, no longer runs for the benchmark networks, which do not masquerade.)
 #[derive(Debug, Clone)]
 pub struct WhatIf {
     pub no_fsync: PathBuf,
-    pub no_sweep_path: std::ffi::OsString,
 }
 
 impl WhatIf {
@@ -131,22 +118,11 @@ impl WhatIf {
             .stderr(Stdio::null())
             .status()
             .is_ok_and(|s| s.success());
-        let t = which("true")?;
-        for tool in ["iptables-save", "ip6tables-save"] {
-            std::os::unix::fs::symlink(&t, dir.join(tool)).ok()?;
-        }
         if !built {
             eprintln!("rkt-bench: no C compiler (cc): the what-if variants are left out");
             return None;
         }
-        let mut paths = vec![dir.clone()];
-        paths.extend(std::env::split_paths(
-            &std::env::var_os("PATH").unwrap_or_default(),
-        ));
-        Some(WhatIf {
-            no_fsync: lib,
-            no_sweep_path: std::env::join_paths(paths).ok()?,
-        })
+        Some(WhatIf { no_fsync: lib })
     }
 }
 
