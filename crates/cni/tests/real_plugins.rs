@@ -13,7 +13,7 @@
 //! Every name shared with the host is unique per test (namespace `cni-rt-<random>`, bridge,
 //! network, container ID, host port), and each test has a subnet of its own
 //! (`10.251.<n>.0/24`, `n` fixed per test). Every test ends with the leak checker
-//! (`tests/leaks`), which finds anything of the test left on the host. Guards, dropped even
+//! (`crates/leak-check`), which finds anything of the test left on the host. Guards, dropped even
 //! when a test panics, DEL the attachment through the library, delete the namespace and the
 //! bridge, and put `net.ipv4.ip_forward` (which ptp and bridge turn on) back to what it was
 //! once no test of this file still runs.
@@ -28,9 +28,8 @@ use cni::api::{CniConfig, RuntimeConf};
 use cni::conf::NetworkConfigList;
 use cni::error::Error;
 use cni::result::CniResult;
+use leak_check as leaks;
 use serde_json::json;
-
-mod leaks;
 
 const PLUGIN_DIR: &str = "/usr/lib/cni";
 
@@ -310,7 +309,7 @@ fn ptp_host_local(version: &'static str, subnet: &str) {
         ns.name
     );
     let host_veth = host_interface(&result);
-    guard.link(&host_veth);
+    guard.add_link(&host_veth);
     assert!(sh(&["ip", "link", "show", "dev", &host_veth]).0);
     let ip_only = address.split('/').next().unwrap();
     assert!(must(&["ip", "route", "show", ip_only]).contains(&host_veth));

@@ -260,8 +260,9 @@ pub fn fw_chains(uuid: &str) -> Vec<String> {
 /// Adds host links the test learnt the names of (a pod's host-side veths) to what `guard`
 /// attributes to the test, so one left behind is reported even on a shared network.
 pub fn guard_links(guard: &mut leaks::Guard, links: &[String]) {
-    let ctx = std::mem::take(guard.ctx_mut());
-    *guard.ctx_mut() = links.iter().fold(ctx, |ctx, l| ctx.link(l));
+    for l in links {
+        guard.add_link(l);
+    }
 }
 
 /// Removes host-local's state directory of test networks on drop (after the leak checks,
