@@ -154,8 +154,7 @@ pub fn save(pod_dir: &Path, nets: &[NetInfo]) -> Result<(), RecordError> {
 
 /// Replaces the record with `nets`, atomically, where a machine crash may bring back the
 /// previous record instead, because that one is just as good for teardown: after an ADD
-/// (the previous record names the same networks, without the result) or after some
-/// networks came down (the previous one also names those, and DEL is idempotent). Saves
+/// (the previous record names the same networks and copies, without the result). Saves
 /// the directory's fsync; the file's content is still fsynced, so whichever record
 /// survives is complete.
 pub fn update(pod_dir: &Path, nets: &[NetInfo]) -> Result<(), RecordError> {

@@ -51,6 +51,7 @@ pub(crate) fn teardown_entries(pod: &PodNet, entries: Vec<NetInfo>, mode: Mode) 
     let netns = pod.netns.filter(|p| p.exists());
     let mut failures = Vec::new();
     let mut kept = Vec::new();
+    let mut down = Vec::new();
     for (i, entry) in entries.into_iter().rev().enumerate() {
         // Only the network whose ADD failed (the last one) may have refused its config.
         let add_failure = match mode {
@@ -59,29 +60,38 @@ pub(crate) fn teardown_entries(pod: &PodNet, entries: Vec<NetInfo>, mode: Mode) 
         };
         let skip_missing = matches!(mode, Mode::Rollback { .. });
         match teardown_one(pod, netns, &entry, skip_missing, add_failure) {
-            Ok(()) => {
-                if let Err(source) = record::remove_conf(pod.pod_dir, &entry) {
-                    failures.push(NetFailure::Record {
-                        net: entry.net_name.clone(),
-                        if_name: entry.if_name.clone(),
-                        source,
-                    });
-                }
-            }
+            Ok(()) => down.push(entry),
             Err(f) => {
                 failures.push(f);
                 kept.push(entry);
             }
         }
     }
-    let done = if failures.is_empty() {
-        record::remove(pod.pod_dir)
-    } else {
-        kept.reverse();
-        record::update(pod.pod_dir, &kept)
-    };
-    if let Err(e) = done {
+    // The record first, then the copies of the networks that came down: killed in between,
+    // rkt leaves copies that nothing names, never a record naming a copy that is gone
+    // (which no later teardown could DEL).
+    if kept.is_empty() {
+        // The record and every copy.
+        if let Err(e) = record::remove(pod.pod_dir) {
+            failures.push(NetFailure::RecordFile(e));
+        }
+        return failures;
+    }
+    kept.reverse();
+    // Durable, since the copies go next: a machine crash must not bring back a record
+    // that names them.
+    if let Err(e) = record::save(pod.pod_dir, &kept) {
         failures.push(NetFailure::RecordFile(e));
+        return failures;
+    }
+    for entry in down {
+        if let Err(source) = record::remove_conf(pod.pod_dir, &entry) {
+            failures.push(NetFailure::Record {
+                net: entry.net_name.clone(),
+                if_name: entry.if_name.clone(),
+                source,
+            });
+        }
     }
     failures
 }
