@@ -490,6 +490,17 @@ fn missing_plugin_in_the_middle_of_a_list_does_not_hide_the_others() {
     );
     assert_eq!(shorts(&w)[6..], ["DEL last eth0", "DEL first eth0"]);
     assert_eq!(networking::load_record(&pod_dir).unwrap().len(), 1);
+
+    // once the plugin is back, the retry DELs every plugin with the cached ADD result
+    ok_plugin(&w, "gone");
+    networking::teardown(&pod).unwrap();
+    let calls = w.calls();
+    let retry: Vec<String> = calls[8..].iter().map(|c| c.short()).collect();
+    assert_eq!(retry, ["DEL last eth0", "DEL gone eth0", "DEL first eth0"]);
+    for call in &calls[8..] {
+        assert!(call.stdin["prevResult"].is_object(), "{call:?}");
+    }
+    assert!(networking::load_record(&pod_dir).unwrap().is_empty());
 }
 
 #[test]

@@ -15,7 +15,6 @@ mod prepare;
 mod rm;
 mod run;
 mod run_prepared;
-mod stage1_init;
 mod status;
 mod stop;
 mod version;
@@ -130,8 +129,6 @@ pub enum Command {
     Stop(stop::StopArgs),
     Enter(enter::EnterArgs),
     Net(net::NetArgs),
-    #[command(name = "stage1-init", hide = true)]
-    Stage1Init(stage1_init::Stage1InitArgs),
 }
 
 impl GlobalArgs {
@@ -268,7 +265,6 @@ fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Stop(args) => stop::run(global, args),
         Command::Enter(args) => enter::run(global, args),
         Command::Net(args) => net::run(global, args),
-        Command::Stage1Init(args) => stage1_init::run(global, args),
     }
 }
 

@@ -107,19 +107,28 @@ fn teardown_one(
     let if_name = || entry.if_name.clone();
     let mut list = saved_list(pod.pod_dir, entry)?;
     let sweep_after = needs_sweep(&list);
-    // libcni's DEL stops at the first plugin it cannot run, which would skip the DEL of
-    // every plugin before it; DEL the plugins that exist instead.
-    let (present, absent): (Vec<_>, Vec<_>) = list
+    // The library's DEL passes over a plugin whose binary is missing, so the plugins before
+    // it still clean up, and then fails keeping the cached ADD result, for the retry once
+    // the plugin is back. Where missing plugins are to be skipped, they are left out and
+    // the attachment is forgotten once the others succeeded.
+    let absent: Vec<String> = list
         .plugins
-        .into_iter()
-        .partition(|p| cni::invoke::find_in_path(&p.plugin_type, &entry.plugin_dirs).is_ok());
-    list.plugins = present;
+        .iter()
+        .filter(|p| cni::invoke::find_in_path(&p.plugin_type, &entry.plugin_dirs).is_err())
+        .map(|p| p.plugin_type.clone())
+        .collect();
+    if skip_missing {
+        list.plugins.retain(|p| !absent.contains(&p.plugin_type));
+    }
     let cache_dir = cache_dir_of(entry);
     let rt = runtime::Attachment::recorded(pod.uuid, netns, entry, &cache_dir);
     while !list.plugins.is_empty() {
         let Err(source) = runtime::del(&list, &rt) else {
             break;
         };
+        if only_missing_plugins(&source) {
+            break; // reported below, with the directories searched
+        }
         let refused = add_failure.and_then(|add| runtime::same_refusal(add, &source));
         let Some(pos) = refused.and_then(|p| list.plugins.iter().rposition(|x| x.plugin_type == p))
         else {
@@ -144,9 +153,20 @@ fn teardown_one(
     Err(NetFailure::PluginMissing {
         net: net(),
         if_name: if_name(),
-        plugins: absent.into_iter().map(|p| p.plugin_type).collect(),
+        plugins: absent,
         dirs: entry.plugin_dirs.clone(),
     })
+}
+
+/// Whether a DEL failed only because plugin binaries are missing (every other plugin's
+/// DEL succeeded).
+fn only_missing_plugins(e: &cni::error::Error) -> bool {
+    use cni::error::Error;
+    match e {
+        Error::PluginNotFound { .. } => true,
+        Error::Multiple(all) => all.iter().all(only_missing_plugins),
+        _ => false,
+    }
 }
 
 /// Whether a network's plugins could have left firewall rules for [`sweep::sweep`] to
