@@ -141,28 +141,49 @@ pub fn check_trusted(what: &'static str, path: &Path) -> Result<(), SecurityErro
 /// the file of every selected network (symlinks followed: the target must be trusted too),
 /// every existing plugin directory, and the binary of every plugin the selected networks
 /// name (as found in the plugin path). Networks or plugins that cannot be found are left
-/// to setup, which reports them.
-///
-/// Only when rkt runs as root: plugins of a user's own rkt run with that user's rights, so
-/// nobody gains anything by changing them.
+/// to setup, which reports them. [`crate::networking::preflight`] does the same in two
+/// halves around the one planning of a pod's networks.
 pub fn check_net_setup(
     selection: &crate::networking::NetSelection,
     conf_dir: &Path,
     plugin_path: &[PathBuf],
 ) -> Result<(), SecurityError> {
-    if selection.is_host() || selection.is_none() || !nix::unistd::geteuid().is_root() {
+    if !applies(selection) {
         return Ok(());
     }
+    check_dirs(conf_dir, plugin_path)?;
+    let Ok(planned) = crate::networking::plan::plan(selection, conf_dir) else {
+        return Ok(());
+    };
+    check_planned(&planned, conf_dir, plugin_path)
+}
+
+/// Whether the ownership checks apply: only to networks a pod would set up, and only when
+/// rkt runs as root (plugins of a user's own rkt run with that user's rights, so nobody
+/// gains anything by changing them).
+pub fn applies(selection: &crate::networking::NetSelection) -> bool {
+    !selection.is_host() && !selection.is_none() && nix::unistd::geteuid().is_root()
+}
+
+/// The directories: the configuration directory (when it exists) and every existing
+/// plugin directory.
+pub fn check_dirs(conf_dir: &Path, plugin_path: &[PathBuf]) -> Result<(), SecurityError> {
     if conf_dir.exists() {
         check_trusted("network configuration directory", conf_dir)?;
     }
     for dir in plugin_path.iter().filter(|d| d.is_dir()) {
         check_trusted("plugin directory", dir)?;
     }
-    let Ok(planned) = crate::networking::plan::plan(selection, conf_dir) else {
-        return Ok(());
-    };
-    for net in &planned {
+    Ok(())
+}
+
+/// The planned networks' files and the binaries of their plugins (those found).
+pub fn check_planned(
+    planned: &[crate::networking::plan::PlannedNet],
+    conf_dir: &Path,
+    plugin_path: &[PathBuf],
+) -> Result<(), SecurityError> {
+    for net in planned {
         if !net.builtin {
             check_trusted("network configuration", &conf_dir.join(&net.file_name))?;
         }

@@ -157,9 +157,7 @@ impl PodNetArgs {
         let selection = NetSelection::parse(&self.net)?;
         let ports = rkt::networking::ports::parse_all(&self.port)?;
         let dirs = global.effective_dirs(&self.dirs)?;
-        if !rkt::security::insecure_net_plugins(&self.dirs.insecure_options)? {
-            rkt::security::check_net_setup(&selection, &dirs.net_conf.value, &dirs.plugin_path())?;
-        }
+        let insecure = rkt::security::insecure_net_plugins(&self.dirs.insecure_options)?;
         if let Some(name) = &self.hostname {
             // It goes into /etc/hosts and the UTS namespace: no whitespace or shell text.
             let word = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
@@ -184,6 +182,7 @@ impl PodNetArgs {
                 },
                 hostname: self.hostname.clone().unwrap_or_default(),
                 ports,
+                check_ownership: !insecure,
             },
             exe: PathBuf::from("/proc/self/exe"),
             uuid_file_save,

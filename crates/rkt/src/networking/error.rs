@@ -61,6 +61,9 @@ pub enum NetFailure {
 /// Why setting up or tearing down a pod's networks failed.
 #[derive(Debug, thiserror::Error)]
 pub enum NetError {
+    /// A configuration or plugin that a user other than root could change.
+    #[error(transparent)]
+    Untrusted(#[from] crate::security::SecurityError),
     /// Named networks that are neither configured nor built in.
     #[error("networks not found: {}", names.join(", "))]
     NotFound { names: Vec<String> },

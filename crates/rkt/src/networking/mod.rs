@@ -31,6 +31,8 @@ mod teardown;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
+use crate::security;
+
 pub use dns::{DnsError, DnsOptions, HostsOptions};
 pub use error::{NetError, NetFailure};
 pub use plan::PlannedNet;
@@ -62,15 +64,25 @@ pub struct NetOptions {
     /// `--port`: forwarded by the first selected network whose plugins declare
     /// `portMappings`.
     pub ports: Vec<PortMapping>,
+    /// Refuse configuration and plugins that a user other than root could change
+    /// ([`crate::security`]); off with `--insecure-options=net-plugins`.
+    pub check_ownership: bool,
 }
 
 /// Checks everything about `opts` that can be checked before a pod exists: the DNS and
-/// hosts options, that every named network exists, and that `--port` has a network able
-/// to forward it. Returns the networks that would be set up.
+/// hosts options, that every named network exists, the ownership of what they would use
+/// (when `check_ownership`), and that `--port` has a network able to forward it. Returns the networks that would be set up.
 pub fn preflight(opts: &NetOptions) -> Result<Vec<PlannedNet>, NetError> {
     opts.dns.validate()?;
     opts.hosts.validate()?;
+    let check = opts.check_ownership && security::applies(&opts.selection);
+    if check {
+        security::check_dirs(&opts.conf_dir, &opts.plugin_path)?;
+    }
     let planned = plan::plan(&opts.selection, &opts.conf_dir)?;
+    if check {
+        security::check_planned(&planned, &opts.conf_dir, &opts.plugin_path)?;
+    }
     check_ports_possible(opts, &planned)?;
     Ok(planned)
 }
