@@ -99,7 +99,6 @@ fn networks_are_set_up_in_file_order_on_eth0_eth1_with_args_and_recorded() {
     );
     assert!(networking::load_record(&pod_dir).unwrap().is_empty());
     assert!(!record::record_path(&pod_dir).exists());
-    assert!(!pod_dir.join("net").exists());
     // the CNI cache entries are gone too
     let cached: Vec<_> = fs::read_dir(w.cache_dir().join("results"))
         .map(|d| d.flatten().collect())
@@ -154,7 +153,6 @@ fn failed_add_dels_the_failed_network_and_earlier_ones_in_reverse() {
         ]
     );
     assert!(!record::record_path(&pod_dir).exists());
-    assert!(!pod_dir.join("net").exists());
     assert!(!dns::hosts_path(&pod_dir).exists());
 }
 
@@ -450,7 +448,7 @@ fn all_selects_user_networks_and_both_builtins() {
     assert_eq!(add_default.stdin["ipMasq"], true);
     assert_eq!(add_default.stdin["ipam"]["subnet"], "172.16.28.0/24");
     networking::teardown(&pod).unwrap();
-    assert!(!Path::new(&pod_dir).join("net").exists());
+    assert!(!record::record_path(Path::new(&pod_dir)).exists());
 }
 
 #[test]

@@ -232,19 +232,22 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// An error and its causes, `: `-separated, each said once: most of our errors already put
-/// their cause's message into their own, and also keep the cause as their `source`.
+/// An error and its causes, `: `-separated, each said once: most of our errors already end
+/// their message with their cause's, and also keep the cause as their `source`.
 fn describe(err: &anyhow::Error) -> String {
     let mut out = String::new();
+    let mut last = String::new();
     for cause in err.chain() {
         let text = cause.to_string();
-        if out.contains(&text) {
+        if last.ends_with(&text) {
+            last = text;
             continue;
         }
         if !out.is_empty() {
             out.push_str(": ");
         }
         out.push_str(&text);
+        last = text;
     }
     out
 }
@@ -293,6 +296,9 @@ mod tests {
         assert_eq!(describe(&err), "network \"n\": disk full");
         let err = anyhow::Error::new(io()).context("writing state.json");
         assert_eq!(describe(&err), "writing state.json: disk full");
+        // A cause whose text only appears inside the message is still said.
+        let err = anyhow::Error::new(io()).context("disk full of pods, and then");
+        assert_eq!(describe(&err), "disk full of pods, and then: disk full");
     }
 
     #[test]

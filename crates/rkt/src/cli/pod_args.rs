@@ -276,8 +276,8 @@ pub fn finish(global: &GlobalArgs, outcome: &RunOutcome) -> ExitCode {
         eprintln!("rkt: {err}");
     }
     eprintln!(
-        "rkt: pod {uuid}'s app exited with status {exit_status}, but the pod was not fully \
-         released (above); `rkt gc` retries"
+        "rkt: pod {uuid}'s app exited with status {exit_status}, but cleaning up after it \
+         failed (above); `rkt gc` retries"
     );
     ExitCode::from(FAILURE)
 }

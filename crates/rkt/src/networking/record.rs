@@ -177,27 +177,18 @@ fn write_record(
     })
 }
 
-/// Removes the record file and the `net/` directory (missing ones are fine).
+/// Removes the record file (a missing one is fine). The configuration copies in `net/` stay
+/// until the pod directory goes (gc, rm): removed here, a machine crash could bring back
+/// the record without them, which no later teardown could DEL, unless the pod directory
+/// were fsynced in between.
 pub fn remove(pod_dir: &Path) -> Result<(), RecordError> {
     let path = record_path(pod_dir);
     match fs::remove_file(&path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(source) => {
-            return Err(RecordError::Io {
-                action: "remove",
-                path,
-                source,
-            })
-        }
-    }
-    let dir = pod_dir.join(CONF_DIR);
-    match fs::remove_dir_all(&dir) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(source) => Err(RecordError::Io {
             action: "remove",
-            path: dir,
+            path,
             source,
         }),
     }
@@ -346,7 +337,12 @@ mod tests {
         save(dir.path(), &taken).unwrap();
         remove(dir.path()).unwrap();
         remove(dir.path()).unwrap();
-        assert!(!dir.path().join("net").exists() && !record_path(dir.path()).exists());
+        assert!(!record_path(dir.path()).exists());
+        // The copies stay with the pod directory.
+        assert_eq!(
+            read_conf(dir.path(), &entry("b", &b)).unwrap(),
+            b"{\"x\":1}"
+        );
     }
 
     #[test]

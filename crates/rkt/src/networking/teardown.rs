@@ -71,7 +71,8 @@ pub(crate) fn teardown_entries(pod: &PodNet, entries: Vec<NetInfo>, mode: Mode) 
     // rkt leaves copies that nothing names, never a record naming a copy that is gone
     // (which no later teardown could DEL).
     if kept.is_empty() {
-        // The record and every copy.
+        // Only the record: the copies stay until the pod directory goes (see
+        // `record::remove`).
         if let Err(e) = record::remove(pod.pod_dir) {
             failures.push(NetFailure::RecordFile(e));
         }
@@ -111,7 +112,7 @@ fn teardown_one(
     // it still clean up, and then fails keeping the cached ADD result, for the retry once
     // the plugin is back. Where missing plugins are to be skipped, they are left out and
     // the attachment is forgotten once the others succeeded.
-    let absent: Vec<String> = list
+    let mut absent: Vec<String> = list
         .plugins
         .iter()
         .filter(|p| cni::invoke::find_in_path(&p.plugin_type, &entry.plugin_dirs).is_err())
@@ -126,8 +127,15 @@ fn teardown_one(
         let Err(source) = runtime::del(&list, &rt) else {
             break;
         };
-        if only_missing_plugins(&source) {
-            break; // reported below, with the directories searched
+        if let Some(missing) = missing_plugins(&source) {
+            // Reported below, with the directories searched; a binary that went away
+            // since the look above counts too.
+            for plugin in missing {
+                if !absent.contains(&plugin) {
+                    absent.push(plugin);
+                }
+            }
+            break;
         }
         let refused = add_failure.and_then(|add| runtime::same_refusal(add, &source));
         let Some(pos) = refused.and_then(|p| list.plugins.iter().rposition(|x| x.plugin_type == p))
@@ -158,29 +166,55 @@ fn teardown_one(
     })
 }
 
-/// Whether a DEL failed only because plugin binaries are missing (every other plugin's
-/// DEL succeeded).
-fn only_missing_plugins(e: &cni::error::Error) -> bool {
+/// The plugins whose binaries were missing, when that is all a DEL failed for (every other
+/// plugin's DEL succeeded).
+fn missing_plugins(e: &cni::error::Error) -> Option<Vec<String>> {
     use cni::error::Error;
+    use cni::invoke::FindError;
     match e {
-        Error::PluginNotFound { .. } => true,
-        Error::Multiple(all) => all.iter().all(only_missing_plugins),
-        _ => false,
+        Error::PluginNotFound { source, .. } => Some(vec![match source {
+            FindError::NotFound { plugin, .. } => plugin.clone(),
+            other => other.to_string(),
+        }]),
+        Error::Multiple(all) => all
+            .iter()
+            .map(missing_plugins)
+            .collect::<Option<Vec<_>>>()
+            .map(|names| names.concat()),
+        _ => None,
     }
 }
 
 /// Whether a network's plugins could have left firewall rules for [`sweep::sweep`] to
 /// remove: some plugin masquerades (`"ipMasq": true`, as ptp and bridge read it: their
-/// `CNI-` chain) or forwards ports (`portmap`, or a plugin declaring the `portMappings`
+/// `CNI-` chain; also nested, or through a plugin it delegates to) or forwards ports (`portmap`, or a plugin declaring the `portMappings`
 /// capability: the `CNI-DN-` chain and the jump to it). Decided from the pod's copy of the
 /// configuration, so it holds whatever the configuration directory says now. Networks
 /// without any of these make no NAT rule, and their teardown skips the two `nat` table
 /// dumps (1.5–9 ms per pod, see docs/PERFORMANCE.md).
 pub fn needs_sweep(list: &NetworkConfigList) -> bool {
     list.plugins.iter().any(|p| {
-        p.raw.get("ipMasq") == Some(&serde_json::Value::Bool(true))
-            || p.plugin_type == "portmap"
-            || p.has_capability(ports::CAPABILITY)
+        may_masquerade(&p.raw) || p.plugin_type == "portmap" || p.has_capability(ports::CAPABILITY)
+    })
+}
+
+/// Whether a configuration turns masquerading on at any depth (`"ipMasq": true`), or hands
+/// the work to other plugins (`delegate`, `delegates`: flannel and other meta plugins run
+/// bridge with masquerading they decide at run time).
+fn may_masquerade(config: &serde_json::Map<String, serde_json::Value>) -> bool {
+    use serde_json::Value;
+    fn nested(value: &Value) -> bool {
+        match value {
+            Value::Object(map) => may_masquerade(map),
+            Value::Array(items) => items.iter().any(nested),
+            _ => false,
+        }
+    }
+    config.iter().any(|(key, v)| {
+        (key == "ipMasq" && *v == Value::Bool(true))
+            || key == "delegate"
+            || key == "delegates"
+            || nested(v)
     })
 }
 
@@ -311,11 +345,52 @@ mod tests {
     }
 
     #[test]
+    fn a_del_that_only_missed_binaries_names_them() {
+        use cni::error::Error;
+        let missing = |plugin: &str| Error::PluginNotFound {
+            network: "n".into(),
+            source: cni::invoke::FindError::NotFound {
+                plugin: plugin.into(),
+                dirs: vec![],
+            },
+        };
+        assert_eq!(missing_plugins(&missing("a")), Some(vec!["a".to_string()]));
+        let both = Error::Multiple(vec![missing("a"), missing("b")]);
+        assert_eq!(
+            missing_plugins(&both),
+            Some(vec!["a".to_string(), "b".to_string()])
+        );
+        let timeout = Error::NotAdded {
+            network: "n".into(),
+            container_id: "c".into(),
+            ifname: "eth0".into(),
+        };
+        assert_eq!(missing_plugins(&timeout), None);
+        assert_eq!(
+            missing_plugins(&Error::Multiple(vec![missing("a"), timeout])),
+            None
+        );
+    }
+
+    #[test]
     fn only_masquerading_or_port_forwarding_networks_are_swept() {
         let ptp = r#"{"type":"ptp","ipam":{"type":"host-local","subnet":"10.1.0.0/16"}}"#;
         assert!(!needs_sweep(&list(ptp)));
         assert!(!needs_sweep(&list(
             r#"{"type":"bridge","ipMasq":false},{"type":"tuning"}"#
+        )));
+        // Masquerading a meta plugin asks of the plugin it delegates to, or may decide.
+        assert!(needs_sweep(&list(
+            r#"{"type":"meta","delegate":{"type":"bridge","ipMasq":true}}"#
+        )));
+        assert!(needs_sweep(&list(
+            r#"{"type":"flannel","delegate":{"isDefaultGateway":true}}"#
+        )));
+        assert!(needs_sweep(&list(
+            r#"{"type":"m","delegates":[{"type":"ptp"}]}"#
+        )));
+        assert!(!needs_sweep(&list(
+            r#"{"type":"x","opts":[{"ipMasq":false}],"ipam":{"type":"host-local"}}"#
         )));
         // Only a JSON true masquerades, as the plugins decode it.
         assert!(!needs_sweep(&list(r#"{"type":"ptp","ipMasq":"true"}"#)));

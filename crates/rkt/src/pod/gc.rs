@@ -74,7 +74,7 @@ fn gc_pod(
     let Some(lock) = PodLock::try_lock(&pod.dir, true)? else {
         return Ok(());
     };
-    let mut state = pod.state()?;
+    let mut state = pod.state_for_cleanup()?;
     if state.state == State::Running {
         let errors = release_pod(pod, &state);
         let ok = errors.is_empty();
@@ -89,7 +89,12 @@ fn gc_pod(
     }
     let expired = match state.state {
         State::Exited => state.exited.is_none_or(|t| t.age() >= opts.grace_period),
-        State::Prepared => pod.manifest()?.created.age() >= opts.expire_prepared,
+        // A manifest a machine crash left corrupt (it is not fsynced) can never run.
+        State::Prepared => match pod.manifest() {
+            Ok(manifest) => manifest.created.age() >= opts.expire_prepared,
+            Err(PodError::Corrupt { .. }) => true,
+            Err(e) => return Err(e),
+        },
         State::Garbage => true,
         State::Running => false,
     };
@@ -140,7 +145,7 @@ pub fn remove(store: &PodStore, pod: &Pod) -> Result<(), RemoveError> {
     let lock = PodLock::lock_exclusive_soon(&pod.dir)?.ok_or_else(|| RemoveError::Running {
         uuid: pod.uuid.clone(),
     })?;
-    let mut state = pod.state()?;
+    let mut state = pod.state_for_cleanup()?;
     let errors = release_pod(pod, &state);
     if !errors.is_empty() {
         state.state = State::Garbage;
@@ -205,6 +210,25 @@ mod tests {
         assert!(!dead.dir.exists());
         assert!(alive.dir.exists() && prepared.dir.exists());
         drop(alive_lock);
+    }
+
+    #[test]
+    fn gc_removes_pods_whose_unsynced_files_a_machine_crash_left_corrupt() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = PodStore::new(tmp.path().join("pods"));
+        let (running, lock) = store.create(app(), &PodState::new(State::Running)).unwrap();
+        drop(lock);
+        std::fs::write(running.dir.join("state.json"), b"{\"state\":\"runn\0\0").unwrap();
+        let (prepared, lock) = store
+            .create(app(), &PodState::new(State::Prepared))
+            .unwrap();
+        drop(lock);
+        std::fs::write(prepared.dir.join("pod.json"), b"\0\0\0").unwrap();
+
+        let report = gc(&store, &opts(0));
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        assert_eq!(report.released, vec![running.uuid.clone()]);
+        assert!(!running.dir.exists() && !prepared.dir.exists());
     }
 
     #[test]

@@ -141,11 +141,6 @@ impl PodState {
     }
 
     /// Reads `<dir>/state.json`.
-    ///
-    /// An empty file loads as `running` with nothing else known. Readers never see one
-    /// otherwise (every write replaces the file whole), but the record is not fsynced, so
-    /// a machine crash can leave it empty; its runner is then certainly gone, and gc
-    /// releases what the pod's durable network record names and deletes the pod.
     pub fn load(dir: &Path) -> Result<Self, PodError> {
         let path = dir.join(STATE_FILE);
         let bytes = fs::read(&path).map_err(|source| PodError::Io {
@@ -153,10 +148,23 @@ impl PodState {
             path: path.clone(),
             source,
         })?;
-        if bytes.is_empty() {
-            return Ok(PodState::new(State::Running));
-        }
         serde_json::from_slice(&bytes).map_err(|source| PodError::Corrupt { path, source })
+    }
+
+    /// Reads `<dir>/state.json` for gc or rm, which hold the pod's exclusive lock, so its
+    /// runner is gone. Readers never see a partial file (every write replaces it whole),
+    /// but it is not fsynced, and a machine crash can leave it empty or filled with
+    /// garbage: such a pod then reads as `running` in its own namespace (`netns`), with
+    /// nothing else known, so that gc releases what the durable network record names and
+    /// deletes the pod instead of failing on it at every run.
+    pub fn load_for_cleanup(dir: &Path, netns: PathBuf) -> Result<Self, PodError> {
+        match Self::load(dir) {
+            Err(PodError::Corrupt { .. }) => Ok(PodState {
+                netns: Some(netns),
+                ..PodState::new(State::Running)
+            }),
+            other => other,
+        }
     }
 
     /// Atomically replaces `<dir>/state.json`. The caller holds the pod's exclusive lock.
@@ -216,13 +224,19 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_state_left_by_a_machine_crash_loads_as_running() {
+    fn a_state_a_machine_crash_left_empty_or_corrupt_is_released_as_running() {
         let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join(STATE_FILE), b"").unwrap();
-        assert_eq!(
-            PodState::load(dir.path()).unwrap(),
-            PodState::new(State::Running)
-        );
+        let netns = PathBuf::from("/run/netns/rkt-x");
+        for bytes in [&b""[..], b"{\"state\":\"runn\0\0\0\0", b"\0\0\0\0"] {
+            fs::write(dir.path().join(STATE_FILE), bytes).unwrap();
+            assert!(matches!(
+                PodState::load(dir.path()),
+                Err(PodError::Corrupt { .. })
+            ));
+            let st = PodState::load_for_cleanup(dir.path(), netns.clone()).unwrap();
+            assert_eq!(st.state, State::Running);
+            assert_eq!(st.netns.as_deref(), Some(netns.as_path()));
+        }
     }
 
     #[test]

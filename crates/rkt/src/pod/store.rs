@@ -56,6 +56,12 @@ impl Pod {
         PodState::load(&self.dir)
     }
 
+    /// The state for gc and rm, which hold the pod's exclusive lock: see
+    /// [`PodState::load_for_cleanup`].
+    pub fn state_for_cleanup(&self) -> Result<PodState, PodError> {
+        PodState::load_for_cleanup(&self.dir, crate::netns::pod_netns_path(&self.uuid))
+    }
+
     /// Makes the pod directory's name in the pods directory survive a machine crash
     /// (fsync of the pods directory), so that gc after a reboot finds what is recorded in
     /// it durably. Pods are created without it; the runner calls it before the first

@@ -22,17 +22,17 @@
 use std::ffi::{CString, OsString};
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::{AsFd, FromRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
-use nix::fcntl::{fcntl, FcntlArg, FdFlag};
+use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
 use nix::sched::{setns, unshare, CloneFlags};
 use nix::sys::prctl::{set_name, set_pdeathsig};
 use nix::sys::signal::Signal;
 use nix::sys::wait::{waitpid, WaitStatus};
-use nix::unistd::{execve, fork, getppid, sethostname, ForkResult, Pid};
+use nix::unistd::{execve, fork, getppid, pipe2, sethostname, ForkResult, Pid};
 
 use super::env::{app_env, find_executable};
 use super::{mounts, signals, StageError};
@@ -177,6 +177,17 @@ fn stage(args: &InitArgs, runner_pid: Option<i32>, status: File) -> Result<i32, 
         Ok(p) => p,
         Err(e) => return Err((status, e)),
     };
+    // The init is PID 1 of its own namespace, so getppid() cannot tell it whether the stage
+    // died before the init's parent-death signal was set: it holds the read end of a pipe
+    // whose only write end the stage keeps open for as long as it lives.
+    let (alive_read, alive_write) = match pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK) {
+        Ok(ends) => ends,
+        Err(source) => {
+            let what = "create the liveness pipe of";
+            let path = args.pod_dir.clone();
+            return Err((status, StageError::Sys { what, path, source }));
+        }
+    };
     // SAFETY: this process is single-threaded (nothing here starts threads), so the child
     // may continue as a normal process.
     match unsafe { fork() } {
@@ -189,8 +200,10 @@ fn stage(args: &InitArgs, runner_pid: Option<i32>, status: File) -> Result<i32, 
             },
         )),
         Ok(ForkResult::Child) => {
+            drop(alive_write);
             let mut status = Some(status);
-            let code = match pod_init(&app_argv, &env, root.as_deref(), &mut status) {
+            let init = pod_init(&app_argv, &env, root.as_deref(), &alive_read, &mut status);
+            let code = match init {
                 Ok(code) => code,
                 Err(err) => {
                     if let Some(status) = status.as_mut() {
@@ -208,8 +221,11 @@ fn stage(args: &InitArgs, runner_pid: Option<i32>, status: File) -> Result<i32, 
             // error line the init may be writing at the same time.
             let _ = status.write_all(format!("pid {child}\n").as_bytes());
             drop(status);
+            drop(alive_read);
             signals::forward_to(child.as_raw());
-            Ok(wait_for(child))
+            let code = wait_for(child);
+            drop(alive_write);
+            Ok(code)
         }
     }
 }
@@ -300,6 +316,7 @@ fn pod_init(
     argv: &[String],
     env: &[(OsString, OsString)],
     rootfs: Option<&Path>,
+    stage_alive: &OwnedFd,
     status: &mut Option<File>,
 ) -> Result<i32, StageError> {
     let sys = |what: &'static str, path: &Path| {
@@ -307,6 +324,18 @@ fn pod_init(
         move |source| StageError::Sys { what, path, source }
     };
     set_pdeathsig(Signal::SIGKILL).map_err(sys("set the parent-death signal", Path::new("/")))?;
+    // End of file: every write end is closed, so the stage died before the signal was
+    // set, and nobody would reap or stop this pod.
+    if matches!(
+        nix::unistd::read(stage_alive.as_raw_fd(), &mut [0u8]),
+        Ok(0)
+    ) {
+        return Err(StageError::Sys {
+            what: "follow the stage, which is gone, as init of",
+            path: PathBuf::from("/"),
+            source: Errno::ESRCH,
+        });
+    }
     let _ = set_name(c"rkt-init");
     let root = rootfs.unwrap_or(Path::new("/"));
     mounts::mount_proc(root)?;
