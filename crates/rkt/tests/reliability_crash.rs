@@ -121,6 +121,30 @@ fn kill_9_during_teardown() {
     assert!(count(&lab, "DEL one eth0") >= 1, "{:?}", lab.call_lines());
 }
 
+/// `state.json` is not fsynced: a machine crash may leave it empty or filled with garbage.
+/// gc still releases what the durable network record names, and the pod's namespace.
+#[test]
+fn gc_releases_a_pod_whose_state_a_machine_crash_corrupted() {
+    if !require_root() {
+        return;
+    }
+    let lab = Lab::new();
+    let net = lab.net("k5");
+    lab.plugin("plain", json!({}));
+    lab.conflist("10-k5.conflist", &net, &["plain"]);
+    let _g = Guard::new(lab.ctx(&[&net]));
+    let pod = lab.spawn_run(&[&format!("--net={net}"), "--", "/bin/sleep", "600"]);
+    lab.wait_running(&pod.uuid);
+    let uuid = pod.uuid.clone();
+    kill9(pod.pid());
+    pod.wait();
+    let state = lab.data().join("pods").join(&uuid).join("state.json");
+    std::fs::write(&state, b"{\"state\":\"runn\0\0\0\0").unwrap();
+    gc_twice(&lab);
+    assert_eq!(lab.call_lines(), ["ADD plain eth0", "DEL plain eth0"]);
+    assert!(!std::path::Path::new(&format!("/run/netns/rkt-{uuid}")).exists());
+}
+
 #[test]
 fn kill_9_of_gc_itself() {
     if !require_root() {
