@@ -83,12 +83,9 @@ fn kill_9_while_the_app_runs() {
         return;
     }
     let lab = Lab::new();
-    let net = lab.net("k2");
-    lab.plugin("plain", json!({}));
-    lab.conflist("10-k2.conflist", &net, &["plain"]);
+    let net = lab.plain_net("k2", "plain");
     let _g = Guard::new(lab.ctx(&[&net]));
-    let pod = lab.spawn_run(&[&format!("--net={net}"), "--", "/bin/sleep", "600"]);
-    lab.wait_running(&pod.uuid);
+    let pod = lab.start_sleeping_pod(&net);
     kill9(pod.pid());
     pod.wait();
     gc_twice(&lab);
@@ -129,12 +126,9 @@ fn gc_releases_a_pod_whose_state_a_machine_crash_corrupted() {
         return;
     }
     let lab = Lab::new();
-    let net = lab.net("k5");
-    lab.plugin("plain", json!({}));
-    lab.conflist("10-k5.conflist", &net, &["plain"]);
+    let net = lab.plain_net("k5", "plain");
     let _g = Guard::new(lab.ctx(&[&net]));
-    let pod = lab.spawn_run(&[&format!("--net={net}"), "--", "/bin/sleep", "600"]);
-    lab.wait_running(&pod.uuid);
+    let pod = lab.start_sleeping_pod(&net);
     let uuid = pod.uuid.clone();
     kill9(pod.pid());
     pod.wait();
@@ -151,12 +145,9 @@ fn kill_9_of_gc_itself() {
         return;
     }
     let lab = Lab::new();
-    let net = lab.net("k4");
-    lab.plugin("slowdel", json!({}));
-    lab.conflist("10-k4.conflist", &net, &["slowdel"]);
+    let net = lab.plain_net("k4", "slowdel");
     let _g = Guard::new(lab.ctx(&[&net]));
-    let pod = lab.spawn_run(&[&format!("--net={net}"), "--", "/bin/sleep", "600"]);
-    lab.wait_running(&pod.uuid);
+    let pod = lab.start_sleeping_pod(&net);
     kill9(pod.pid());
     pod.wait();
     // gc finds the dead runner's pod and DELs slowly; it is killed in the middle.
@@ -208,8 +199,7 @@ fn kill_9_with_real_plugins_leaves_nothing_after_gc() {
 
     // While the app runs.
     lab.plugin("slow", json!({}));
-    let pod = lab.spawn_run(&[&format!("--net={net}"), "--", "/bin/sleep", "600"]);
-    lab.wait_running(&pod.uuid);
+    let pod = lab.start_sleeping_pod(&net);
     kill9(pod.pid());
     pod.wait();
     gc_twice(&lab);
@@ -234,8 +224,7 @@ fn an_untagged_chain_of_a_killed_plugin_is_removed_by_gc() {
     );
     let _hl = RemoveHostLocal(net.clone());
     let g = Guard::new(lab.ctx(&[&net]).subnet(&subnet));
-    let pod = lab.spawn_run(&[&format!("--net={net}"), "--", "/bin/sleep", "600"]);
-    lab.wait_running(&pod.uuid);
+    let pod = lab.start_sleeping_pod(&net);
     let uuid = pod.uuid.clone();
     let chain = leaks::chain_name(&net, &uuid, "");
     kill9(pod.pid());

@@ -265,9 +265,7 @@ fn netns_disappears_under_a_running_pod() {
         return;
     }
     let lab = Lab::new();
-    let net = lab.net("v");
-    lab.plugin("vanish", json!({}));
-    lab.conflist("10-v.conflist", &net, &["vanish"]);
+    let net = lab.plain_net("v", "vanish");
     let _g = Guard::new(lab.ctx(&[&net]));
     let pod = lab.spawn_run(&[&format!("--net={net}"), "--", "/bin/sleep", "600"]);
     let uuid = pod.uuid.clone();

@@ -171,9 +171,7 @@ fn dangling_symlink_is_skipped_with_its_name() {
 #[test]
 fn bad_flags_are_refused_before_anything_is_set_up() {
     let lab = Lab::new();
-    let net = lab.net("flags");
-    lab.plugin("plug", json!({}));
-    lab.conflist("10-flags.conflist", &net, &["plug"]);
+    let net = lab.plain_net("flags", "plug");
     let _g = Guard::new(lab.ctx(&[&net]));
     let long = "a".repeat(70);
     let cases: Vec<(Vec<String>, &str)> = vec![

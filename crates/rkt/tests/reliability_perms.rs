@@ -36,12 +36,9 @@ fn pod_directories_and_the_cache_are_private() {
         return;
     }
     let lab = Lab::new();
-    let net = lab.net("p");
-    lab.plugin("plug", json!({}));
-    lab.conflist("10-p.conflist", &net, &["plug"]);
+    let net = lab.plain_net("p", "plug");
     let _g = Guard::new(lab.ctx(&[&net]));
-    let pod = lab.spawn_run(&[&format!("--net={net}"), "--", "/bin/sleep", "600"]);
-    lab.wait_running(&pod.uuid);
+    let pod = lab.start_sleeping_pod(&net);
     let data = lab.data();
     let pod_dir = data.join("pods").join(&pod.uuid);
     assert_eq!(mode(&data.join("pods")), 0o700, "pods dir");
@@ -83,9 +80,7 @@ fn refused(what: &str, spoil: impl FnOnce(&Lab) -> (std::path::PathBuf, &'static
         return;
     }
     let lab = Lab::new();
-    let net = lab.net("s");
-    lab.plugin("plug", json!({}));
-    lab.conflist("10-s.conflist", &net, &["plug"]);
+    let net = lab.plain_net("s", "plug");
     let _g = Guard::new(lab.ctx(&[&net]));
     let (path, detail) = spoil(&lab);
     let (code, err) = try_run(&lab, &net, false);

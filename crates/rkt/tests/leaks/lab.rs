@@ -133,6 +133,15 @@ impl Lab {
         .unwrap();
     }
 
+    /// A network `r<id>-<suffix>` (file `10-<suffix>.conflist`) whose only plugin is the
+    /// test plugin installed as `plugin`, answering at once and logging its calls.
+    pub fn plain_net(&self, suffix: &str, plugin: &str) -> String {
+        let net = self.net(suffix);
+        self.plugin(plugin, serde_json::json!({}));
+        self.conflist(&format!("10-{suffix}.conflist"), &net, &[plugin]);
+        net
+    }
+
     /// Writes a file into the plugin directory with `mode`.
     pub fn plugin_file(&self, name: &str, bytes: &[u8], mode: u32) {
         let path = self.plugin_dir().join(name);
@@ -327,6 +336,14 @@ impl Lab {
             (!uuid.is_empty()).then_some(uuid)
         });
         running
+    }
+
+    /// `rkt run --net=<net> -- /bin/sleep 600` in the background, returned once its app
+    /// runs.
+    pub fn start_sleeping_pod(&self, net: &str) -> Running {
+        let pod = self.spawn_run(&[&format!("--net={net}"), "--", "/bin/sleep", "600"]);
+        self.wait_running(&pod.uuid);
+        pod
     }
 
     /// Waits until pod `uuid` runs its app (`rkt status` shows state running and a PID).
