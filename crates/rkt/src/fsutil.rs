@@ -74,11 +74,21 @@ pub fn replace(
     drop(file);
     fs::rename(&tmp, path).map_err(fail("rename into place", path))?;
     if durability == Durability::Directory {
-        File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(fail("fsync directory", dir))?;
+        sync_dir(dir)?;
     }
     Ok(())
+}
+
+/// fsyncs directory `dir`, so that the names created or renamed in it survive a machine
+/// crash.
+pub fn sync_dir(dir: &Path) -> Result<(), WriteError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|source| WriteError {
+            action: "fsync directory",
+            path: dir.to_path_buf(),
+            source,
+        })
 }
 
 /// Writes a new file at `path` (mode `mode`, no fsync) in a directory that nobody else sees

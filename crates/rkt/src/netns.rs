@@ -10,6 +10,7 @@
 //! - [`NetnsGuard`] enters a namespace on the current thread and returns to the original one
 //!   when dropped; it is `!Send`, so it cannot be dropped on another thread.
 //! - [`delete`] detaches the mount and unlinks the file; deleting twice is fine.
+//!   [`delete_interfaces`] first removes what the kernel would only free later.
 //!
 //! Interfaces are brought up with the `SIOCGIFFLAGS`/`SIOCSIFFLAGS` ioctls on a datagram
 //! socket, not by running `ip`.
@@ -199,6 +200,40 @@ pub fn delete(path: &Path) -> Result<(), NetnsError> {
     }
 }
 
+/// Deletes every interface but `lo` inside the namespace at `path`, best effort (`ip link
+/// del`, run from a thread inside it). The kernel frees a deleted namespace, and with it the
+/// host ends of its veths, only some time after its last user is gone, and not at all while
+/// a stray process still holds it: a caller about to delete a namespace whose plugins could
+/// not tear their interfaces down calls this first, so nothing of the pod stays on the host
+/// side. A namespace that no longer exists has nothing to delete.
+pub fn delete_interfaces(path: &Path) -> Result<(), NetnsError> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let _inside = NetnsGuard::enter(path)?;
+            let names = nix::net::if_::if_nameindex().map_err(|source| NetnsError::Sys {
+                what: "list the interfaces of",
+                path: path.to_path_buf(),
+                source,
+            })?;
+            for iface in names.iter() {
+                let name = iface.name().to_string_lossy();
+                if name != "lo" {
+                    // A child starts in its parent thread's namespace.
+                    let _ = std::process::Command::new("ip")
+                        .args(["link", "del", "dev", &name])
+                        .stdin(std::process::Stdio::null())
+                        .stdout(std::process::Stdio::null())
+                        .stderr(std::process::Stdio::null())
+                        .status();
+                }
+            }
+            Ok(())
+        })
+        .join()
+        .expect("the interface deletion thread does not panic")
+    })
+}
+
 /// The current thread is in the namespace at `path` until this guard is dropped.
 #[derive(Debug)]
 pub struct NetnsGuard {
@@ -340,6 +375,51 @@ mod tests {
         delete(&path).unwrap();
         assert!(!path.exists());
         delete(&path).unwrap();
+    }
+
+    /// A veth whose inner end is in a namespace: deleting the namespace's interfaces removes
+    /// the host end at once (deleting the namespace alone leaves that to the kernel, later).
+    #[test]
+    fn deleting_a_namespaces_interfaces_removes_their_host_ends_now() {
+        if !is_root() {
+            eprintln!("skipping: needs root");
+            return;
+        }
+        let id = &uuid::Uuid::new_v4().simple().to_string()[..8];
+        let path = pod_netns_path(&format!("test-{id}"));
+        let host = format!("vt{id}");
+        let _cleanup = Cleanup(path.clone());
+        struct DelLink<'a>(&'a str);
+        impl Drop for DelLink<'_> {
+            fn drop(&mut self) {
+                let _ = std::process::Command::new("ip")
+                    .args(["link", "del", "dev", self.0])
+                    .stderr(std::process::Stdio::null())
+                    .status();
+            }
+        }
+        let _link = DelLink(&host);
+        create(&path).unwrap();
+        let ns = path.file_name().unwrap().to_str().unwrap();
+        let ok = std::process::Command::new("ip")
+            .args(["link", "add", &host, "type", "veth", "peer", "name", "eth0"])
+            .args(["netns", ns])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "ip link add");
+        assert!(link_flags(&host).is_ok());
+        delete_interfaces(&path).unwrap();
+        assert_eq!(link_flags(&host).unwrap_err(), Errno::ENODEV);
+        {
+            let _inside = NetnsGuard::enter(&path).unwrap();
+            assert!(link_flags("lo").is_ok(), "lo stays");
+        }
+        delete(&path).unwrap();
+        assert!(
+            delete_interfaces(&path).is_err(),
+            "no namespace, nothing entered"
+        );
     }
 
     #[test]

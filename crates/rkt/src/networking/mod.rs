@@ -71,7 +71,8 @@ pub struct NetOptions {
 
 /// Checks everything about `opts` that can be checked before a pod exists: the DNS and
 /// hosts options, that every named network exists, the ownership of what they would use
-/// (when `check_ownership`), and that `--port` has a network able to forward it. Returns the networks that would be set up.
+/// (when `check_ownership`), and that `--port` has a network able to forward it. Returns
+/// the networks that would be set up.
 pub fn preflight(opts: &NetOptions) -> Result<Vec<PlannedNet>, NetError> {
     opts.dns.validate()?;
     opts.hosts.validate()?;
@@ -140,7 +141,7 @@ pub struct PodNet<'a> {
 ///
 /// Returns the recorded networks (empty for `host` and `none`).
 pub fn setup(pod: &PodNet, opts: &NetOptions) -> Result<Vec<NetInfo>, NetError> {
-    setup_with(pod, opts, || plan::plan(&opts.selection, &opts.conf_dir))
+    setup_planned(pod, opts, plan::plan(&opts.selection, &opts.conf_dir)?)
 }
 
 /// [`setup`] with the networks [`preflight`] planned for the same options, so that the
@@ -149,14 +150,6 @@ pub fn setup_planned(
     pod: &PodNet,
     opts: &NetOptions,
     planned: Vec<PlannedNet>,
-) -> Result<Vec<NetInfo>, NetError> {
-    setup_with(pod, opts, || Ok(planned))
-}
-
-fn setup_with(
-    pod: &PodNet,
-    opts: &NetOptions,
-    plan: impl FnOnce() -> Result<Vec<PlannedNet>, NetError>,
 ) -> Result<Vec<NetInfo>, NetError> {
     let dns_mode = opts.dns.mode()?;
     let extras =
@@ -175,7 +168,6 @@ fn setup_with(
             let netns = pod.netns.ok_or_else(|| NetError::NoNetns {
                 uuid: pod.uuid.to_string(),
             })?;
-            let planned = plan()?;
             let existing = record::load(pod.pod_dir)?;
             if !existing.is_empty() {
                 return Err(NetError::AlreadySetUp {

@@ -49,6 +49,16 @@ pub enum RecordError {
     },
 }
 
+impl From<crate::fsutil::WriteError> for RecordError {
+    fn from(e: crate::fsutil::WriteError) -> Self {
+        RecordError::Io {
+            action: e.action,
+            path: e.path,
+            source: e.source,
+        }
+    }
+}
+
 /// One network of a pod, as recorded at setup (one element of `net-info.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -168,13 +178,12 @@ fn write_record(
 ) -> Result<(), RecordError> {
     let mut bytes = serde_json::to_vec_pretty(nets).expect("NetInfo serializes");
     bytes.push(b'\n');
-    crate::fsutil::replace(&record_path(pod_dir), &bytes, 0o600, durability).map_err(|e| {
-        RecordError::Io {
-            action: e.action,
-            path: e.path,
-            source: e.source,
-        }
-    })
+    Ok(crate::fsutil::replace(
+        &record_path(pod_dir),
+        &bytes,
+        0o600,
+        durability,
+    )?)
 }
 
 /// Removes the record file (a missing one is fine). The configuration copies in `net/` stay
@@ -238,11 +247,12 @@ pub fn remove_conf(pod_dir: &Path, net: &NetInfo) -> Result<(), RecordError> {
 
 /// Writes `bytes` to `path` durably: teardown after a crash or reboot depends on it.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RecordError> {
-    crate::fsutil::replace(path, bytes, 0o600, Durability::Directory).map_err(|e| RecordError::Io {
-        action: e.action,
-        path: e.path,
-        source: e.source,
-    })
+    Ok(crate::fsutil::replace(
+        path,
+        bytes,
+        0o600,
+        Durability::Directory,
+    )?)
 }
 
 #[cfg(test)]

@@ -108,33 +108,23 @@ fn teardown_one(
     let if_name = || entry.if_name.clone();
     let mut list = saved_list(pod.pod_dir, entry)?;
     let sweep_after = needs_sweep(&list);
-    // The library's DEL passes over a plugin whose binary is missing, so the plugins before
-    // it still clean up, and then fails keeping the cached ADD result, for the retry once
-    // the plugin is back. Where missing plugins are to be skipped, they are left out and
-    // the attachment is forgotten once the others succeeded.
-    let mut absent: Vec<String> = list
-        .plugins
-        .iter()
-        .filter(|p| cni::invoke::find_in_path(&p.plugin_type, &entry.plugin_dirs).is_err())
-        .map(|p| p.plugin_type.clone())
-        .collect();
+    // Rolling back an ADD that failed on a missing binary: that plugin never ran, so the
+    // others are DELeted and the attachment forgotten. Otherwise the library's DEL passes
+    // over a missing binary, so the plugins before it still clean up, and fails naming it,
+    // keeping the cached ADD result for the retry once the plugin is back.
     if skip_missing {
-        list.plugins.retain(|p| !absent.contains(&p.plugin_type));
+        list.plugins
+            .retain(|p| cni::invoke::find_in_path(&p.plugin_type, &entry.plugin_dirs).is_ok());
     }
     let cache_dir = cache_dir_of(entry);
     let rt = runtime::Attachment::recorded(pod.uuid, netns, entry, &cache_dir);
+    let mut missing = Vec::new();
     while !list.plugins.is_empty() {
         let Err(source) = runtime::del(&list, &rt) else {
             break;
         };
-        if let Some(missing) = missing_plugins(&source) {
-            // Reported below, with the directories searched; a binary that went away
-            // since the look above counts too.
-            for plugin in missing {
-                if !absent.contains(&plugin) {
-                    absent.push(plugin);
-                }
-            }
+        if let Some(names) = missing_plugins(&source) {
+            missing = names; // reported below, with the directories searched
             break;
         }
         let refused = add_failure.and_then(|add| runtime::same_refusal(add, &source));
@@ -155,13 +145,13 @@ fn teardown_one(
             source,
         })?;
     }
-    if absent.is_empty() || skip_missing {
+    if missing.is_empty() {
         return Ok(());
     }
     Err(NetFailure::PluginMissing {
         net: net(),
         if_name: if_name(),
-        plugins: absent,
+        plugins: missing,
         dirs: entry.plugin_dirs.clone(),
     })
 }
@@ -187,11 +177,12 @@ fn missing_plugins(e: &cni::error::Error) -> Option<Vec<String>> {
 
 /// Whether a network's plugins could have left firewall rules for [`sweep::sweep`] to
 /// remove: some plugin masquerades (`"ipMasq": true`, as ptp and bridge read it: their
-/// `CNI-` chain; also nested, or through a plugin it delegates to) or forwards ports (`portmap`, or a plugin declaring the `portMappings`
-/// capability: the `CNI-DN-` chain and the jump to it). Decided from the pod's copy of the
-/// configuration, so it holds whatever the configuration directory says now. Networks
-/// without any of these make no NAT rule, and their teardown skips the two `nat` table
-/// dumps (1.5–9 ms per pod, see docs/PERFORMANCE.md).
+/// `CNI-` chain; also nested, or through a plugin it delegates to) or forwards ports
+/// (`portmap`, or a plugin declaring the `portMappings` capability: the `CNI-DN-` chain and
+/// the jump to it). Decided from the pod's copy of the configuration, so it holds whatever
+/// the configuration directory says now. Networks without any of these make no NAT rule,
+/// and their teardown skips the two `nat` table dumps (1.5–9 ms per pod, see
+/// docs/PERFORMANCE.md).
 pub fn needs_sweep(list: &NetworkConfigList) -> bool {
     list.plugins.iter().any(|p| {
         may_masquerade(&p.raw) || p.plugin_type == "portmap" || p.has_capability(ports::CAPABILITY)

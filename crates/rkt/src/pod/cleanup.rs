@@ -26,7 +26,8 @@ pub enum CleanupError {
     Pod(#[from] PodError),
 }
 
-/// Tears down the networks recorded in `pod_dir`, then deletes the namespace at `netns`.
+/// Tears down the networks recorded in `pod_dir`, then deletes the namespace at `netns`
+/// (when a teardown failed, the interfaces in it first).
 pub fn release(uuid: &str, pod_dir: &Path, netns: Option<&Path>) -> Vec<CleanupError> {
     let mut errors = Vec::new();
     let pod = PodNet {
@@ -39,6 +40,11 @@ pub fn release(uuid: &str, pod_dir: &Path, netns: Option<&Path>) -> Vec<CleanupE
             uuid: uuid.to_string(),
             source,
         });
+        // The namespace goes anyway (the retry DELs without it): take the interfaces the
+        // plugins could not remove out now, rather than whenever the kernel frees it.
+        if let Some(path) = netns {
+            let _ = netns::delete_interfaces(path);
+        }
     }
     if let Some(path) = netns {
         if let Err(source) = netns::delete(path) {

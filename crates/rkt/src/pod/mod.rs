@@ -31,6 +31,16 @@ pub use status::PodStatus;
 pub use store::{Pod, PodStore};
 pub use time::Timestamp;
 
+impl From<crate::fsutil::WriteError> for PodError {
+    fn from(e: crate::fsutil::WriteError) -> Self {
+        PodError::Io {
+            what: e.action,
+            path: e.path,
+            source: e.source,
+        }
+    }
+}
+
 /// What can go wrong with a pod. Every variant names the pod or the path it is about.
 #[derive(Debug, thiserror::Error)]
 pub enum PodError {

@@ -111,14 +111,10 @@ impl From<PodError> for StartFailure {
 pub fn run_new(store: &PodStore, app: App, opts: &RunOptions) -> Result<RunOutcome, StartFailure> {
     let planned = preflight(&opts.net)?;
     // The pod appears already `running`, with the namespace path it is about to get.
-    let mut running = None;
-    let (pod, lock) = store.create_with(app, |new| {
-        let (net, state) = start_running(new, PodState::new(State::Running), opts);
-        running = Some((net, state.clone()));
-        Ok::<_, PodError>(state)
+    let (pod, lock, state) = store.create_with(app, |uuid| {
+        start_running(uuid, PodState::new(State::Running), opts)
     })?;
-    let (net, state) = running.expect("create_with calls fill before it succeeds");
-    run_locked(&pod, lock, opts, net, state, planned)
+    run_locked(&pod, lock, opts, state, planned)
 }
 
 /// `rkt run-prepared`: runs a pod `rkt prepare` made.
@@ -137,9 +133,9 @@ pub fn run_prepared(pod: &Pod, opts: &RunOptions) -> Result<RunOutcome, StartFai
         }
         .into());
     }
-    let (net, state) = start_running(pod, state, opts);
+    let state = start_running(&pod.uuid, state, opts);
     state.store(&pod.dir)?;
-    run_locked(pod, lock, opts, net, state, planned)
+    run_locked(pod, lock, opts, state, planned)
 }
 
 /// Checks the options that can be checked without a pod: DNS and hosts flags, that every
@@ -152,25 +148,25 @@ pub fn preflight(net: &NetOptions) -> Result<Vec<PlannedNet>, StartFailure> {
     })
 }
 
-/// The network options with the pod's hostname settled, and `state` turned `running` with
-/// what the runner is about to set up (recorded before it exists, so gc finds it).
-fn start_running(pod: &Pod, mut state: PodState, opts: &RunOptions) -> (NetOptions, PodState) {
+/// `state` turned `running` with what the runner of pod `uuid` is about to set up (recorded
+/// before it exists, so gc finds it), the pod's hostname settled.
+fn start_running(uuid: &str, mut state: PodState, opts: &RunOptions) -> PodState {
     let is_host = matches!(opts.net.selection, NetSelection::Host);
-    let mut net = opts.net.clone();
-    if net.hostname.is_empty() {
+    let hostname = match &opts.net.hostname {
+        name if !name.is_empty() => name.clone(),
         // With the host's network the pod also keeps the host's name (its /etc/hosts is the
         // host's, where rkt-<uuid> would not resolve), as later rkt versions and Docker do.
-        net.hostname = match nix::unistd::gethostname() {
+        _ => match nix::unistd::gethostname() {
             Ok(name) if is_host => name.to_string_lossy().into_owned(),
-            _ => format!("rkt-{}", pod.uuid),
-        };
-    }
+            _ => format!("rkt-{uuid}"),
+        },
+    };
     state.state = State::Running;
     state.started = Some(Timestamp::now());
-    state.netns = (!is_host).then(|| netns::pod_netns_path(&pod.uuid));
-    state.net = Some(net.selection.to_string());
-    state.hostname = Some(net.hostname.clone());
-    (net, state)
+    state.netns = (!is_host).then(|| netns::pod_netns_path(uuid));
+    state.net = Some(opts.net.selection.to_string());
+    state.hostname = Some(hostname);
+    state
 }
 
 fn write_uuid_file(path: &Path, uuid: &str) -> std::io::Result<()> {
@@ -194,10 +190,13 @@ fn run_locked(
     pod: &Pod,
     lock: PodLock,
     opts: &RunOptions,
-    net: NetOptions,
     mut state: PodState,
     planned: Vec<PlannedNet>,
 ) -> Result<RunOutcome, StartFailure> {
+    let net = NetOptions {
+        hostname: state.hostname.clone().unwrap_or_default(),
+        ..opts.net.clone()
+    };
     let uuid = pod.uuid.clone();
     let netns_path = state.netns.clone();
 

@@ -181,13 +181,12 @@ impl PodState {
 /// Writes `dir/name` so that readers see either the old or the new content, never a mix,
 /// with mode 0600 and without fsync (see [`crate::fsutil::replace`], [`Durability::Rename`]).
 pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), PodError> {
-    crate::fsutil::replace(&dir.join(name), bytes, 0o600, Durability::Rename).map_err(|e| {
-        PodError::Io {
-            what: e.action,
-            path: e.path,
-            source: e.source,
-        }
-    })
+    Ok(crate::fsutil::replace(
+        &dir.join(name),
+        bytes,
+        0o600,
+        Durability::Rename,
+    )?)
 }
 
 #[cfg(test)]

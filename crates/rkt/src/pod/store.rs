@@ -7,7 +7,7 @@
 //! `.rm-<uuid>` and only then deleted. Readers list only names that are UUIDs, so they never
 //! see a half-built or half-deleted pod.
 
-use std::fs::{self, DirBuilder, File};
+use std::fs::{self, DirBuilder};
 use std::io::ErrorKind;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
@@ -67,14 +67,9 @@ impl Pod {
     /// it durably. Pods are created without it; the runner calls it before the first
     /// network record, and only pods with networks need it.
     pub fn sync_entry(&self) -> Result<(), PodError> {
-        let pods_dir = self.dir.parent().unwrap_or(Path::new("."));
-        File::open(pods_dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|source| PodError::Io {
-                what: "fsync pods directory",
-                path: pods_dir.to_path_buf(),
-                source,
-            })
+        Ok(crate::fsutil::sync_dir(
+            self.dir.parent().unwrap_or(Path::new(".")),
+        )?)
     }
 }
 
@@ -105,22 +100,21 @@ impl PodStore {
 
     /// Creates a complete pod in `state` and returns it with its exclusive lock held.
     pub fn create(&self, app: App, state: &PodState) -> Result<(Pod, PodLock), PodError> {
-        self.create_with(app, |_| Ok::<_, PodError>(state.clone()))
+        let (pod, lock, _) = self.create_with(app, |_| state.clone())?;
+        Ok((pod, lock))
     }
 
-    /// Creates a complete pod and returns it with its exclusive lock held. `fill` is called
-    /// with the pod while its directory is still the hidden `.new-<uuid>` (the manifest
-    /// written, the lock held): it may write more files there and returns the state to
-    /// record. When it fails, nothing of the pod remains.
+    /// Creates a complete pod in the state `state_of` gives for its UUID and returns it, its
+    /// exclusive lock held, and that state.
     ///
     /// Nothing here is fsynced: a pod that a machine crash takes away had nothing set up
     /// outside its directory yet. A runner calls [`Pod::sync_entry`] before it records
     /// anything teardown after a reboot needs.
-    pub fn create_with<E: From<PodError>>(
+    pub fn create_with(
         &self,
         app: App,
-        fill: impl FnOnce(&Pod) -> Result<PodState, E>,
-    ) -> Result<(Pod, PodLock), E> {
+        state_of: impl FnOnce(&str) -> PodState,
+    ) -> Result<(Pod, PodLock, PodState), PodError> {
         Self::mkdir(&self.dir, true)?;
         let uuid = Uuid::new_v4().hyphenated().to_string();
         let tmp = self.dir.join(format!("{NEW_PREFIX}{uuid}"));
@@ -135,11 +129,8 @@ impl PodStore {
             };
             let bytes = serde_json::to_vec_pretty(&manifest).expect("a manifest serializes");
             create_new(&tmp, MANIFEST_FILE, &bytes)?;
-            let new = Pod {
-                uuid: uuid.clone(),
-                dir: tmp.clone(),
-            };
-            create_new(&tmp, STATE_FILE, &fill(&new)?.to_bytes())?;
+            let state = state_of(&uuid);
+            create_new(&tmp, STATE_FILE, &state.to_bytes())?;
             let dir = self.dir.join(&uuid);
             fs::rename(&tmp, &dir).map_err(|source| PodError::Io {
                 what: "move new pod into place",
@@ -147,7 +138,7 @@ impl PodStore {
                 source,
             })?;
             lock.renamed(dir.clone());
-            Ok((Pod { uuid, dir }, lock))
+            Ok((Pod { uuid, dir }, lock, state))
         })();
         if built.is_err() {
             let _ = fs::remove_dir_all(&tmp);
@@ -287,11 +278,7 @@ impl PodStore {
 
 /// Writes `dir/name` of a pod directory nobody sees yet (see [`crate::fsutil::create_new`]).
 fn create_new(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), PodError> {
-    crate::fsutil::create_new(&dir.join(name), bytes, 0o600).map_err(|e| PodError::Io {
-        what: e.action,
-        path: e.path,
-        source: e.source,
-    })
+    Ok(crate::fsutil::create_new(&dir.join(name), bytes, 0o600)?)
 }
 
 /// Whether `name` is a pod directory name: a lowercase hyphenated UUID.

@@ -41,7 +41,10 @@ use crate::pod::PodManifest;
 /// Exit status of the stage when it fails before the app runs.
 pub const SETUP_FAILED: i32 = 125;
 
-/// What the runner tells the stage (the hidden `stage1-init` command's arguments).
+/// What the runner tells the stage: the hidden `stage1-init` command's arguments, `--pod-dir
+/// DIR --hostname NAME --status-fd FD --runner-pid PID [--netns PATH]`, each value in the
+/// next argument. Parsed by hand: the binary's `main` hands them over before building its
+/// command line parser, which the stage does not need.
 #[derive(Debug, Clone)]
 pub struct InitArgs {
     pub pod_dir: PathBuf,
@@ -50,23 +53,14 @@ pub struct InitArgs {
     pub netns: Option<PathBuf>,
     /// The write end of the status pipe, inherited from the runner.
     pub status_fd: RawFd,
-}
-
-/// The `stage1-init` arguments as the runner passes them (see [`super::start`]): `--pod-dir
-/// DIR --hostname NAME --status-fd FD [--netns PATH] [--runner-pid PID]`, each value in the
-/// next argument. Parsed by hand: the binary's `main` hands them over before building its
-/// command line parser, which the stage does not need.
-#[derive(Debug, Clone)]
-pub struct StageArgv {
-    pub init: InitArgs,
     /// The runner's PID: the stage exits if its parent is not that process once its
     /// parent-death signal is set (the runner died in between).
-    pub runner_pid: Option<i32>,
+    pub runner_pid: i32,
 }
 
-impl StageArgv {
+impl InitArgs {
     /// Parses the arguments after `stage1-init`.
-    pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<StageArgv, String> {
+    pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<InitArgs, String> {
         let (mut pod_dir, mut hostname, mut netns, mut status_fd, mut runner_pid) =
             (None, None, None, None, None);
         let mut args = args.into_iter();
@@ -94,18 +88,16 @@ impl StageArgv {
             }
         }
         let missing = |name: &str| format!("--{name} is required");
-        Ok(StageArgv {
-            init: InitArgs {
-                pod_dir: pod_dir.ok_or_else(|| missing("pod-dir"))?,
-                hostname: hostname.ok_or_else(|| missing("hostname"))?,
-                netns,
-                status_fd: status_fd.ok_or_else(|| missing("status-fd"))?,
-            },
-            runner_pid,
+        Ok(InitArgs {
+            pod_dir: pod_dir.ok_or_else(|| missing("pod-dir"))?,
+            hostname: hostname.ok_or_else(|| missing("hostname"))?,
+            netns,
+            status_fd: status_fd.ok_or_else(|| missing("status-fd"))?,
+            runner_pid: runner_pid.ok_or_else(|| missing("runner-pid"))?,
         })
     }
 
-    /// The arguments for `spec`, in the form [`StageArgv::parse`] reads.
+    /// The arguments for `spec`, in the form [`InitArgs::parse`] reads.
     pub(super) fn to_args(
         spec: &super::StageSpec,
         status_fd: RawFd,
@@ -131,8 +123,8 @@ impl StageArgv {
 /// `rkt stage1-init ARGS`: parses `args` (those after the command name) and runs the stage;
 /// returns the exit status for the process.
 pub fn main_from_args(args: impl IntoIterator<Item = OsString>) -> i32 {
-    match StageArgv::parse(args) {
-        Ok(argv) => run(&argv.init, argv.runner_pid),
+    match InitArgs::parse(args) {
+        Ok(args) => run(&args),
         Err(msg) => {
             eprintln!("rkt stage1-init: {msg}");
             SETUP_FAILED
@@ -140,12 +132,7 @@ pub fn main_from_args(args: impl IntoIterator<Item = OsString>) -> i32 {
     }
 }
 
-/// Runs the stage; returns the exit status for the process.
-pub fn main(args: &InitArgs) -> i32 {
-    run(args, None)
-}
-
-fn run(args: &InitArgs, runner_pid: Option<i32>) -> i32 {
+fn run(args: &InitArgs) -> i32 {
     // SAFETY: the runner passes us the write end of its status pipe under this number and
     // nothing else in this process uses or closes it.
     let status = unsafe { File::from_raw_fd(args.status_fd) };
@@ -153,7 +140,7 @@ fn run(args: &InitArgs, runner_pid: Option<i32>) -> i32 {
         eprintln!("rkt stage1-init: status fd {}: {errno}", args.status_fd);
         return SETUP_FAILED;
     }
-    match stage(args, runner_pid, status) {
+    match stage(args, status) {
         Ok(code) => code,
         Err((mut status, err)) => {
             report(&mut status, &err);
@@ -171,8 +158,8 @@ fn report(status: &mut File, err: &StageError) {
 
 type Failure = (File, StageError);
 
-fn stage(args: &InitArgs, runner_pid: Option<i32>, status: File) -> Result<i32, Failure> {
-    let prepared = prepare(args, runner_pid);
+fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
+    let prepared = prepare(args);
     let (app_argv, env, root) = match prepared {
         Ok(p) => p,
         Err(e) => return Err((status, e)),
@@ -234,7 +221,6 @@ fn stage(args: &InitArgs, runner_pid: Option<i32>, status: File) -> Result<i32, 
 #[allow(clippy::type_complexity)]
 fn prepare(
     args: &InitArgs,
-    runner_pid: Option<i32>,
 ) -> Result<(Vec<String>, Vec<(OsString, OsString)>, Option<PathBuf>), StageError> {
     set_pdeathsig(Signal::SIGKILL).map_err(|source| StageError::Sys {
         what: "set the parent-death signal for",
@@ -242,9 +228,9 @@ fn prepare(
         source,
     })?;
     // The runner may have died before the signal was set: then it never comes.
-    if runner_pid.is_some_and(|pid| getppid().as_raw() != pid) {
+    if getppid().as_raw() != args.runner_pid {
         return Err(StageError::RunnerGone {
-            pid: runner_pid.unwrap_or_default(),
+            pid: args.runner_pid,
         });
     }
     // Shown by ps instead of "exe" (we run as /proc/self/exe); cosmetic, failure ignored.
@@ -453,18 +439,18 @@ mod tests {
             hostname: "rkt-x",
             netns: Some(Path::new("/run/netns/rkt-x")),
         };
-        let argv = StageArgv::parse(StageArgv::to_args(&spec, 7, 4242)).unwrap();
-        assert_eq!(argv.init.pod_dir, spec.pod_dir);
-        assert_eq!(argv.init.hostname, "rkt-x");
-        assert_eq!(argv.init.netns.as_deref(), spec.netns);
-        assert_eq!(argv.init.status_fd, 7);
-        assert_eq!(argv.runner_pid, Some(4242));
+        let argv = InitArgs::parse(InitArgs::to_args(&spec, 7, 4242)).unwrap();
+        assert_eq!(argv.pod_dir, spec.pod_dir);
+        assert_eq!(argv.hostname, "rkt-x");
+        assert_eq!(argv.netns.as_deref(), spec.netns);
+        assert_eq!(argv.status_fd, 7);
+        assert_eq!(argv.runner_pid, 4242);
         let host = StageSpec {
             netns: None,
             ..spec
         };
-        let argv = StageArgv::parse(StageArgv::to_args(&host, 7, 4242)).unwrap();
-        assert_eq!(argv.init.netns, None);
+        let argv = InitArgs::parse(InitArgs::to_args(&host, 7, 4242)).unwrap();
+        assert_eq!(argv.netns, None);
     }
 
     #[test]
@@ -473,21 +459,22 @@ mod tests {
         let err = |extra: &[&str]| {
             let mut args = base.to_vec();
             args.extend(extra);
-            StageArgv::parse(os(&args)).unwrap_err()
+            InitArgs::parse(os(&args)).unwrap_err()
         };
         assert_eq!(err(&[]), "--status-fd needs a value");
         assert!(err(&["x"]).contains("\"x\" is not a number"));
         assert!(err(&["3", "--bogus", "1"]).contains("\"--bogus\""));
-        let e = StageArgv::parse(os(&["--status-fd", "3", "--hostname", "h"])).unwrap_err();
+        let e = InitArgs::parse(os(&["--status-fd", "3", "--hostname", "h"])).unwrap_err();
         assert_eq!(e, "--pod-dir is required");
-        let ok = StageArgv::parse(os(&[
+        let e = InitArgs::parse(os(&[
             "--pod-dir",
             "/p",
             "--hostname",
             "h",
             "--status-fd",
             "3",
-        ]));
-        assert_eq!(ok.unwrap().runner_pid, None);
+        ]))
+        .unwrap_err();
+        assert_eq!(e, "--runner-pid is required");
     }
 }

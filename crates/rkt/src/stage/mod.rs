@@ -6,7 +6,7 @@
 //! namespaces (`CLONE_NEWNS` refuses multi-threaded callers) and fork freely; the runner,
 //! which may have started threads (plugin I/O, netns creation), only starts it through
 //! [`std::process::Command`] without a pre-exec step, which std turns into `posix_spawn`.
-//! The hidden command's arguments are parsed by hand ([`init::StageArgv`]), before the
+//! The hidden command's arguments are parsed by hand ([`init::InitArgs`]), before the
 //! binary builds its command line parser.
 //!
 //! Process tree: runner → stage (host PID namespace; pod's net, mount, UTS, IPC namespaces)
@@ -135,7 +135,7 @@ pub fn start(spec: &StageSpec) -> Result<Started, StageError> {
     };
     drop(write_end);
     let mut cmd = Command::new(spec.exe);
-    cmd.arg(INIT_COMMAND).args(init::StageArgv::to_args(
+    cmd.arg(INIT_COMMAND).args(init::InitArgs::to_args(
         spec,
         inherited.as_raw_fd(),
         std::process::id(),

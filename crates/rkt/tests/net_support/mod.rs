@@ -8,32 +8,13 @@ use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 
 use rkt::networking::{DnsOptions, HostsOptions, NetOptions, NetSelection, PodNet};
 use serde_json::Value;
 
 use crate::leaks;
 
-/// The `cni-test-plugin` binary, built once per test process.
-pub fn test_plugin() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let status = Command::new(env!("CARGO"))
-                .args(["build", "-q", "-p", "cni-test-plugin"])
-                .status()
-                .expect("run cargo build for the test plugin");
-            assert!(status.success(), "building cni-test-plugin failed");
-            let target = std::env::var_os("CARGO_TARGET_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-            let bin = target.join("debug/cni-test-plugin");
-            assert!(bin.is_file(), "{} missing", bin.display());
-            bin
-        })
-        .clone()
-}
+pub use crate::leaks::lab::test_plugin;
 
 /// Whether the tests run as root (the real-plugin tests need it).
 pub fn is_root() -> bool {
