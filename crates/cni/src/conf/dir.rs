@@ -81,6 +81,17 @@ fn list_dir(dir: &Path, exts: &[&str]) -> Result<Listing, ConfError> {
     Ok(out)
 }
 
+/// The files directly in `dir` whose extension is one of `extensions` (given with or
+/// without the leading dot), in byte-wise file-name order; directories are left out and
+/// symlinks followed (libcni `ConfFiles`). A missing directory has no files.
+pub fn conf_files(dir: &Path, extensions: &[&str]) -> Result<Vec<PathBuf>, ConfError> {
+    let exts: Vec<&str> = extensions
+        .iter()
+        .map(|e| e.strip_prefix('.').unwrap_or(e))
+        .collect();
+    Ok(list_dir(dir, &exts)?.files)
+}
+
 /// Loads one configuration file, choosing the format by extension: `.conflist` is a
 /// list, `.conf` and `.json` are single plugins upgraded to a list.
 ///

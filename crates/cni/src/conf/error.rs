@@ -31,6 +31,15 @@ impl fmt::Display for Origin {
     }
 }
 
+/// `plugin 2 of network "n"`, or `the plugin` for a plugin parsed on its own.
+fn which_plugin(index: usize, network: &str) -> String {
+    if network.is_empty() {
+        "the plugin".to_string()
+    } else {
+        format!("plugin {index} of network {network:?}")
+    }
+}
+
 /// A configuration that could not be loaded. Every variant says which file.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfError {
@@ -107,21 +116,21 @@ pub enum ConfError {
         source: ValidateError,
     },
     /// A plugin object has no `type`.
-    #[error("{origin}: plugin {index} of network {network:?} has no \"type\"")]
+    #[error("{origin}: {} has no \"type\"", which_plugin(*index, network))]
     MissingType {
         /// The file.
         origin: Origin,
-        /// The network.
+        /// The network; empty for a plugin parsed on its own ([`super::parse_plugin`]).
         network: String,
         /// Position in the `plugins` array (0-based).
         index: usize,
     },
     /// A plugin's `type` could name a file outside the plugin directories.
-    #[error("{origin}: plugin {index} of network {network:?}: {source}")]
+    #[error("{origin}: {}: {source}", which_plugin(*index, network))]
     InvalidType {
         /// The file.
         origin: Origin,
-        /// The network.
+        /// The network; empty for a plugin parsed on its own ([`super::parse_plugin`]).
         network: String,
         /// Position in the `plugins` array (0-based).
         index: usize,

@@ -17,8 +17,8 @@ mod inject;
 mod network;
 mod parse;
 
-pub use self::dir::{load_dir, load_file};
+pub use self::dir::{conf_files, load_dir, load_file};
 pub use self::error::{ConfError, Origin};
 pub use self::inject::{inject, runtime_config_for};
 pub use self::network::{LoadedDir, NetworkConfig, NetworkConfigList, Shadowed};
-pub use self::parse::{parse_list, parse_single};
+pub use self::parse::{conf_list_from_conf, parse_list, parse_plugin, parse_single};

@@ -307,13 +307,24 @@ pub(super) fn parse_single_owned(
 ) -> Result<NetworkConfigList, ConfError> {
     let origin = Origin::of(source);
     let m = parse_object(&bytes, &origin)?;
+    single_list(m, bytes, &origin)
+}
+
+/// The one-plugin list of a single-plugin object `m` whose bytes are `bytes`.
+fn single_list(
+    m: Map<String, Value>,
+    bytes: Vec<u8>,
+    origin: &Origin,
+) -> Result<NetworkConfigList, ConfError> {
     if !m.contains_key("type") && m.contains_key("plugins") {
-        return Err(ConfError::ListInSingleFile { origin });
+        return Err(ConfError::ListInSingleFile {
+            origin: origin.clone(),
+        });
     }
-    let name = network_name(&m, &origin)?;
-    let cni_version = opt_string(&m, "cniVersion", &origin)?;
-    check_version(cni_version.as_deref(), "cniVersion", &origin)?;
-    let plugin = plugin(Value::Object(m), 0, &name, "", &origin)?;
+    let name = network_name(&m, origin)?;
+    let cni_version = opt_string(&m, "cniVersion", origin)?;
+    check_version(cni_version.as_deref(), "cniVersion", origin)?;
+    let plugin = plugin(Value::Object(m), 0, &name, "", origin)?;
     Ok(NetworkConfigList {
         name,
         cni_version,
@@ -322,7 +333,28 @@ pub(super) fn parse_single_owned(
         disable_gc: false,
         load_only_inlined_plugins: false,
         plugins: vec![plugin],
-        source: source.map(Path::to_path_buf),
+        source: origin.0.clone(),
         bytes,
     })
+}
+
+/// Parses one plugin object on its own, such as a drop-in file of
+/// `<dir>/<network>/*.conf` (libcni `NetworkPluginConfFromBytes`): a JSON object with a
+/// `type`. `name` and `cniVersion` are not required (the list supplies them). `source`
+/// is only used for messages.
+pub fn parse_plugin(bytes: &[u8], source: Option<&Path>) -> Result<NetworkConfig, ConfError> {
+    let origin = Origin::of(source);
+    let m = parse_object(bytes, &origin)?;
+    plugin(Value::Object(m), 0, "", "", &origin)
+}
+
+/// The one-plugin list of a single-plugin configuration (libcni `ConfListFromConf`):
+/// the network's name and `cniVersion` are read from the plugin's own object, which
+/// must have a valid `name`, as a `.conf` file has. This is how the single-network
+/// operations ([`crate::api::CniConfig::add_network`] and the others) run through the
+/// list operations.
+pub fn conf_list_from_conf(net: &NetworkConfig) -> Result<NetworkConfigList, ConfError> {
+    // Serialising a map of JSON values cannot fail.
+    let bytes = serde_json::to_vec(&net.raw).unwrap_or_default();
+    single_list(net.raw.clone(), bytes, &Origin(None))
 }
