@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use crate::cache::CacheError;
 use crate::conf::ConfError;
 use crate::invoke::{signal_name, ExecError, FindError};
+use crate::types::codes;
 use crate::validate::ValidateError;
 use crate::version::VersionError;
 
@@ -124,6 +125,18 @@ pub enum Error {
         container_id: String,
         ifname: String,
     },
+    /// ADD or CHECK was asked without a network namespace (`CNI_NETNS`, which the spec
+    /// requires for both); no plugin ran.
+    #[error(
+        "{}{command} needs the network namespace (CNI_NETNS), and none was given",
+        on(network)
+    )]
+    MissingNetns {
+        /// The network.
+        network: String,
+        /// `ADD` or `CHECK`.
+        command: &'static str,
+    },
     /// CHECK is not defined for the network's version (it needs 0.4.0 or later).
     #[error("{}configuration version {version:?} does not support the CHECK command (it needs 0.4.0 or later)", on(network))]
     CheckUnsupported { network: String, version: String },
@@ -181,10 +194,18 @@ pub enum Error {
 }
 
 impl Error {
-    /// The CNI error code a plugin reported, if any (for [`Error::Multiple`], the first).
+    /// The CNI error code: the one a plugin reported, or, for a request rejected before
+    /// any plugin ran, the one libcni gives the same mistake (3 for a missing container ID,
+    /// 4 for a malformed container ID or interface name or a missing `CNI_NETNS`, 7 for a
+    /// missing or malformed network name). For [`Error::Multiple`], the first.
     pub fn code(&self) -> Option<u32> {
         match self {
             Error::Plugin { code, .. } if *code != 0 => Some(*code),
+            Error::Validate(e) => e.code(),
+            Error::MissingNetns { .. } => Some(codes::INVALID_ENVIRONMENT),
+            Error::Conf(ConfError::MissingName { .. } | ConfError::InvalidName { .. }) => {
+                Some(codes::INVALID_CONFIG)
+            }
             Error::StaleAttachment { source, .. } => source.code(),
             Error::Multiple(errors) => errors.iter().find_map(Error::code),
             _ => None,
