@@ -51,17 +51,25 @@ pub enum Error {
     /// printed; `code` is 0 when it printed none (then `msg` says what it printed).
     #[error("{}plugin {plugin:?} failed ({command}): {}", on(network), failure(*code, msg, details))]
     Plugin {
+        /// The network; empty when the operation is not about one.
         network: String,
+        /// The plugin's `type`.
         plugin: String,
+        /// The CNI command (`ADD`, `DEL`, ...).
         command: &'static str,
+        /// The CNI error code, 0 when the plugin printed none.
         code: u32,
+        /// The message.
         msg: String,
+        /// The details, if any.
         details: String,
     },
     /// The plugin's binary was not found, or its `type` is not a valid file name.
     #[error("{}{source}", on(network))]
     PluginNotFound {
+        /// The network; empty when the operation is not about one.
         network: String,
+        /// The underlying error.
         #[source]
         source: FindError,
     },
@@ -71,25 +79,37 @@ pub enum Error {
         on(network)
     )]
     Timeout {
+        /// The network; empty when the operation is not about one.
         network: String,
+        /// The plugin's `type`.
         plugin: String,
+        /// The CNI command (`ADD`, `DEL`, ...).
         command: &'static str,
+        /// The timeout, in seconds.
         secs: f64,
     },
     /// The plugin was killed by a signal.
     #[error("{}plugin {plugin:?} ({command}) was killed by signal {signal} ({})", on(network), signal_name(*signal))]
     Signal {
+        /// The network; empty when the operation is not about one.
         network: String,
+        /// The plugin's `type`.
         plugin: String,
+        /// The CNI command (`ADD`, `DEL`, ...).
         command: &'static str,
+        /// The signal number.
         signal: i32,
     },
     /// The plugin could not be started or talked to.
     #[error("{}plugin {plugin:?} ({command}): {source}", on(network))]
     Exec {
+        /// The network; empty when the operation is not about one.
         network: String,
+        /// The plugin's `type`.
         plugin: String,
+        /// The CNI command (`ADD`, `DEL`, ...).
         command: &'static str,
+        /// The underlying error.
         #[source]
         source: Box<ExecError>,
     },
@@ -100,9 +120,13 @@ pub enum Error {
         on(network)
     )]
     InvalidResult {
+        /// The network; empty when the operation is not about one.
         network: String,
+        /// The plugin's `type`.
         plugin: String,
+        /// The CNI command (`ADD`, `DEL`, ...).
         command: &'static str,
+        /// The underlying error.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
@@ -112,17 +136,24 @@ pub enum Error {
         on(network)
     )]
     CachedResult {
+        /// The network; empty when the operation is not about one.
         network: String,
+        /// The container ID.
         container_id: String,
+        /// The interface name.
         ifname: String,
+        /// The underlying error.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// An operation that needs the ADD's cached result (CHECK) found none.
     #[error("{}no cached result for container {container_id:?} interface {ifname:?}: the attachment was never added, or was deleted", on(network))]
     NotAdded {
+        /// The network; empty when the operation is not about one.
         network: String,
+        /// The container ID.
         container_id: String,
+        /// The interface name.
         ifname: String,
     },
     /// ADD or CHECK was asked without a network namespace (`CNI_NETNS`, which the spec
@@ -139,13 +170,22 @@ pub enum Error {
     },
     /// CHECK is not defined for the network's version (it needs 0.4.0 or later).
     #[error("{}configuration version {version:?} does not support the CHECK command (it needs 0.4.0 or later)", on(network))]
-    CheckUnsupported { network: String, version: String },
+    CheckUnsupported {
+        /// The network.
+        network: String,
+        /// The network's negotiated version.
+        version: String,
+    },
     /// A plugin does not support the version negotiated for the network.
     #[error("{}plugin {plugin:?} does not support CNI version {version:?} (it supports {})", on(network), supported.join(", "))]
     UnsupportedByPlugin {
+        /// The network; empty when the operation is not about one.
         network: String,
+        /// The plugin's `type`.
         plugin: String,
+        /// The negotiated version.
         version: String,
+        /// The versions the plugin supports.
         supported: Vec<String>,
     },
     /// A stale attachment could not be deleted during GC.
@@ -154,9 +194,13 @@ pub enum Error {
         on(network)
     )]
     StaleAttachment {
+        /// The network; empty when the operation is not about one.
         network: String,
+        /// The container ID.
         container_id: String,
+        /// The interface name.
         ifname: String,
+        /// The underlying error.
         #[source]
         source: Box<Error>,
     },
@@ -166,7 +210,9 @@ pub enum Error {
     /// No version could be negotiated for the network.
     #[error("{}{source}", on(network))]
     Version {
+        /// The network; empty when the operation is not about one.
         network: String,
+        /// The underlying error.
         #[source]
         source: VersionError,
     },
@@ -176,15 +222,20 @@ pub enum Error {
     /// Reading or writing the attachment cache failed.
     #[error("{}result cache: {source}", on(network))]
     Cache {
+        /// The network; empty when the operation is not about one.
         network: String,
+        /// The file or directory.
         path: Option<PathBuf>,
+        /// The underlying error.
         #[source]
         source: Box<CacheError>,
     },
     /// A file operation failed.
     #[error("{}: {source}", path.display())]
     Io {
+        /// The file or directory.
         path: PathBuf,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },

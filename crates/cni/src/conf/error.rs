@@ -68,7 +68,7 @@ pub enum ConfError {
     NotAnObject {
         /// The file.
         origin: Origin,
-        /// "the configuration" or "plugins[2]".
+        /// "the configuration" or "plugins\[2\]".
         what: String,
         /// The JSON kind that was found.
         found: &'static str,

@@ -286,7 +286,7 @@ pub(super) fn require_plugins(
 
 /// Parses the bytes of a `.conflist` file. `source` is only used for messages and
 /// recorded in the result; nothing is read from disk, so aggregated plugin files are
-/// not consulted and a list without plugins is an error (see [`load_file`]).
+/// not consulted and a list without plugins is an error (see [`super::load_file`]).
 pub fn parse_list(bytes: &[u8], source: Option<&Path>) -> Result<NetworkConfigList, ConfError> {
     let origin = Origin::of(source);
     let list = parse_list_inner(bytes.to_vec(), &origin)?;
