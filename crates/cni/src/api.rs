@@ -1,11 +1,13 @@
 //! The runtime operations over a network configuration list, shaped like libcni's
 //! `CNIConfig` (`libcni/api.go`): add, del, check, status, gc, validate, version info and
-//! the cached attachments.
+//! the cached attachments; and the single-network forms (`add_network` and the others),
+//! which run the list operations on a one-plugin list.
 //!
 //! # What each operation sends
 //! * ADD, CHECK, DEL: plugins get their config with `name`, `cniVersion` (the negotiated
 //!   version), `prevResult` and `runtimeConfig` (the capability arguments the plugin declares)
-//!   injected, and `CNI_COMMAND`, `CNI_CONTAINERID`, `CNI_NETNS` (when known), `CNI_IFNAME`,
+//!   injected, and `CNI_COMMAND`, `CNI_CONTAINERID`, `CNI_NETNS` (required for ADD and
+//!   CHECK, [`Error::MissingNetns`] without it; DEL may go without), `CNI_IFNAME`,
 //!   `CNI_ARGS` (`K=V;K=V`, when there are any) and `CNI_PATH` (every plugin directory,
 //!   `:`-joined).
 //! * STATUS and GC: the config with `name` and `cniVersion` only (GC adds the valid
