@@ -29,22 +29,28 @@ use sha2::{Digest, Sha512};
 const USAGE: &str = "usage: cnitool add|check|del|gc|status NET NETNS";
 
 /// The network called `name` in `dir`: the first `.conflist` defining it, else the first
-/// `.conf` or `.json` file (what libcni's `LoadConfList` picks).
+/// `.conf` or `.json` file (the order of libcni's `LoadConfList`). Files that fail to load
+/// do not stop the search; when the network is not found, the error lists them.
 fn load_network(dir: &Path, name: &str) -> Result<NetworkConfigList, String> {
+    let mut failed = Vec::new();
     for exts in [&["conflist"][..], &["conf", "json"][..]] {
         let files = conf::conf_files(dir, exts).map_err(|e| e.to_string())?;
         for file in files {
-            // A broken file that is not the wanted network does not matter here.
             match conf::load_file(&file) {
                 Ok(list) if list.name == name => return Ok(list),
-                _ => {}
+                Ok(_) => {}
+                Err(e) => failed.push(e.to_string()),
             }
         }
     }
-    Err(format!(
+    let mut msg = format!(
         "no network configuration named {name:?} in {} (from NETCONFPATH)",
         dir.display()
-    ))
+    );
+    for e in failed {
+        msg.push_str(&format!("\n  not loaded: {e}"));
+    }
+    Err(msg)
 }
 
 /// `CNI_ARGS` as pairs; each pair must be `K=V` with both sides non-empty.

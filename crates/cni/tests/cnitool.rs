@@ -260,6 +260,10 @@ fn cnitool_example_adds_checks_deletes_and_gcs_with_the_real_plugins() {
         text.contains("\"no-such-net\"") && text.contains(&confdir.display().to_string()),
         "{text}"
     );
+    assert!(
+        text.contains("not loaded: ") && text.contains("00-broken.conflist"),
+        "the broken file is named: {text}"
+    );
     let usage = host.run(&["add", &net]);
     assert_eq!(usage.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&usage.stderr).contains("usage: cnitool"));
