@@ -10,7 +10,9 @@ use super::pod_args::store;
 use super::status::Format;
 use super::GlobalArgs;
 
-/// List pods, oldest first, one row per app, as rkt 1.30 did: UUID, APP, IMAGE NAME, STATE,
+/// List pods, oldest first, one row per app.
+///
+/// As rkt 1.30 did: UUID, APP, IMAGE NAME, STATE,
 /// CREATED, STARTED, NETWORKS, separated by exactly one tab (so `cut -f` picks a column).
 /// IMAGE NAME is `-` for a host command and the root directory for a --rootfs app.
 #[derive(Debug, Args)]

@@ -11,8 +11,9 @@ use rkt::pod::gc::remove;
 use super::pod_args::{store, PodRefs};
 use super::GlobalArgs;
 
-/// Remove pods (prepared or exited; a pod whose `rkt run` died is torn down first). Every
-/// pod given is tried; each one removed is printed as `"<uuid>"` (in quotes, as rkt did).
+/// Remove pods (prepared or exited; a pod whose `rkt run` died is torn down first).
+///
+/// Every pod given is tried; each one removed is printed as `"<uuid>"` (in quotes, as rkt did).
 #[derive(Debug, Args)]
 pub struct RmArgs {
     #[command(flatten)]

@@ -40,10 +40,12 @@ impl Format {
     }
 }
 
-/// Print a pod's status as rkt 1.30 did, `key=value` lines: state, created, started,
-/// networks (running and exited pods), pid, exited and app-<name>=<exit status> (pods that
-/// ran); then ours: ports, user-annotation-<key>, user-label-<key>. Times are local, in Go's
-/// layout `2006-01-02 15:04:05.999 -0700 MST`.
+/// Print a pod's state, times, init PID, exit status and networks.
+///
+/// As rkt 1.30 did, `key=value` lines: state, created, started, networks (running and
+/// exited pods), pid, exited and app-<name>=<exit status> (pods that ran); then ours:
+/// ports, user-annotation-<key>, user-label-<key>. Times are local, in Go's layout
+/// `2006-01-02 15:04:05.999 -0700 MST`.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// Wait until the pod has exited before printing; with DURATION (e.g. 30s, 5m), at most

@@ -13,7 +13,9 @@ use super::pod_args::{store, PodRefs};
 use super::GlobalArgs;
 
 /// Stop running pods: SIGTERM to the pod's init, which passes it on to the app (SIGKILL to
-/// the whole pod with --force). The `rkt run` of each pod then tears it down. Prints each
+/// the whole pod with --force).
+///
+/// The `rkt run` of each pod then tears it down. Prints each
 /// pod's UUID in quotes as rkt did; a pod that has already exited is reported as such and
 /// is not an error; a pod that never ran is.
 #[derive(Debug, Args)]

@@ -11,8 +11,9 @@ use super::GlobalArgs;
 /// build features first (TPM measurement, systemd-journal logging), then ours.
 pub const FEATURES: &str = "-TPM -SDJOURNAL -APPC-IMAGES +CNI +PORT-FORWARDING +ROOTFS";
 
-/// Print the version of rkt, the image and network specifications it implements, and its
-/// features: rkt 1.30's lines first (`rkt Version:`, `appc Version:`, `Features:`), then
+/// Print the version of rkt, the specifications it implements, and its features.
+///
+/// rkt 1.30's lines first (`rkt Version:`, `appc Version:`, `Features:`), then
 /// `CNI Spec Version:`, `CNI Spec Versions Supported:` and `OS/Arch:`.
 #[derive(Debug, Args)]
 pub struct VersionArgs {}
