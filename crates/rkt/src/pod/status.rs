@@ -65,24 +65,53 @@ impl PodStatus {
     }
 }
 
+/// A pod's state as rkt 1.30 named it in `status`, `list` and JSON. Pods are created whole
+/// (a temporary directory renamed into place) and deleted by gc or rm under the pod's lock,
+/// so rkt's `embryo`, `preparing` and `deleting` are never seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RktState {
+    Prepared,
+    Running,
+    Exited,
+    /// Marked garbage after it ran.
+    ExitedGarbage,
+    /// Marked garbage without having run.
+    Garbage,
+}
+
+impl RktState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RktState::Prepared => "prepared",
+            RktState::Running => "running",
+            RktState::Exited => "exited",
+            RktState::ExitedGarbage => "exited garbage",
+            RktState::Garbage => "garbage",
+        }
+    }
+}
+
+impl std::fmt::Display for RktState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl PodStatus {
-    /// The state under rkt 1.30's name. Pods are created whole (a temporary directory
-    /// renamed into place) and deleted by gc or rm under the pod's lock, so rkt's `embryo`,
-    /// `preparing` and `deleting` are never seen; a pod marked garbage after it ran is
-    /// `exited garbage`, one that never ran `garbage`.
-    pub fn rkt_state(&self) -> &'static str {
+    /// The state under rkt 1.30's name.
+    pub fn rkt_state(&self) -> RktState {
         match self.state {
-            State::Prepared => "prepared",
-            State::Running => "running",
-            State::Exited => "exited",
-            State::Garbage if self.record.started.is_some() => "exited garbage",
-            State::Garbage => "garbage",
+            State::Prepared => RktState::Prepared,
+            State::Running => RktState::Running,
+            State::Exited => RktState::Exited,
+            State::Garbage if self.record.started.is_some() => RktState::ExitedGarbage,
+            State::Garbage => RktState::Garbage,
         }
     }
 
     /// Whether the pod ran and ended (`exited` or `exited garbage`).
     fn has_exited(&self) -> bool {
-        matches!(self.rkt_state(), "exited" | "exited garbage")
+        matches!(self.rkt_state(), RktState::Exited | RktState::ExitedGarbage)
     }
 
     /// The PID of the pod's init: the live one while it runs, the last one after it exited.
@@ -117,15 +146,18 @@ impl PodStatus {
         if let Some(started) = self.record.started {
             kv.push(("started".into(), started.go_layout()));
         }
-        if matches!(state, "running" | "exited") {
+        if matches!(state, RktState::Running | RktState::Exited) {
             kv.push(("networks".into(), self.networks_short()));
         }
-        if matches!(state, "running" | "exited" | "exited garbage") {
+        if matches!(
+            state,
+            RktState::Running | RktState::Exited | RktState::ExitedGarbage
+        ) {
             if let Some(pid) = self.shown_pid() {
                 kv.push(("pid".into(), pid.to_string()));
             }
             kv.push(("exited".into(), self.has_exited().to_string()));
-            if state != "running" {
+            if state != RktState::Running {
                 if let Some(code) = self.record.exit_status {
                     kv.push((format!("app-{}", self.manifest.app.name), code.to_string()));
                 }
@@ -179,7 +211,7 @@ impl PodStatus {
         if let Some(t) = finished {
             a.insert("finished_at".into(), json!(t.unix_nanos() as u64));
         }
-        if let (Some(code), "exited") = (self.record.exit_status, self.app_state()) {
+        if let Some(code) = self.record.exit_status {
             a.insert("exit_code".into(), json!(code));
         }
         // No images: the app runs a host command or a root directory.
@@ -195,7 +227,7 @@ impl PodStatus {
 
         let mut pod = Map::new();
         pod.insert("name".into(), json!(self.uuid));
-        pod.insert("state".into(), json!(self.rkt_state()));
+        pod.insert("state".into(), json!(self.rkt_state().as_str()));
         if matches!(self.state, State::Running | State::Exited) && !self.networks.is_empty() {
             pod.insert("networks".into(), json!(self.networks));
         }
@@ -363,12 +395,12 @@ mod tests {
     #[test]
     fn status_text_uses_rkts_garbage_state_names() {
         let (_tmp, status) = pod_in(State::Garbage, exited);
-        assert_eq!(status.rkt_state(), "exited garbage");
+        assert_eq!(status.rkt_state(), RktState::ExitedGarbage);
         let k = keys(&status);
         assert!(k.contains(&"pid".to_string()) && k.contains(&"app-web".to_string()));
         assert!(!k.contains(&"networks".to_string()));
         let (_tmp, status) = pod_in(State::Garbage, |_| {});
-        assert_eq!(status.rkt_state(), "garbage");
+        assert_eq!(status.rkt_state(), RktState::Garbage);
         assert_eq!(&keys(&status)[..2], ["state", "created"]);
         assert!(!keys(&status).contains(&"exited".to_string()));
     }
