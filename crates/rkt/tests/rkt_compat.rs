@@ -393,3 +393,31 @@ fn user_annotations_and_labels_are_kept_and_shown_as_rkt() {
         .assert_stderr_contains("--user-label=\"novalue\": expected KEY=VALUE");
     assert_eq!(world.pods(), [uuid]);
 }
+
+/// `rkt list | head -1`: when the reader stops early, rkt ends as rkt 1.30 did, killed by
+/// SIGPIPE (status 141 in the shell), not with a panic message on stderr.
+#[test]
+fn list_into_a_reader_that_stops_early_ends_by_sigpipe_as_rkt() {
+    let world = World::new();
+    // Enough output (about 700 bytes per pod) to outlast the pipe's buffer.
+    for _ in 0..200 {
+        world.rkt(&["prepare", "--", "true"]).run().assert_success();
+    }
+    let rkt = world.command(&["list", "--format=json-pretty"]);
+    let line = format!(
+        "{} {} 2>stderr | head -c 10 > /dev/null; echo ${{PIPESTATUS[@]}}",
+        rkt.get_program().to_string_lossy(),
+        rkt.get_args()
+            .map(|a| format!("'{}'", a.to_string_lossy()))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let out = Command::new("bash")
+        .args(["-c", &line])
+        .current_dir(world.root.path())
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "141 0");
+    let stderr = fs::read_to_string(world.path("stderr")).unwrap();
+    assert!(stderr.is_empty(), "{stderr}");
+}

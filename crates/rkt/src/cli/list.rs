@@ -92,6 +92,7 @@ pub fn run(global: &GlobalArgs, args: &ListArgs) -> anyhow::Result<ExitCode> {
     }
     statuses.sort_by_key(|s| s.manifest.created);
     if args.format == Format::Text {
+        let mut text = String::new();
         if !args.no_legend {
             let header: &[&str] = if args.full {
                 &[
@@ -115,11 +116,14 @@ pub fn run(global: &GlobalArgs, args: &ListArgs) -> anyhow::Result<ExitCode> {
                     "NETWORKS",
                 ]
             };
-            println!("{}", header.join("\t"));
+            text.push_str(&header.join("\t"));
+            text.push('\n');
         }
         for row in rows(&statuses, args.full) {
-            println!("{}", row.join("\t"));
+            text.push_str(&row.join("\t"));
+            text.push('\n');
         }
+        super::output::print(&text)?;
     } else {
         let all: Vec<_> = statuses.iter().map(PodStatus::to_json).collect();
         if all.is_empty() {

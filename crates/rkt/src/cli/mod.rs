@@ -12,6 +12,7 @@ mod gc;
 mod list;
 mod man;
 mod net;
+mod output;
 mod pod_args;
 mod prepare;
 mod rm;

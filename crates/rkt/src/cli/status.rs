@@ -35,8 +35,7 @@ impl Format {
             value.serialize(&mut ser)?;
             String::from_utf8(out)?
         };
-        println!("{text}");
-        Ok(())
+        super::output::print(&format!("{text}\n"))
     }
 }
 
@@ -87,9 +86,12 @@ pub fn run(global: &GlobalArgs, args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let status = PodStatus::read(&pod)?;
     match args.format {
         Format::Text => {
-            for (key, value) in status.key_values() {
-                println!("{key}={value}");
-            }
+            let text: String = status
+                .key_values()
+                .into_iter()
+                .map(|(key, value)| format!("{key}={value}\n"))
+                .collect();
+            super::output::print(&text)?;
         }
         json => json.print_json(&status.to_json())?,
     }
