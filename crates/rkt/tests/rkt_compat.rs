@@ -421,3 +421,52 @@ fn list_into_a_reader_that_stops_early_ends_by_sigpipe_as_rkt() {
     let stderr = fs::read_to_string(world.path("stderr")).unwrap();
     assert!(stderr.is_empty(), "{stderr}");
 }
+
+/// A shell script written against rkt 1.30's documented output, run unchanged: it parses
+/// `status` with awk and sed, `list` with a tab field separator, and `rm`'s quoted UUID.
+#[test]
+fn a_script_written_for_rkt_1_30_runs_unchanged() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    // `rkt` on PATH: the binary under test in this world's directories.
+    let base = world.command(&[]);
+    let mut wrapper = format!("#!/bin/sh\nexec '{}'", base.get_program().to_string_lossy());
+    for arg in base.get_args() {
+        wrapper.push_str(&format!(" '{}'", arg.to_string_lossy()));
+    }
+    wrapper.push_str(" \"$@\"\n");
+    let bin = world.path("bin");
+    fs::create_dir(&bin).unwrap();
+    fs::write(bin.join("rkt"), wrapper).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(bin.join("rkt"), fs::Permissions::from_mode(0o755)).unwrap();
+    let script = r#"
+set -euo pipefail
+uuid=$(rkt prepare --name=job -- sh -c 'exit 3')
+rkt run-prepared --net=none "$uuid" || test $? -eq 3
+rkt status --wait "$uuid" > st
+test "$(awk -F= '$1 == "state" {print $2}' st)" = exited
+grep -x 'exited=true' st > /dev/null
+test "$(sed -n 's/^app-job=//p' st)" = 3
+test -n "$(sed -n 's/^pid=//p' st)"
+grep '^networks=' st > /dev/null
+short=$(echo "$uuid" | cut -c1-8)
+test "$(rkt list --no-legend | awk -F'\t' -v u="$short" '$1 == u {print $2 "/" $4}')" = job/exited
+test "$(rkt rm "$uuid" | tr -d '"')" = "$uuid"
+"#;
+    let path = std::env::var("PATH").unwrap_or_default();
+    let out = Command::new("bash")
+        .args(["-c", script])
+        .current_dir(world.root.path())
+        .env("PATH", format!("{}:{path}", bin.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(world.pods().is_empty());
+}
