@@ -9,3 +9,7 @@ pub mod reference;
 
 pub use digest::Digest;
 pub use reference::{DockerRef, ImageRef, ReferenceError, Target};
+pub mod lock;
+pub mod store;
+
+pub use store::{ImageRecord, Store, StoreError};
