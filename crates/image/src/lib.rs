@@ -4,12 +4,18 @@
 //! unpacking that never writes outside its target ([`unpack`]). It knows nothing of pods or
 //! of rkt's command line.
 
+pub mod copy;
 pub mod digest;
+pub mod fetch;
+pub mod platform;
 pub mod reference;
+pub mod transport;
 
 pub use digest::Digest;
 pub use reference::{DockerRef, ImageRef, ReferenceError, Target};
 pub mod lock;
 pub mod store;
 
+pub use fetch::{fetch, FetchError, FetchOptions, PullPolicy};
+pub use platform::Platform;
 pub use store::{ImageRecord, Store, StoreError};
