@@ -10,6 +10,7 @@ use std::time::Duration;
 use common::{busybox_layout, ready, skopeo_copy};
 use image::fetch::store_name;
 use image::transport::registry::RegistryOptions;
+use image::unpack::{unpack_image, UnpackOptions};
 use image::{fetch, FetchOptions, ImageRef, Platform, PullPolicy, Store};
 
 const TOOLS: &[&str] = &["umoci", "skopeo"];
@@ -129,6 +130,27 @@ fn oci_layout_and_archives() {
         from_docker.id
     );
     assert!(tmp_is_empty(&store));
+
+    // Both unpack to the same tree: busybox runs, the second layer's whiteout applied.
+    for (i, record) in [&rec, &from_docker].into_iter().enumerate() {
+        let rootfs = work.path().join(format!("rootfs{i}"));
+        unpack_image(&store, record, &rootfs, &UnpackOptions::default()).unwrap();
+        let out = common::run(
+            std::process::Command::new(rootfs.join("bin/busybox"))
+                .args(["cat"])
+                .arg(rootfs.join("etc/greeting")),
+        );
+        assert_eq!(out, "hello\n");
+        assert!(!rootfs.join("etc/remove-me").exists());
+        assert_eq!(
+            std::fs::read_to_string(rootfs.join("etc/second")).unwrap(),
+            "layer 2\n"
+        );
+        assert_eq!(
+            std::fs::read_link(rootfs.join("bin/sh")).unwrap(),
+            std::path::Path::new("busybox")
+        );
+    }
 }
 
 #[test]
