@@ -7,7 +7,9 @@
 
 mod config;
 mod enter;
+mod fetch;
 mod gc;
+mod image;
 mod list;
 mod net;
 mod pod_args;
@@ -129,6 +131,8 @@ pub enum Command {
     Stop(stop::StopArgs),
     Enter(enter::EnterArgs),
     Net(net::NetArgs),
+    Fetch(fetch::FetchArgs),
+    Image(image::ImageArgs),
 }
 
 impl GlobalArgs {
@@ -268,6 +272,8 @@ fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Stop(args) => stop::run(global, args),
         Command::Enter(args) => enter::run(global, args),
         Command::Net(args) => net::run(global, args),
+        Command::Fetch(args) => fetch::run(global, args),
+        Command::Image(args) => image::run(global, args),
     }
 }
 
