@@ -123,3 +123,157 @@ fn fetch_list_inspect_rm_and_gc() {
     let out = rkt(&dir).args(&["image", "list", "--no-legend"]).run();
     assert_eq!(out.stdout(), "");
 }
+
+/// A fetch killed with SIGKILL while a layer streams leaves only a partial file in the
+/// store's tmp/, never a blob or an image; `rkt image gc` clears it and the next fetch
+/// succeeds. The layer is served through a FIFO, so the test decides when the fetch is
+/// mid-blob.
+#[test]
+fn kill_9_during_fetch_then_gc() {
+    use std::io::Write;
+    use std::os::unix::fs::FileTypeExt;
+    use std::time::{Duration, Instant};
+
+    if !ready("kill_9_during_fetch_then_gc", &["umoci"]) {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let layout = busybox_layout(work.path());
+    let data = work.path().join("data");
+    let dir = ["--dir", data.to_str().unwrap()];
+    // The largest blob is the busybox layer.
+    let blobs = layout.join("blobs/sha256");
+    let layer = std::fs::read_dir(&blobs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+        .unwrap();
+    let bytes = std::fs::read(&layer).unwrap();
+    assert!(
+        bytes.len() > 512 * 1024,
+        "busybox layer is {} bytes",
+        bytes.len()
+    );
+    std::fs::remove_file(&layer).unwrap();
+    image_common::run(std::process::Command::new("mkfifo").arg(&layer));
+
+    let image = format!("oci:{}:v1", layout.display());
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rkt"))
+        .args(dir)
+        .args(["fetch", &image])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Opening the FIFO for writing waits for the fetch to open it for reading.
+    let mut fifo = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&layer)
+        .unwrap();
+    fifo.write_all(&bytes[..bytes.len() / 2]).unwrap();
+    let tmp = data.join("images/tmp");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let partial = loop {
+        let found = std::fs::read_dir(&tmp).ok().and_then(|entries| {
+            entries
+                .map(|e| e.unwrap().path())
+                .find(|p| std::fs::metadata(p).map(|m| m.len() > 0).unwrap_or(false))
+        });
+        if let Some(p) = found {
+            break p;
+        }
+        assert!(Instant::now() < deadline, "no partial download appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(fifo);
+
+    assert!(partial.exists());
+    let stored = std::fs::read_dir(data.join("images/blobs/sha256"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect::<Vec<_>>();
+    let layer_hex = layer.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(!stored.contains(&layer_hex), "the half layer is not a blob");
+    rkt(&dir)
+        .args(&["image", "list", "--no-legend"])
+        .run()
+        .assert_success();
+    assert_eq!(
+        rkt(&dir)
+            .args(&["image", "list", "--no-legend"])
+            .run()
+            .stdout(),
+        ""
+    );
+    rkt(&dir)
+        .args(&["image", "gc"])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("1 partial download(s)");
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+
+    // With the layer back, the fetch completes.
+    assert!(std::fs::symlink_metadata(&layer)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    std::fs::remove_file(&layer).unwrap();
+    std::fs::write(&layer, &bytes).unwrap();
+    let out = rkt(&dir).args(&["fetch", &image]).run();
+    out.assert_success().assert_stdout_contains("sha256:");
+}
+
+/// Two `rkt fetch` processes of the same image at once both succeed, store it once, and
+/// leave no partial download.
+#[test]
+fn concurrent_fetches_from_a_registry() {
+    if !ready(
+        "concurrent_fetches_from_a_registry",
+        &["umoci", "skopeo", "docker-registry"],
+    ) {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let layout = busybox_layout(work.path());
+    let registry = image_common::Registry::start("");
+    let remote = format!("docker://{}/test/busybox:v1", registry.addr);
+    skopeo_copy(&format!("oci:{}:v1", layout.display()), &remote);
+    let data = work.path().join("data");
+    let spawn = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_rkt"))
+            .args(["--dir", data.to_str().unwrap()])
+            .args(["fetch", "--insecure-options=http", &remote])
+            .output()
+            .unwrap()
+    };
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(spawn);
+        let b = s.spawn(spawn);
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    for out in [&a, &b] {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_eq!(a.stdout, b.stdout);
+    let json = rkt(&["--dir", data.to_str().unwrap()])
+        .args(&["image", "list", "--format=json"])
+        .run()
+        .json();
+    assert_eq!(json.as_array().unwrap().len(), 1);
+    assert_eq!(
+        std::fs::read_dir(data.join("images/tmp")).unwrap().count(),
+        0
+    );
+    assert_eq!(
+        std::fs::read_dir(data.join("images/blobs/sha256"))
+            .unwrap()
+            .count(),
+        4
+    );
+}
