@@ -182,6 +182,24 @@ fn corrupt_blob_is_refused_and_nothing_kept() {
     assert!(!store.has_blob(&layer));
     assert!(store.images().unwrap().is_empty());
     assert!(tmp_is_empty(&store));
+    // A manifest whose bytes do not match the digest index.json gives for it.
+    let index_path = layout.join("index.json");
+    let index = std::fs::read_to_string(&index_path).unwrap();
+    let fake = image::Digest::of(b"not this manifest");
+    std::fs::copy(
+        layout.join("blobs/sha256").join(rec.manifest.hex()),
+        layout.join("blobs/sha256").join(fake.hex()),
+    )
+    .unwrap();
+    std::fs::write(&index_path, index.replace(rec.manifest.hex(), fake.hex())).unwrap();
+    let err = fetch_str(&store, &text, &FetchOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&fake.to_string()) && err.contains(&rec.manifest.to_string()),
+        "{err}"
+    );
+    assert!(store.images().unwrap().is_empty());
 }
 
 /// Adds an index to the layout under `tag`, listing the v1 manifest for `platforms`.
