@@ -343,9 +343,6 @@ fn run_all(from: &str, to: &str) {
     ]));
 }
 
-/// bcrypt of "right-password" (htpasswd format for docker-registry).
-const HTPASSWD: &str = "tester:$2b$12$ZkndBVFBSR1M4gVyq2YSYupbFHU6k6TnWaLdAJX7k6RsH2dTJmSSu\n";
-
 #[test]
 fn registry_basic_auth_missing_wrong_right() {
     if !ready(
@@ -357,7 +354,7 @@ fn registry_basic_auth_missing_wrong_right() {
     let work = tempfile::tempdir().unwrap();
     let layout = busybox_layout(work.path());
     let htpasswd = work.path().join("htpasswd");
-    std::fs::write(&htpasswd, HTPASSWD).unwrap();
+    std::fs::write(&htpasswd, common::HTPASSWD).unwrap();
     let registry = common::Registry::start(&format!(
         "auth:\n  htpasswd:\n    realm: test-realm\n    path: {}\n",
         htpasswd.display()

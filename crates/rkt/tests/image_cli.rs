@@ -277,3 +277,66 @@ fn concurrent_fetches_from_a_registry() {
         4
     );
 }
+
+/// Credentials from auth.d reach a registry with htpasswd auth; without them the fetch
+/// fails naming the registry and the image.
+#[test]
+fn registry_credentials_from_auth_d() {
+    if !ready(
+        "registry_credentials_from_auth_d",
+        &["umoci", "skopeo", "docker-registry"],
+    ) {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let layout = busybox_layout(work.path());
+    let htpasswd = work.path().join("htpasswd");
+    std::fs::write(&htpasswd, image_common::HTPASSWD).unwrap();
+    let registry = image_common::Registry::start(&format!(
+        "auth:\n  htpasswd:\n    realm: test-realm\n    path: {}\n",
+        htpasswd.display()
+    ));
+    let remote = format!("docker://{}/test/private:v1", registry.addr);
+    image_common::run(std::process::Command::new("skopeo").args([
+        "copy",
+        "--quiet",
+        "--dest-tls-verify=false",
+        "--dest-creds",
+        "tester:right-password",
+        &format!("oci:{}:v1", layout.display()),
+        &remote,
+    ]));
+    let system = work.path().join("system");
+    let local = work.path().join("local");
+    std::fs::create_dir_all(&system).unwrap();
+    std::fs::create_dir_all(local.join("auth.d")).unwrap();
+    let data = work.path().join("data");
+    let args = [
+        "--dir",
+        data.to_str().unwrap(),
+        "--system-config",
+        system.to_str().unwrap(),
+        "--local-config",
+        local.to_str().unwrap(),
+    ];
+    rkt(&args)
+        .args(&["fetch", "--insecure-options=http", &remote])
+        .run()
+        .assert_exit_code(254)
+        .assert_stderr_contains(&format!("registry {} refused access", registry.addr))
+        .assert_stderr_contains("test/private:v1");
+    std::fs::write(
+        local.join("auth.d/registry.json"),
+        format!(
+            r#"{{"rktKind":"dockerAuth","rktVersion":"v1","registries":["{}"],
+               "credentials":{{"user":"tester","password":"right-password"}}}}"#,
+            registry.addr
+        ),
+    )
+    .unwrap();
+    rkt(&args)
+        .args(&["fetch", "--insecure-options=http", &remote])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("sha256:");
+}

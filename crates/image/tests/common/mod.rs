@@ -97,6 +97,9 @@ pub fn busybox_layout(work: &Path) -> PathBuf {
     layout
 }
 
+/// An htpasswd file for docker-registry: user `tester`, password `right-password` (bcrypt).
+pub const HTPASSWD: &str = "tester:$2b$12$ZkndBVFBSR1M4gVyq2YSYupbFHU6k6TnWaLdAJX7k6RsH2dTJmSSu\n";
+
 /// `skopeo copy` with the flags these tests always want.
 pub fn skopeo_copy(from: &str, to: &str) {
     run(Command::new("skopeo").args([

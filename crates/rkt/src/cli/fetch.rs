@@ -5,8 +5,9 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 
-use ::image::transport::registry::RegistryOptions;
+use ::image::transport::registry::{Credentials, RegistryOptions};
 use ::image::{FetchOptions, ImageRef, Platform, PullPolicy};
+use rkt::config::auth::load_docker_auth;
 
 use super::image::image_store;
 use super::GlobalArgs;
@@ -25,7 +26,8 @@ pub enum PullPolicyArg {
 /// Fetch images into the store and print the ID (sha256 of the config) of each, one per
 /// line. IMAGE is docker://[HOST[:PORT]/]NAME[:TAG|@sha256:DIGEST], oci:PATH[:TAG],
 /// oci-archive:PATH[:TAG], docker-archive:PATH, an image ID (12+ hex digits) or a name
-/// already in the store.
+/// already in the store. Registry credentials come from auth.d/*.json ("dockerAuth") in the
+/// configuration directories.
 #[derive(Debug, Args)]
 pub struct FetchArgs {
     /// When to go to the image's source.
@@ -74,8 +76,23 @@ pub fn run(global: &GlobalArgs, args: &FetchArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|text| ImageRef::parse(text).map(|r| (r, text)))
         .collect::<Result<Vec<_>, _>>()?;
+    let auth = load_docker_auth(&global.config_dirs()?)?;
     let store = image_store(global)?;
     for (reference, text) in refs {
+        let mut options = options.clone();
+        if let ImageRef::Docker(d) = &reference {
+            if let Some(a) = auth.get(&d.host).or_else(|| auth.get(d.api_host())) {
+                global.debug(format_args!(
+                    "credentials for {} from {}",
+                    d.host,
+                    a.origin.display()
+                ));
+                options.registry.credentials = Some(Credentials {
+                    user: a.user.clone(),
+                    password: a.password.clone(),
+                });
+            }
+        }
         let record = ::image::fetch(&store, &reference, text, &options)
             .with_context(|| format!("fetching {text}"))?;
         println!("{}", record.id);
