@@ -8,7 +8,9 @@
 mod completion;
 mod config;
 mod enter;
+mod fetch;
 mod gc;
+mod image;
 mod list;
 mod man;
 mod net;
@@ -135,6 +137,8 @@ pub enum Command {
     Completion(completion::CompletionArgs),
     #[command(hide = true)]
     Man(man::ManArgs),
+    Fetch(fetch::FetchArgs),
+    Image(image::ImageArgs),
 }
 
 impl GlobalArgs {
@@ -276,6 +280,8 @@ fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Net(args) => net::run(global, args),
         Command::Completion(args) => completion::run(global, args),
         Command::Man(args) => man::run(global, args),
+        Command::Fetch(args) => fetch::run(global, args),
+        Command::Image(args) => image::run(global, args),
     }
 }
 
