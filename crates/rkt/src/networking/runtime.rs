@@ -91,9 +91,14 @@ fn cni_config(att: &Attachment) -> cni::api::CniConfig {
         .with_timeout(timeout)
 }
 
-/// ADDs `list` for the attachment.
+/// ADDs `list` for the attachment. A SIGINT or SIGTERM to rkt meanwhile (`rkt stop` of a
+/// starting pod, Ctrl-C) abandons the ADD: the running plugin is killed with everything it
+/// started before this returns, so the rollback DEL that follows undoes all of it.
 pub fn add(list: &NetworkConfigList, att: &Attachment) -> Result<Added, Box<Error>> {
-    let result = cni_config(att).add_network_list(list, &runtime_conf(att))?;
+    let exec = cni::invoke::InterruptibleExec::new(crate::stage::signals::interrupted);
+    let result = cni_config(att)
+        .with_exec(std::sync::Arc::new(exec))
+        .add_network_list(list, &runtime_conf(att))?;
     Ok(added(&result))
 }
 
