@@ -97,3 +97,65 @@ fn sigterm_during_add_kills_the_plugin_and_its_children_before_the_del() {
         "the interrupted ADD's child wrote after the DEL"
     );
 }
+
+/// A plugin that notes when another call of it is in flight (a directory only one call
+/// can create), taking 300 ms a call.
+fn overlap_detecting_net(lab: &Lab) -> (String, std::path::PathBuf) {
+    let marks = lab.path("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    let script = format!(
+        r#"#!/bin/sh
+cat >/dev/null
+if mkdir {m}/inflight 2>/dev/null; then mine=1; else touch {m}/overlap; fi
+sleep 0.3
+[ -n "$mine" ] && rmdir {m}/inflight
+case "$CNI_COMMAND" in
+ADD) echo '{{"cniVersion":"1.0.0","interfaces":[],"ips":[]}}' ;;
+VERSION) echo '{{"cniVersion":"1.0.0","supportedVersions":["1.0.0"]}}' ;;
+esac
+exit 0
+"#,
+        m = marks.display()
+    );
+    lab.plugin_file("overlap", script.as_bytes(), 0o755);
+    let net = lab.net("ovl");
+    lab.conflist("10-ovl.conflist", &net, &["overlap"]);
+    (net, marks.join("overlap"))
+}
+
+/// Starts `n` pods on `net` at once with `RKT_NET_OPERATIONS=limit`; all must succeed.
+fn start_at_once(lab: &Lab, net: &str, n: usize, limit: &str) {
+    let children: Vec<_> = (0..n)
+        .map(|_| {
+            lab.run_command(&[&format!("--net={net}"), "--", "/bin/true"])
+                .env("RKT_NET_OPERATIONS", limit)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+}
+
+/// With one network operation at a time on the host, ADDs and DELs of pods started at once
+/// never overlap; with four, they do (so the check can fail).
+#[test]
+fn network_operations_are_admitted_one_at_a_time_when_the_limit_says_one() {
+    if !require_root() {
+        return;
+    }
+    let lab = Lab::new();
+    let (net, overlap) = overlap_detecting_net(&lab);
+    let _g = Guard::new(lab.ctx(&[&net]));
+    start_at_once(&lab, &net, 4, "1");
+    assert!(!overlap.exists(), "two plugin calls ran at once");
+    assert_eq!(lab.pods().len(), 4);
+    start_at_once(&lab, &net, 4, "4");
+    assert!(overlap.exists(), "the detector never saw calls overlap");
+    let gc = lab.gc();
+    assert!(gc.status.success(), "{}", stderr(&gc));
+}

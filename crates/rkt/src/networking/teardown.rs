@@ -9,7 +9,7 @@ use cni::conf::NetworkConfigList;
 
 use super::error::{NetError, NetFailure};
 use super::record::{self, NetInfo};
-use super::{plan, ports, runtime, sweep, PodNet};
+use super::{admission, plan, ports, runtime, sweep, PodNet};
 
 /// Tears down every network recorded for the pod, in reverse order, each with its recorded
 /// configuration copy, plugin path and cache directory. Every network is tried; failures are
@@ -118,6 +118,14 @@ fn teardown_one(
     }
     let cache_dir = cache_dir_of(entry);
     let rt = runtime::Attachment::recorded(pod.uuid, netns, entry, &cache_dir);
+    // The DEL and the sweep run in their turn (never given up: a teardown must happen).
+    let _slot = admission::Queue::for_pod_dir(pod.pod_dir)
+        .admit(None)
+        .map_err(|source| NetFailure::Admission {
+            net: net(),
+            if_name: if_name(),
+            source,
+        })?;
     let mut missing = Vec::new();
     while !list.plugins.is_empty() {
         let Err(source) = runtime::del(&list, &rt) else {
