@@ -159,3 +159,115 @@ fn network_operations_are_admitted_one_at_a_time_when_the_limit_says_one() {
     let gc = lab.gc();
     assert!(gc.status.success(), "{}", stderr(&gc));
 }
+
+/// A lab with one ptp network masquerading on a subnet of its own, as the built-in
+/// `default` does.
+fn masquerading_lab(name: &str) -> (Lab, String, String) {
+    let lab = Lab::new();
+    let net = lab.net(name);
+    let n = u32::from_str_radix(&lab.id[..4], 16).unwrap();
+    let subnet = format!("10.{}.{}.0/22", 200 + n % 30, ((n >> 5) % 64) * 4);
+    lab.conf(
+        "10-m.conf",
+        &json!({"cniVersion": "1.0.0", "name": net, "type": "ptp", "ipMasq": true,
+                "ipam": {"type": "host-local", "subnet": subnet}}),
+    );
+    (lab, net, subnet)
+}
+
+struct RemoveHostLocal(String);
+
+impl Drop for RemoveHostLocal {
+    fn drop(&mut self) {
+        let _ =
+            std::fs::remove_dir_all(std::path::Path::new("/var/lib/cni/networks").join(&self.0));
+    }
+}
+
+/// `iptables-save` and `ip6tables-save` wrappers that log each call rkt itself makes
+/// (not the plugins') to `<dir>/saves`; returns a PATH putting them first.
+fn logging_table_dumps(lab: &Lab) -> (String, std::path::PathBuf) {
+    let bin = lab.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = lab.path("saves");
+    for tool in ["iptables-save", "ip6tables-save"] {
+        let real = ["/usr/sbin", "/sbin", "/usr/bin"]
+            .iter()
+            .map(|d| std::path::Path::new(d).join(tool))
+            .find(|p| p.exists())
+            .unwrap();
+        let script = format!(
+            "#!/bin/sh\n[ \"$(cat /proc/$PPID/comm)\" = rkt ] && echo {tool} >> {}\nexec {} \"$@\"\n",
+            log.display(),
+            real.display()
+        );
+        let path = bin.join(tool);
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+    }
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    (path, log)
+}
+
+/// Starts `rkt run --net=<net> -- sleep 600` with `PATH`, returns it once the app runs.
+fn sleeping_pod_with_path(lab: &Lab, net: &str, path: &str) -> (std::process::Child, String) {
+    let uuid_file = lab.path(&format!("uuid-{}", leaks::lab::unique()));
+    let child = lab
+        .run_command(&[
+            &format!("--uuid-file-save={}", uuid_file.display()),
+            &format!("--net={net}"),
+            "--",
+            "/bin/sleep",
+            "600",
+        ])
+        .env("PATH", path)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let uuid = wait_for(|| {
+        let text = std::fs::read_to_string(&uuid_file).ok()?;
+        (!text.trim().is_empty()).then(|| text.trim().to_string())
+    });
+    lab.wait_running(&uuid);
+    (child, uuid)
+}
+
+/// The clean teardown of a masquerading pod dumps no firewall table (ptp removes its own
+/// rules); a teardown after the pod's interface vanished does, and removes what ptp could
+/// not. Nothing is left either way.
+#[test]
+fn the_clean_teardown_dumps_no_table_and_the_unclean_one_sweeps() {
+    if !require_root() {
+        return;
+    }
+    let (lab, net, subnet) = masquerading_lab("sw");
+    let _hl = RemoveHostLocal(net.clone());
+    let _g = Guard::new(lab.ctx(&[&net]).subnet(&subnet));
+    let (path, saves) = logging_table_dumps(&lab);
+
+    let (child, uuid) = sleeping_pod_with_path(&lab, &net, &path);
+    let stop = lab.rkt(&["stop", &uuid]);
+    assert!(stop.status.success(), "{}", stderr(&stop));
+    let out = child.wait_with_output().unwrap();
+    assert!(!stderr(&out).contains("fail"), "{}", stderr(&out));
+    assert!(!saves.exists(), "the clean teardown dumped a table");
+
+    // The interface goes before the teardown: ptp's DEL can no longer find the address
+    // it masquerades, and leaves its chain; the sweep finds and removes it.
+    let (child, uuid) = sleeping_pod_with_path(&lab, &net, &path);
+    let del = std::process::Command::new("ip")
+        .args(["-n", &format!("rkt-{uuid}"), "link", "del", "eth0"])
+        .status()
+        .unwrap();
+    assert!(del.success());
+    let stop = lab.rkt(&["stop", &uuid]);
+    assert!(stop.status.success(), "{}", stderr(&stop));
+    let out = child.wait_with_output().unwrap();
+    assert!(!stderr(&out).contains("fail"), "{}", stderr(&out));
+    let dumps = std::fs::read_to_string(&saves).unwrap_or_default();
+    assert!(dumps.contains("iptables-save"), "no sweep: {dumps:?}");
+    let gc = lab.gc();
+    assert!(gc.status.success(), "{}", stderr(&gc));
+}
