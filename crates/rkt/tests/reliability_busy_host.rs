@@ -271,3 +271,98 @@ fn the_clean_teardown_dumps_no_table_and_the_unclean_one_sweeps() {
     let gc = lab.gc();
     assert!(gc.status.success(), "{}", stderr(&gc));
 }
+
+/// A network whose plugin's ADD hangs (logging its calls).
+fn hanging_net(lab: &Lab) -> String {
+    let net = lab.net("hang");
+    lab.plugin("hang", json!({"ADD": {"sleep_ms": 120_000}}));
+    lab.conflist("10-hang.conflist", &net, &["hang"]);
+    net
+}
+
+/// `rkt stop` (and `--force`) of a pod still running its ADD stops it: stop succeeds, the
+/// runner abandons the ADD, DELs, and ends long before the plugin timeout.
+#[test]
+fn stop_of_a_pod_setting_up_its_networks_aborts_its_start() {
+    if !require_root() {
+        return;
+    }
+    let lab = Lab::new();
+    let net = hanging_net(&lab);
+    let _g = Guard::new(lab.ctx(&[&net]));
+    for force in [false, true] {
+        let _ = std::fs::remove_file(lab.log());
+        let run = lab.spawn_run(&[&format!("--net={net}"), "--", "/bin/true"]);
+        wait_for(|| {
+            lab.call_lines()
+                .first()
+                .is_some_and(|c| c == "ADD hang eth0")
+                .then_some(())
+        });
+        let started = Instant::now();
+        let mut args = vec!["stop"];
+        if force {
+            args.push("--force");
+        }
+        args.push(&run.uuid);
+        let stop = lab.rkt(&args);
+        assert_eq!(stop.status.code(), Some(0), "{}", stderr(&stop));
+        let uuid = run.uuid.clone();
+        let out = run.wait();
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(lab.call_lines(), ["ADD hang eth0", "DEL hang eth0"]);
+        assert_eq!(lab.state(&uuid), "exited");
+    }
+    let gc = lab.gc();
+    assert!(gc.status.success(), "{}", stderr(&gc));
+}
+
+/// A pod waiting for its turn to run plugins (one operation at a time, taken by a hung
+/// ADD) is stopped without ever running one.
+#[test]
+fn stop_of_a_pod_queued_for_its_turn_aborts_before_any_plugin_runs() {
+    if !require_root() {
+        return;
+    }
+    let lab = Lab::new();
+    let net = hanging_net(&lab);
+    let _g = Guard::new(lab.ctx(&[&net]));
+    let spawn = || {
+        let mut cmd = lab.run_command(&[&format!("--net={net}"), "--", "/bin/true"]);
+        cmd.env("RKT_NET_OPERATIONS", "1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        cmd.spawn().unwrap()
+    };
+    let first = spawn();
+    wait_for(|| (lab.call_lines().len() == 1).then_some(()));
+    let second = spawn();
+    let queued = wait_for(|| {
+        let pods = lab.pods();
+        (pods.len() == 2).then_some(())?;
+        pods.into_iter()
+            .find(|p| lab.calls().iter().all(|c| &c.container != p))
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let stop = lab.rkt(&["stop", &queued]);
+    assert_eq!(stop.status.code(), Some(0), "{}", stderr(&stop));
+    let out = second.wait_with_output().unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
+    assert!(
+        lab.calls()
+            .iter()
+            .all(|c| c.container != queued || c.command == "DEL"),
+        "{:?}",
+        lab.call_lines()
+    );
+    // The first one too.
+    let first_uuid = lab.pods().into_iter().find(|p| p != &queued).unwrap();
+    let stop = lab.rkt(&["stop", &first_uuid]);
+    assert_eq!(stop.status.code(), Some(0), "{}", stderr(&stop));
+    let _ = first.wait_with_output().unwrap();
+    lab.assert_every_add_deleted();
+    let gc = lab.gc();
+    assert!(gc.status.success(), "{}", stderr(&gc));
+}

@@ -255,7 +255,15 @@ fn add_all(
             .admit(Some(crate::stage::signals::interrupted))
         {
             Ok(slot) => slot,
-            Err(e) => return Err(abort(pod, entries, e.into())),
+            Err(e) => {
+                // No plugin of this network ran: only the earlier ones need their DEL (a
+                // DEL here would wait in the same queue for nothing).
+                entries.pop();
+                if let Err(save) = record::save(pod.pod_dir, &entries) {
+                    return Err(abort(pod, entries, save.into()));
+                }
+                return Err(abort(pod, entries, e.into()));
+            }
         };
         let added = runtime::add(&net.list, &rt);
         drop(slot);
