@@ -305,9 +305,22 @@ fn start(
         pod.sync_entry().map_err(RunError::Pod)?;
     }
     let nets: Vec<NetInfo> =
-        networking::setup_planned(&pod_net, net, planned).map_err(|source| RunError::Network {
-            uuid: uuid(),
-            source,
+        networking::setup_planned(&pod_net, net, planned).map_err(|source| {
+            // Setup gave up because the runner was told to stop (its plugin killed, or its turn
+            // not awaited): say so. What its rollback could not undo stays in the record, and
+            // the release that follows retries and reports it.
+            if signals::interrupted() {
+                if let Some(signal) = signals::take_pending() {
+                    return RunError::Interrupted {
+                        uuid: uuid(),
+                        signal,
+                    };
+                }
+            }
+            RunError::Network {
+                uuid: uuid(),
+                source,
+            }
         })?;
     // Recorded with the init's PID: until then status shows the live network record.
     state.networks = nets.iter().map(NetSummary::from).collect();
