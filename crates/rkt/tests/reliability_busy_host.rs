@@ -366,3 +366,125 @@ fn stop_of_a_pod_queued_for_its_turn_aborts_before_any_plugin_runs() {
     let gc = lab.gc();
     assert!(gc.status.success(), "{}", stderr(&gc));
 }
+
+/// The DEL calls logged so far.
+fn dels(lab: &Lab) -> usize {
+    lab.call_lines()
+        .iter()
+        .filter(|c| c.starts_with("DEL"))
+        .count()
+}
+
+/// Issue 16, defect 3: plain `rkt gc` (grace period 30 minutes) retries a failed teardown
+/// at once, on every run, and exits non-zero naming what still fails; once the DEL
+/// succeeds it says so, and the exited pod itself stays for its grace period.
+#[test]
+fn gc_retries_a_failed_teardown_on_every_run_whatever_the_grace_period() {
+    if !require_root() {
+        return;
+    }
+    let lab = Lab::new();
+    let net = lab.net("d");
+    lab.plugin(
+        "delfail",
+        json!({"DEL": {"error": {"code": 9, "msg": "cannot release"}}}),
+    );
+    lab.conflist("10-d.conflist", &net, &["delfail"]);
+    let _g = Guard::new(lab.ctx(&[&net]));
+    let out = lab.run(&[&format!("--net={net}"), "--", "/bin/true"]);
+    assert_eq!(out.status.code(), Some(254), "{}", stderr(&out));
+    let uuid = lab.pods().pop().unwrap();
+    for _ in 0..2 {
+        let before = dels(&lab);
+        let gc = lab.rkt(&["gc"]);
+        let err = stderr(&gc);
+        assert_eq!(gc.status.code(), Some(254), "{err}");
+        assert!(
+            err.contains(&uuid) && err.contains(&net) && err.contains("cannot release"),
+            "{err}"
+        );
+        assert_eq!(dels(&lab), before + 1, "{:?}", lab.call_lines());
+    }
+    lab.plugin("delfail", json!({}));
+    let gc = lab.rkt(&["gc"]);
+    assert_eq!(gc.status.code(), Some(0), "{}", stderr(&gc));
+    assert!(
+        leaks::lab::stdout(&gc).contains(&format!("released the networks of pod {uuid}")),
+        "{}",
+        leaks::lab::stdout(&gc)
+    );
+    assert_eq!(lab.pods(), [uuid.clone()], "kept for its grace period");
+    let before = dels(&lab);
+    let gc = lab.rkt(&["gc"]);
+    assert_eq!(gc.status.code(), Some(0), "{}", stderr(&gc));
+    assert_eq!(dels(&lab), before, "nothing left to release");
+}
+
+/// Kills `rkt run` (SIGKILL) and waits for it.
+fn kill_9(run: leaks::lab::Running) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(run.pid() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let _ = run.wait();
+}
+
+/// gc of a pod whose runner died, and whose DEL fails: one gc run tries it once and
+/// reports the failure once (it used to release the pod twice and report both).
+#[test]
+fn gc_reports_a_dead_runners_failed_teardown_once() {
+    if !require_root() {
+        return;
+    }
+    let lab = Lab::new();
+    let net = lab.net("o");
+    lab.plugin(
+        "delfail",
+        json!({"DEL": {"error": {"code": 9, "msg": "cannot release"}}}),
+    );
+    lab.conflist("10-o.conflist", &net, &["delfail"]);
+    let _g = Guard::new(lab.ctx(&[&net]));
+    let run = lab.start_sleeping_pod(&net);
+    kill_9(run);
+    let before = dels(&lab);
+    let gc = lab.gc();
+    let err = stderr(&gc);
+    assert_eq!(gc.status.code(), Some(254), "{err}");
+    assert_eq!(err.matches("cannot release").count(), 1, "{err}");
+    assert_eq!(dels(&lab), before + 1, "{:?}", lab.call_lines());
+    lab.plugin("delfail", json!({}));
+    let gc = lab.gc();
+    assert_eq!(gc.status.code(), Some(0), "{}", stderr(&gc));
+    assert!(lab.pods().is_empty());
+}
+
+/// gc right after `rkt run` was killed during an ADD: the orphaned plugin (and the child it
+/// started) is killed before the DEL, so nothing it would have written appears after gc.
+#[test]
+fn gc_kills_a_dead_runners_orphaned_plugin_before_its_del() {
+    if !require_root() {
+        return;
+    }
+    let lab = Lab::new();
+    let lease = lab.path("lease");
+    let net = allocating_net(&lab, &lease, 1500);
+    let _g = Guard::new(lab.ctx(&[&net]));
+    let run = lab.spawn_run(&[&format!("--net={net}"), "--", "/bin/true"]);
+    wait_for(|| {
+        lab.call_lines()
+            .first()
+            .is_some_and(|c| c == "ADD alloc eth0")
+            .then_some(())
+    });
+    kill_9(run);
+    let gc = lab.gc();
+    assert_eq!(gc.status.code(), Some(0), "{}", stderr(&gc));
+    assert!(lab.call_lines().contains(&"DEL alloc eth0".to_string()));
+    std::thread::sleep(Duration::from_millis(2000));
+    assert!(
+        !lease.exists(),
+        "the orphaned ADD's child wrote after gc's DEL"
+    );
+    assert!(lab.pods().is_empty());
+}
