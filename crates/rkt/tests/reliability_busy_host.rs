@@ -413,7 +413,7 @@ fn gc_retries_a_failed_teardown_on_every_run_whatever_the_grace_period() {
         "{}",
         leaks::lab::stdout(&gc)
     );
-    assert_eq!(lab.pods(), [uuid.clone()], "kept for its grace period");
+    assert_eq!(lab.pods(), vec![uuid], "kept for its grace period");
     let before = dels(&lab);
     let gc = lab.rkt(&["gc"]);
     assert_eq!(gc.status.code(), Some(0), "{}", stderr(&gc));
