@@ -488,3 +488,145 @@ fn gc_kills_a_dead_runners_orphaned_plugin_before_its_del() {
     );
     assert!(lab.pods().is_empty());
 }
+
+/// A lab with a network like the built-in `default` (ptp masquerading, host-local, a
+/// default route, portmap) on a /21 of its own: room for 1,000 pods.
+fn default_like_lab() -> (Lab, String, String) {
+    let lab = Lab::new();
+    let net = lab.net("busy");
+    let n = u32::from_str_radix(&lab.id[..4], 16).unwrap();
+    let subnet = format!("10.{}.{}.0/21", 230 + n % 20, ((n >> 5) % 32) * 8);
+    lab.conf(
+        "10-busy.conflist",
+        &json!({"cniVersion": "1.0.0", "name": net, "plugins": [
+            {"type": "ptp", "ipMasq": true,
+             "ipam": {"type": "host-local", "subnet": subnet, "routes": [{"dst": "0.0.0.0/0"}]}},
+            {"type": "portmap", "capabilities": {"portMappings": true}, "snat": true}
+        ]}),
+    );
+    (lab, net, subnet)
+}
+
+/// `n` pods started at once (not throttled by the caller), then all stopped at once, then
+/// gc: every start and every teardown succeeds with the default plugin timeout, and nothing
+/// is left (leases, rules, chains, links, namespaces: the leak checker).
+fn fill_and_drain(n: usize) {
+    let (lab, net, subnet) = default_like_lab();
+    let _hl = RemoveHostLocal(net.clone());
+    let _g = Guard::new(lab.ctx(&[&net]).subnet(&subnet));
+    let started = Instant::now();
+    let mut runs: Vec<(std::process::Child, std::path::PathBuf)> = (0..n)
+        .map(|i| {
+            let uuid_file = lab.path(&format!("uuid-{i}"));
+            let child = lab
+                .run_command(&[
+                    &format!("--uuid-file-save={}", uuid_file.display()),
+                    &format!("--net={net}"),
+                    "--",
+                    "/bin/sleep",
+                    "600",
+                ])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            (child, uuid_file)
+        })
+        .collect();
+    // Every pod runs its app (its init's PID recorded), or a start failed.
+    let pods = lab.data().join("pods");
+    let uuids: Vec<String> = wait_long(|| {
+        for (child, _) in runs.iter_mut() {
+            if let Some(status) = child.try_wait().unwrap() {
+                panic!("a start failed ({status})");
+            }
+        }
+        let uuids: Vec<String> = runs
+            .iter()
+            .filter_map(|(_, f)| std::fs::read_to_string(f).ok())
+            .map(|u| u.trim().to_string())
+            .filter(|u| !u.is_empty())
+            .collect();
+        let running = uuids
+            .iter()
+            .filter(|u| {
+                std::fs::read_to_string(pods.join(u).join("state.json"))
+                    .is_ok_and(|s| s.contains("\"pid\""))
+            })
+            .count();
+        (running == n).then_some(uuids)
+    });
+    let start_all = started.elapsed();
+
+    // All stopped at once: 10 `rkt stop`s side by side, each naming a tenth of the pods.
+    let stopped = Instant::now();
+    let stops: Vec<_> = uuids
+        .chunks(n.div_ceil(10))
+        .map(|chunk| {
+            let mut args = vec!["stop"];
+            args.extend(chunk.iter().map(String::as_str));
+            lab.command(&args)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for stop in stops {
+        let out = stop.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let mut failed = Vec::new();
+    for (child, _) in runs {
+        let out = child.wait_with_output().unwrap();
+        // The app dies of SIGTERM (143); 254 or any mention of gc is a failed teardown.
+        let err = stderr(&out);
+        if out.status.code() != Some(143) || !err.trim().is_empty() {
+            failed.push(format!("{:?}: {err}", out.status.code()));
+        }
+    }
+    let stop_all = stopped.elapsed();
+    assert!(
+        failed.is_empty(),
+        "{} failed: {:?}",
+        failed.len(),
+        &failed[..failed.len().min(5)]
+    );
+    let gc = lab.gc();
+    assert!(gc.status.success(), "{}", stderr(&gc));
+    eprintln!(
+        "{n} pods: all started in {:.1} s ({:.1} pods/s), all stopped in {:.1} s ({:.1} pods/s)",
+        start_all.as_secs_f64(),
+        n as f64 / start_all.as_secs_f64(),
+        stop_all.as_secs_f64(),
+        n as f64 / stop_all.as_secs_f64()
+    );
+}
+
+/// [`wait_for`] with a deadline for a thousand pods (10 minutes).
+fn wait_long<T>(mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "gave up waiting");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn two_hundred_pods_started_at_once_stopped_at_once_then_gc() {
+    if require_root() {
+        fill_and_drain(200);
+    }
+}
+
+/// The busy host of issue 17 (several minutes; run before a release).
+#[test]
+#[ignore]
+fn a_thousand_pods_started_at_once_stopped_at_once_then_gc() {
+    if require_root() {
+        fill_and_drain(1000);
+    }
+}
