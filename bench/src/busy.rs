@@ -75,7 +75,10 @@ pub fn busy_host(
                 "scripted libcni",
                 Box::new(|| cycle::libcni(ws, &conf, &cni_path)),
             ),
-            ("plugin floor", Box::new(|| floor_chain(ws, &conf, &cni_path))),
+            (
+                "plugin floor",
+                Box::new(|| floor_chain(ws, &conf, &cni_path)),
+            ),
         ];
         Ok((load, alternate(&mut variants, warmup, iterations)?))
     };
