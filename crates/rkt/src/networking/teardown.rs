@@ -107,8 +107,9 @@ fn teardown_one(
     let if_name = || entry.if_name.clone();
     let skip_missing = matches!(mode, Mode::Rollback { .. });
     let mut list = saved_list(pod.pod_dir, entry)?;
+    let may_leave_rules = needs_sweep(&list);
     // Decided before the DEL, which removes the interface.
-    let sweep_after = needs_sweep(&list) && !plugins_clean_up(&list, entry, mode, netns);
+    let plugins_clean = may_leave_rules && plugins_clean_up(&list, entry, mode, netns);
     // Rolling back an ADD that failed on a missing binary: that plugin never ran, so the
     // others are DELeted and the attachment forgotten. Otherwise the library's DEL passes
     // over a missing binary, so the plugins before it still clean up, and fails naming it,
@@ -147,7 +148,8 @@ fn teardown_one(
         };
         list.plugins.remove(pos);
     }
-    if sweep_after {
+    // Skipped only when every plugin really ran its DEL (none was missing).
+    if may_leave_rules && !(plugins_clean && missing.is_empty()) {
         sweep::sweep(&entry.net_name, pod.uuid).map_err(|source| NetFailure::Sweep {
             net: net(),
             if_name: if_name(),
