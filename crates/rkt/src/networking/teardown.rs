@@ -197,8 +197,9 @@ fn missing_plugins(e: &cni::error::Error) -> Option<Vec<String>> {
 /// - the pod's interface is still in its namespace, so ptp and bridge can read those
 ///   addresses (after a crash or a vanished namespace they cannot, and leave their chain).
 ///
-/// The DEL must then also succeed for the sweep to be skipped; every other path (killed
-/// ADD, failed DEL retried, gc after a crash or reboot) still sweeps exactly.
+/// The DEL must then also succeed, with every plugin present, for the sweep to be skipped;
+/// every other path (killed ADD, failed DEL retried, gc after a crash or reboot) still
+/// sweeps exactly.
 fn plugins_clean_up(
     list: &NetworkConfigList,
     entry: &NetInfo,
