@@ -128,10 +128,9 @@ impl Queue {
             if !said && started.elapsed() >= SAY_AFTER {
                 said = true;
                 if std::io::stderr().is_terminal() {
-                    eprintln!(
-                        "rkt: waiting for {} network operations",
-                        self.ahead_of(ticket)
-                    );
+                    let n = self.ahead_of(ticket);
+                    let s = if n == 1 { "" } else { "s" };
+                    eprintln!("rkt: waiting for {n} network operation{s}");
                 }
             }
         };
