@@ -2,10 +2,11 @@
 //! libcni, as docs/PERFORMANCE.md describes. `bench/run` builds everything and runs it.
 //!
 //! Modules: [`workspace`] (temporary directories, networks, cleanup), [`cycle`] (one pod
-//! cycle three ways), [`scenarios`] (the five scenarios), [`rss`] (per-process peak RSS via
+//! cycle three ways), [`scenarios`] (scenarios 1 to 5), [`busy`] (scenario 6, a busy host), [`rss`] (per-process peak RSS via
 //! ptrace), [`stats`] (medians, alternation), [`report`] (the markdown table), [`proc`]
 //! (running programs, Ctrl-C).
 
+mod busy;
 mod cycle;
 mod error;
 mod proc;
@@ -28,7 +29,8 @@ use workspace::{Tools, Workspace, NOOP_NET, PTP_NET};
     name = "rkt-bench",
     about = "Benchmarks rkt and crates/cni side by side with the reference Go libcni (run as root)",
     after_help = "Scenarios: 1 pod cycle with ptp + host-local, 2 do-nothing plugin (runtime overhead), \
-3 loading a directory of configurations, 4 many pods at once, 5 peak RSS of rkt run. \
+3 loading a directory of configurations, 4 many pods at once, 5 peak RSS of rkt run, \
+6 a busy host (the pod cycle with 0, 250, 1,000 other pods; not in the default set: slow). \
 bench/run builds everything and runs this."
 )]
 struct Cli {
@@ -64,7 +66,11 @@ struct Cli {
     /// Traced runs in scenario 5.
     #[arg(long, default_value_t = 5)]
     memory_runs: usize,
-    /// Scenarios to run, e.g. `1,3`.
+    /// Other pods running during scenario 6's pod cycles (the largest is also started and
+    /// stopped all at once, timed).
+    #[arg(long, value_delimiter = ',', default_value = "0,250,1000")]
+    busy_loads: Vec<usize>,
+    /// Scenarios to run, e.g. `1,3` (6, the busy host, takes minutes: ask for it).
     #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5")]
     only: Vec<u8>,
     /// Another rkt binary (e.g. a patched build) to time next to --rkt in scenarios 1
@@ -197,6 +203,15 @@ fn bench(cli: &Cli) -> Result<String, BenchError> {
     if wants(5) {
         note("scenario 5: peak RSS of rkt run");
         r.memory = Some(scenarios::memory(&ws, PTP_NET, cli.memory_runs)?);
+    }
+    if wants(6) {
+        note("scenario 6: a busy host");
+        r.busy = Some(busy::busy_host(
+            &ws,
+            &cli.busy_loads,
+            cli.warmup,
+            cli.iterations,
+        )?);
     }
     drop(ws);
 

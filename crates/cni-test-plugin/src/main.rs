@@ -14,12 +14,16 @@
 //!   "log": "/path/to/calls.jsonl",
 //!   "versions": ["0.4.0", "1.0.0"],
 //!   "ADD": {"result": {...}, "exit": 0, "error": {"code": 7, "msg": "m", "details": "d"},
-//!           "stdout": "raw text", "stderr": "text", "sleep_ms": 10, "signal": 9},
+//!           "stdout": "raw text", "stderr": "text", "sleep_ms": 10, "signal": 9,
+//!           "spawn": {"delay_ms": 500, "write": "/path/to/lease"}},
 //!   "*": {...}
 //! }
 //! ```
 //! A per-command entry (`ADD`, `DEL`, `CHECK`, `GC`, `STATUS`, `VERSION`) wins over `"*"`.
-//! Steps run in this order: log the call, sleep, raise the signal, write `stderr`, then
+//! `spawn` starts a child process, as a plugin starts its IPAM plugin, that writes the file
+//! `write` (with the call's `CNI_CONTAINERID`) after `delay_ms`, whatever the plugin does
+//! meanwhile: it stands for an allocation a killed plugin's children could still make.
+//! Steps run in this order: log the call, spawn, sleep, raise the signal, write `stderr`, then
 //! print `stdout` verbatim, or the `error` object (exit 1 unless `exit` says otherwise),
 //! or `result`, or the default answer; finally exit with `exit` (default 0).
 //!
@@ -48,7 +52,13 @@ const ALL_VERSIONS: &[&str] = &[
 /// Variables of the test harness itself, left out of the logged environment.
 const OWN_VARS: &[&str] = &["CNI_TEST_PLUGIN_LOG", "CNI_TEST_PLUGIN_SCRIPT"];
 
+/// Set on a `spawn` child: `<delay_ms>:<path>`.
+const CHILD_VAR: &str = "CNI_TEST_PLUGIN_CHILD";
+
 fn main() {
+    if let Ok(job) = std::env::var(CHILD_VAR) {
+        run_child(&job);
+    }
     let argv0 = std::env::args().next().unwrap_or_default();
     let command = std::env::var("CNI_COMMAND").unwrap_or_default();
 
@@ -75,6 +85,9 @@ fn main() {
         .cloned()
         .unwrap_or_default();
 
+    if let Some(spawn) = step.get("spawn") {
+        spawn_child(spawn);
+    }
     if let Some(ms) = step.get("sleep_ms").and_then(Value::as_u64) {
         std::thread::sleep(Duration::from_millis(ms));
     }
@@ -147,6 +160,36 @@ fn main() {
         print_and_exit(&to_line(&result), exit.unwrap_or(0));
     }
     std::process::exit(exit.unwrap_or(0));
+}
+
+/// Starts this binary again as a `spawn` child (see the module documentation).
+fn spawn_child(spawn: &Value) {
+    let delay = spawn.get("delay_ms").and_then(Value::as_u64).unwrap_or(0);
+    let Some(path) = spawn.get("write").and_then(Value::as_str) else {
+        fail(7, "spawn needs \"write\": a file path", "", None);
+    };
+    let exe = std::env::current_exe().unwrap_or_else(|e| fail(5, &format!("{e}"), "", None));
+    let started = std::process::Command::new(exe)
+        .env(CHILD_VAR, format!("{delay}:{path}"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    if let Err(e) = started {
+        fail(5, &format!("spawning the child: {e}"), "", None);
+    }
+}
+
+/// The `spawn` child: waits, then writes its file, as an IPAM plugin records a lease.
+fn run_child(job: &str) -> ! {
+    let (delay, path) = job.split_once(':').unwrap_or(("0", job));
+    std::thread::sleep(Duration::from_millis(delay.parse().unwrap_or(0)));
+    let id = std::env::var("CNI_CONTAINERID").unwrap_or_default();
+    let code = match std::fs::write(path, id) {
+        Ok(()) => 0,
+        Err(_) => 1,
+    };
+    std::process::exit(code)
 }
 
 /// Finds the script: stdin's `testPlugin`, then `$CNI_TEST_PLUGIN_SCRIPT`, then

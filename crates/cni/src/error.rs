@@ -312,12 +312,15 @@ impl Error {
                 msg,
                 details,
             },
-            e @ (ExecError::Spawn { .. } | ExecError::Io { .. }) => Error::Exec {
-                network,
-                plugin,
-                command,
-                source: Box::new(e),
-            },
+            e
+            @ (ExecError::Spawn { .. } | ExecError::Io { .. } | ExecError::Interrupted { .. }) => {
+                Error::Exec {
+                    network,
+                    plugin,
+                    command,
+                    source: Box::new(e),
+                }
+            }
         }
     }
 }

@@ -11,13 +11,21 @@
 //! timeout passes. Starting a binary that is still open for writing (`ETXTBSY`) is retried
 //! up to five times, a second apart, like libcni. A plugin that exits non-zero is reported with
 //! the `{code, msg, details}` object it printed on stdout, or with its stderr text.
+//!
+//! Each plugin runs in a process group of its own, so the processes it starts (its IPAM
+//! plugin, an `iptables` waiting for the xtables lock) belong to the call: when the call is
+//! abandoned — the timeout passed, or [`InterruptibleExec`]'s caller was interrupted — the
+//! whole group is killed and the call returns only once no process of it can run again, so
+//! nothing the call started can write a lease or a rule after the caller moved on to the
+//! DEL that undoes it. A terminal's Ctrl-C reaches the runtime, not the plugins: the runtime
+//! decides what to abandon.
 
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use crate::validate::ValidateError;
@@ -38,6 +46,13 @@ const TXTBSY_DELAY: Duration = Duration::from_secs(1);
 
 /// How long the output of a plugin that exited is awaited even when the timeout has passed.
 const PIPE_GRACE: Duration = Duration::from_millis(100);
+
+/// How often a running plugin's caller is asked whether it was interrupted.
+const INTERRUPT_POLL: Duration = Duration::from_millis(20);
+
+/// How long the processes of a killed plugin's group are awaited before giving up on them
+/// (a process in uninterruptible sleep, e.g. on a hung NFS server, cannot die at once).
+const GROUP_REAP_LIMIT: Duration = Duration::from_secs(10);
 
 /// Runs one plugin binary. Implementations must be usable from several threads.
 pub trait Exec: Send + Sync {
@@ -69,9 +84,13 @@ pub enum ExecError {
         #[source]
         source: std::io::Error,
     },
-    /// The plugin did not finish in time and was killed.
+    /// The plugin did not finish in time and was killed, with every process it started.
     #[error("plugin {} timed out after {}s and was killed", plugin.display(), secs(*timeout))]
     Timeout { plugin: PathBuf, timeout: Duration },
+    /// The caller was interrupted while the plugin ran; it was killed, with every process
+    /// it started.
+    #[error("plugin {} was killed because the runtime was interrupted", plugin.display())]
+    Interrupted { plugin: PathBuf },
     /// The plugin was killed by a signal.
     #[error("plugin {} was killed by signal {signal} ({})", plugin.display(), signal_name(*signal))]
     Signal {
@@ -148,7 +167,7 @@ pub fn signal_name(signal: i32) -> &'static str {
     }
 }
 
-/// The real [`Exec`]: runs the binary as a child process.
+/// The real [`Exec`]: runs the binary as a child process, in a process group of its own.
 ///
 /// The plugin's stderr is forwarded to this process's stderr after the call unless it
 /// became the error message.
@@ -163,79 +182,203 @@ impl Exec for RawExec {
         env: &[(String, String)],
         timeout: Duration,
     ) -> Result<Vec<u8>, ExecError> {
-        let deadline = Instant::now() + timeout;
-        let mut child = spawn_retrying(plugin, env)?;
-        let io_err = |source| ExecError::Io {
-            plugin: plugin.to_path_buf(),
-            source,
-        };
+        run_plugin(plugin, stdin, env, timeout, &|| false)
+    }
+}
 
-        // Each pipe gets its own thread so a plugin that fills one pipe while we block on
-        // another cannot deadlock us. A plugin that exits without reading its stdin makes the
-        // writer see EPIPE, which is not an error of ours. None of these threads is joined
-        // unconditionally: a process the plugin started may hold a pipe open after the plugin
-        // is gone, and the threads then end whenever that process does.
-        let mut child_stdin = child.stdin.take();
-        let input = stdin.to_vec();
-        std::thread::spawn(move || {
-            if let Some(pipe) = child_stdin.as_mut() {
-                let _ = pipe.write_all(&input);
-            }
-            drop(child_stdin);
-        });
-        let (tx, rx) = mpsc::channel();
-        drain(child.stdout.take(), Pipe::Stdout, tx.clone());
-        drain(child.stderr.take(), Pipe::Stderr, tx);
+/// [`RawExec`] that also gives up when `interrupted` says so: the caller was told to stop
+/// (rkt's SIGINT or SIGTERM during a pod's start). The plugin's process group is then killed
+/// and reaped, and the call fails with [`ExecError::Interrupted`]. `interrupted` is asked
+/// before the plugin starts and every 20 ms while it runs.
+#[derive(Clone)]
+pub struct InterruptibleExec {
+    interrupted: Arc<dyn Fn() -> bool + Send + Sync>,
+}
 
-        // Wait for the exit on another thread, with WNOWAIT so that thread never reaps: the
-        // child stays a zombie until `child.wait()` below, and a kill after a timeout can
-        // never hit a recycled pid.
-        let exited = exit_notifier(child.id());
+impl InterruptibleExec {
+    /// Runs plugins like [`RawExec`], abandoning them once `interrupted()` is true.
+    pub fn new(interrupted: impl Fn() -> bool + Send + Sync + 'static) -> Self {
+        InterruptibleExec {
+            interrupted: Arc::new(interrupted),
+        }
+    }
+}
+
+impl std::fmt::Debug for InterruptibleExec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InterruptibleExec").finish_non_exhaustive()
+    }
+}
+
+impl Exec for InterruptibleExec {
+    fn exec_plugin(
+        &self,
+        plugin: &Path,
+        stdin: &[u8],
+        env: &[(String, String)],
+        timeout: Duration,
+    ) -> Result<Vec<u8>, ExecError> {
+        if (self.interrupted)() {
+            return Err(ExecError::Interrupted {
+                plugin: plugin.to_path_buf(),
+            });
+        }
+        run_plugin(plugin, stdin, env, timeout, &*self.interrupted)
+    }
+}
+
+/// Runs one plugin call: see the module documentation.
+fn run_plugin(
+    plugin: &Path,
+    stdin: &[u8],
+    env: &[(String, String)],
+    timeout: Duration,
+    interrupted: &dyn Fn() -> bool,
+) -> Result<Vec<u8>, ExecError> {
+    let deadline = Instant::now() + timeout;
+    let mut child = spawn_retrying(plugin, env)?;
+    let io_err = |source| ExecError::Io {
+        plugin: plugin.to_path_buf(),
+        source,
+    };
+
+    // Each pipe gets its own thread so a plugin that fills one pipe while we block on
+    // another cannot deadlock us. A plugin that exits without reading its stdin makes the
+    // writer see EPIPE, which is not an error of ours. None of these threads is joined
+    // unconditionally: a process the plugin started may hold a pipe open after the plugin
+    // is gone, and the threads then end whenever that process does.
+    let mut child_stdin = child.stdin.take();
+    let input = stdin.to_vec();
+    std::thread::spawn(move || {
+        if let Some(pipe) = child_stdin.as_mut() {
+            let _ = pipe.write_all(&input);
+        }
+        drop(child_stdin);
+    });
+    let (tx, rx) = mpsc::channel();
+    drain(child.stdout.take(), Pipe::Stdout, tx.clone());
+    drain(child.stderr.take(), Pipe::Stderr, tx);
+
+    // Wait for the exit on another thread, with WNOWAIT so that thread never reaps: the
+    // child stays a zombie until `child.wait()` below, and a kill after a timeout can
+    // never hit a recycled pid. The plugin leads its own group, whose id is its pid; that
+    // id is not reused while the leader is unreaped or any member lives.
+    let pgid = child.id() as libc::pid_t;
+    let exited = exit_notifier(child.id());
+    let abandoned = loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        if let Err(mpsc::RecvTimeoutError::Timeout) = exited.recv_timeout(left) {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(ExecError::Timeout {
+        if left.is_zero() {
+            break Some(ExecError::Timeout {
                 plugin: plugin.to_path_buf(),
                 timeout,
             });
         }
-        let status = child.wait().map_err(io_err)?;
+        match exited.recv_timeout(left.min(INTERRUPT_POLL)) {
+            Err(mpsc::RecvTimeoutError::Timeout) if interrupted() => {
+                break Some(ExecError::Interrupted {
+                    plugin: plugin.to_path_buf(),
+                })
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            _ => break None,
+        }
+    };
+    if let Some(err) = abandoned {
+        kill_group(pgid);
+        let _ = child.wait();
+        reap_group(pgid);
+        return Err(err);
+    }
+    let status = child.wait().map_err(io_err)?;
 
-        // The pipes close when the plugin exits, unless something it started still holds
-        // them; give that the rest of the timeout (at least a moment, for a plugin that
-        // exited just in time).
-        let (mut stdout, mut stderr) = (None, None);
-        while stdout.is_none() || stderr.is_none() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left.max(PIPE_GRACE)) {
-                Ok((Pipe::Stdout, res)) => stdout = Some(res.map_err(io_err)?),
-                Ok((Pipe::Stderr, res)) => stderr = Some(res.map_err(io_err)?),
-                Err(_) => {
-                    return Err(ExecError::Timeout {
-                        plugin: plugin.to_path_buf(),
-                        timeout,
-                    })
-                }
+    // The pipes close when the plugin exits, unless something it started still holds
+    // them; give that the rest of the timeout (at least a moment, for a plugin that
+    // exited just in time), then end it with the rest of the group.
+    let (mut stdout, mut stderr) = (None, None);
+    while stdout.is_none() || stderr.is_none() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left.max(PIPE_GRACE)) {
+            Ok((Pipe::Stdout, res)) => stdout = Some(res.map_err(io_err)?),
+            Ok((Pipe::Stderr, res)) => stderr = Some(res.map_err(io_err)?),
+            Err(_) => {
+                kill_group(pgid);
+                reap_group(pgid);
+                return Err(ExecError::Timeout {
+                    plugin: plugin.to_path_buf(),
+                    timeout,
+                });
             }
         }
-        let (stdout, stderr) = (stdout.unwrap_or_default(), stderr.unwrap_or_default());
-
-        if let Some(signal) = status.signal() {
-            forward_stderr(&stderr);
-            return Err(ExecError::Signal {
-                plugin: plugin.to_path_buf(),
-                signal,
-                stderr: String::from_utf8_lossy(&stderr).trim().to_owned(),
-            });
-        }
-        let exit_status = status.code().unwrap_or(-1);
-        if exit_status == 0 {
-            forward_stderr(&stderr);
-            return Ok(stdout);
-        }
-        Err(decode_failure(plugin, exit_status, &stdout, &stderr))
     }
+    let (stdout, stderr) = (stdout.unwrap_or_default(), stderr.unwrap_or_default());
+
+    if let Some(signal) = status.signal() {
+        forward_stderr(&stderr);
+        return Err(ExecError::Signal {
+            plugin: plugin.to_path_buf(),
+            signal,
+            stderr: String::from_utf8_lossy(&stderr).trim().to_owned(),
+        });
+    }
+    let exit_status = status.code().unwrap_or(-1);
+    if exit_status == 0 {
+        forward_stderr(&stderr);
+        return Ok(stdout);
+    }
+    Err(decode_failure(plugin, exit_status, &stdout, &stderr))
+}
+
+/// Sends SIGKILL to every process of group `pgid`.
+fn kill_group(pgid: libc::pid_t) {
+    // SAFETY: killpg(2) has no memory-safety preconditions; the group id is the one of a
+    // plugin we started (see the caller), so it cannot name someone else's group.
+    unsafe { libc::killpg(pgid, libc::SIGKILL) };
+}
+
+/// Waits until no process of group `pgid` can run again: the group is empty, or all that is
+/// left of it are zombies (dead; their parent, init, reaps them). Killing again on each
+/// round catches a member forked while the first kill was on its way. Gives up after
+/// [`GROUP_REAP_LIMIT`].
+fn reap_group(pgid: libc::pid_t) {
+    let start = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        // SAFETY: as in `kill_group`; signal 0 only checks for existence.
+        let rc = unsafe { libc::killpg(pgid, 0) };
+        if rc != 0 || !group_has_live_member(pgid) || start.elapsed() >= GROUP_REAP_LIMIT {
+            return;
+        }
+        kill_group(pgid);
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(50));
+    }
+}
+
+/// Whether a process of group `pgid` is alive, i.e. not a zombie (from `/proc/<pid>/stat`).
+fn group_has_live_member(pgid: libc::pid_t) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return true; // cannot tell: keep waiting (bounded by the caller)
+    };
+    dir.flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .filter_map(|stat| parse_stat(&stat))
+        .any(|(state, pgrp)| pgrp == pgid && state != 'Z' && state != 'X')
+}
+
+/// The state letter and process group of a `/proc/<pid>/stat` line (the command name, in
+/// parentheses, may itself contain spaces and parentheses: fields start after the last `)`).
+fn parse_stat(stat: &str) -> Option<(char, libc::pid_t)> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let _ppid = fields.next()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((state, pgrp))
 }
 
 #[derive(Clone, Copy)]
@@ -300,6 +443,7 @@ fn spawn_retrying(
             }
         }
         cmd.envs(env.iter().map(|(k, v)| (k, v)))
+            .process_group(0)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

@@ -255,3 +255,89 @@ fn a_leftover_process_holding_the_pipes_ends_in_a_timeout_not_a_hang() {
         .unwrap_err();
     assert!(matches!(err, ExecError::Timeout { .. }), "{err:?}");
 }
+
+/// A plugin that started a child (as ptp starts host-local) and is killed by the timeout
+/// takes the child with it: the child's delayed "lease" is never written.
+#[test]
+fn a_plugin_killed_by_the_timeout_takes_its_children() {
+    let w = World::new();
+    let lease = w.tmp.path().join("lease");
+    let p = scripted(
+        &w,
+        "allocating",
+        json!({"spawn": {"delay_ms": 700, "write": lease}, "sleep_ms": 30000}),
+    );
+    let started = std::time::Instant::now();
+    let err = run(&p, json!({}), Duration::from_millis(300)).unwrap_err();
+    assert!(matches!(err, ExecError::Timeout { .. }), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        !lease.exists(),
+        "the killed plugin's child wrote {} after the call returned",
+        lease.display()
+    );
+
+    // The same script with time to spare: the child does write (the test can fail).
+    let p = scripted(
+        &w,
+        "finishing",
+        json!({"spawn": {"delay_ms": 100, "write": lease}, "sleep_ms": 400}),
+    );
+    run(&p, json!({}), LONG).unwrap();
+    assert!(lease.exists());
+}
+
+/// An interrupted caller gets its call back at once, the plugin and its children killed.
+#[test]
+fn an_interrupted_call_kills_the_plugin_and_its_children() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let w = World::new();
+    let lease = w.tmp.path().join("lease");
+    let p = scripted(
+        &w,
+        "allocating",
+        json!({"spawn": {"delay_ms": 700, "write": lease}, "sleep_ms": 30000}),
+    );
+    let flag = Arc::new(AtomicBool::new(false));
+    let exec = cni::invoke::InterruptibleExec::new({
+        let flag = flag.clone();
+        move || flag.load(Ordering::SeqCst)
+    });
+    let setter = {
+        let flag = flag.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            flag.store(true, Ordering::SeqCst);
+        })
+    };
+    let started = std::time::Instant::now();
+    let err = exec.exec_plugin(&p, b"{}", &add_env(), LONG).unwrap_err();
+    setter.join().unwrap();
+    assert!(
+        matches!(&err, ExecError::Interrupted { plugin } if plugin == &p),
+        "{err:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    std::thread::sleep(Duration::from_millis(1200));
+    assert!(!lease.exists());
+
+    // Already interrupted: the plugin does not even start.
+    w.clear_log();
+    let err = exec.exec_plugin(&p, b"{}", &add_env(), LONG).unwrap_err();
+    assert!(matches!(err, ExecError::Interrupted { .. }), "{err:?}");
+    assert!(w.calls().is_empty());
+
+    // Not interrupted: an ordinary call.
+    let calm = cni::invoke::InterruptibleExec::new(|| false);
+    let ok = scripted(&w, "ok", json!({"stdout": "{}\n"}));
+    assert_eq!(
+        calm.exec_plugin(&ok, b"{}", &add_env(), LONG).unwrap(),
+        b"{}\n"
+    );
+}

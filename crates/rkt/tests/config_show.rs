@@ -25,8 +25,51 @@ fn defaults_in_rkt_shape() {
             "stage1-images": "/usr/lib/rkt/stage1-images",
             "net-conf": local.join("net.d"),
             "net-plugin": [local.join("net.d"), "/usr/lib/rkt/plugins/net"],
+            "net-operations": std::thread::available_parallelism().unwrap().get(),
         }]})
     );
+}
+
+/// `net-operations` (network operations at once on the host): the environment wins over
+/// the configuration, and each says where it came from; bad values name their source.
+#[test]
+fn net_operations_from_the_configuration_and_the_environment() {
+    let tree = ConfigTree::new();
+    let file = tree.write("local", "ops.json", &paths_file(r#""net-operations":7"#));
+    let out = rkt(&["config", "--show-origin"]).args(&tree.flags()).run();
+    out.assert_success();
+    let entry = &out.json()["stage0"][0];
+    assert_eq!(entry["net-operations"], json!(7));
+    assert_eq!(entry["origins"]["net-operations"], json!(file));
+
+    let out = rkt(&["config", "--show-origin"])
+        .args(&tree.flags())
+        .env("RKT_NET_OPERATIONS", "3")
+        .run();
+    out.assert_success();
+    let entry = &out.json()["stage0"][0];
+    assert_eq!(entry["net-operations"], json!(3));
+    assert_eq!(
+        entry["origins"]["net-operations"],
+        json!("environment $RKT_NET_OPERATIONS")
+    );
+
+    rkt(&["config"])
+        .args(&tree.flags())
+        .env("RKT_NET_OPERATIONS", "0")
+        .run()
+        .assert_exit_code(254)
+        .assert_stderr_contains("RKT_NET_OPERATIONS");
+    tree.write(
+        "user",
+        "ops.json",
+        &paths_file(r#""net-operations":"many""#),
+    );
+    rkt(&["config"])
+        .args(&tree.flags())
+        .run()
+        .assert_exit_code(254)
+        .assert_stderr_contains("net-operations");
 }
 
 #[test]
@@ -71,6 +114,7 @@ fn layered_values_and_their_origins() {
             "stage1-images": "default",
             "net-conf": local,
             "net-plugin": user,
+            "net-operations": "default",
         })
     );
     for dir in entry["net-plugin-builtin"].as_array().expect("an array") {

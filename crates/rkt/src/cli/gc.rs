@@ -16,11 +16,13 @@ fn duration(text: &str) -> Result<Duration, String> {
 }
 
 /// Garbage-collect pods: tear down the networks and namespace of pods whose `rkt run`
-/// died, delete pods that exited longer ago than the grace period, and delete prepared pods
-/// that were never run.
+/// died, retry every teardown that failed (on every run, whatever the grace period), delete
+/// pods that exited longer ago than the grace period, and delete prepared pods that were
+/// never run. Exits non-zero, naming each pod and network, while anything still fails.
 #[derive(Debug, Args)]
 pub struct GcArgs {
-    /// Keep exited pods this long before deleting them.
+    /// Keep exited pods this long before deleting them (their networks are released at
+    /// once all the same).
     #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = duration)]
     pub grace_period: Duration,
 
@@ -40,6 +42,9 @@ pub fn run(global: &GlobalArgs, args: &GcArgs) -> anyhow::Result<ExitCode> {
     );
     for uuid in &report.released {
         println!("released pod {uuid} (its rkt run had died)");
+    }
+    for uuid in &report.retried {
+        println!("released the networks of pod {uuid} (its teardown had failed)");
     }
     for uuid in &report.removed {
         println!("removed pod {uuid}");

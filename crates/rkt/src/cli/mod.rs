@@ -201,6 +201,7 @@ impl GlobalArgs {
                 .collect(),
         };
         let effective = resolve(&dirs, &paths, &overrides, &current_dir()?)?;
+        rkt::networking::admission::set_limit(effective.net_operations.value);
         self.debug(format_args!(
             "data dir {} ({}), network configs {} ({}), plugin path {}",
             effective.data.value.display(),

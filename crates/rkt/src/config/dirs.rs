@@ -49,6 +49,9 @@ pub struct EffectiveDirs {
     pub net_plugin: Vec<Value<PathBuf>>,
     /// The built-in plugin directories that exist, searched after `net_plugin`.
     pub builtin_plugin_dirs: Vec<PathBuf>,
+    /// How many network operations run at once on the host: `$RKT_NET_OPERATIONS` >
+    /// `net-operations` > the number of CPUs.
+    pub net_operations: Value<usize>,
 }
 
 impl EffectiveDirs {
@@ -162,7 +165,27 @@ pub fn resolve_with_builtin(
         net_conf,
         net_plugin,
         builtin_plugin_dirs,
+        net_operations: net_operations(paths)?,
     })
+}
+
+/// `$RKT_NET_OPERATIONS` (see [`crate::networking::admission`]) > `net-operations` > the
+/// number of CPUs.
+fn net_operations(paths: &PathsConfig) -> Result<Value<usize>, ConfigError> {
+    use crate::networking::admission;
+    if let Ok(text) = std::env::var(admission::ENV) {
+        return match text.trim().parse::<usize>() {
+            Ok(n) if n >= 1 => Ok(Value::new(n, Origin::Env(admission::ENV))),
+            _ => Err(ConfigError::BadEnvCount {
+                var: admission::ENV,
+                value: text,
+            }),
+        };
+    }
+    Ok(paths
+        .net_operations
+        .clone()
+        .unwrap_or_else(|| Value::defaulted(admission::default_limit())))
 }
 
 /// Checks that a directory set explicitly (flag or file) exists and is a directory; a

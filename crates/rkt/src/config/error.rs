@@ -9,6 +9,11 @@ use super::origin::Origin;
 /// What went wrong while loading the configuration or resolving a directory.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    #[error(
+        "${var}={value:?}: expected a whole number of at least 1 (network operations at once)"
+    )]
+    BadEnvCount { var: &'static str, value: String },
+
     #[error("cannot list configuration directory {}", path.display())]
     ReadDir {
         path: PathBuf,
@@ -116,6 +121,7 @@ fn describe_setting(field: &str, dir: &std::path::Path, origin: &Origin) -> Stri
         Origin::Flag(flag) => format!("{flag} {}", dir.display()),
         Origin::File(file) => format!("{field} {} (set in {})", dir.display(), file.display()),
         Origin::Default => format!("{field} {} (default)", dir.display()),
+        Origin::Env(var) => format!("${var} {}", dir.display()),
     }
 }
 

@@ -13,6 +13,8 @@ pub enum Origin {
     File(PathBuf),
     /// Set on the command line by this flag (for example `--net-conf-dir`).
     Flag(&'static str),
+    /// Set by this environment variable.
+    Env(&'static str),
 }
 
 impl Origin {
@@ -28,6 +30,7 @@ impl fmt::Display for Origin {
             Origin::Default => f.write_str("default"),
             Origin::File(path) => write!(f, "{}", path.display()),
             Origin::Flag(flag) => write!(f, "flag {flag}"),
+            Origin::Env(var) => write!(f, "environment ${var}"),
         }
     }
 }

@@ -30,6 +30,7 @@ const DATA_FIELD: &str = "data";
 const STAGE1_IMAGES_FIELD: &str = "stage1-images";
 const NET_CONF_FIELD: &str = "net-conf";
 const NET_PLUGIN_FIELD: &str = "net-plugin";
+pub(crate) const NET_OPERATIONS_FIELD: &str = "net-operations";
 
 /// The configuration directories, lowest precedence first.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,6 +70,9 @@ pub struct PathsConfig {
     pub stage1_images: Option<Value<PathBuf>>,
     pub net_conf: Option<Value<PathBuf>>,
     pub net_plugin: Option<Value<Vec<PathBuf>>>,
+    /// How many network operations may run at once on the host (see
+    /// [`crate::networking::admission`]).
+    pub net_operations: Option<Value<usize>>,
     /// Things worth telling the user under `--debug` (unknown fields).
     pub warnings: Vec<ConfigWarning>,
 }
@@ -103,6 +107,7 @@ impl PathsConfig {
         take(&mut self.stage1_images, higher.stage1_images);
         take(&mut self.net_conf, higher.net_conf);
         take(&mut self.net_plugin, higher.net_plugin);
+        take(&mut self.net_operations, higher.net_operations);
         self.warnings.extend(higher.warnings);
     }
 
@@ -133,6 +138,11 @@ impl PathsConfig {
         )?;
         put(NET_CONF_FIELD, &mut self.net_conf, other.net_conf)?;
         put(NET_PLUGIN_FIELD, &mut self.net_plugin, other.net_plugin)?;
+        put(
+            NET_OPERATIONS_FIELD,
+            &mut self.net_operations,
+            other.net_operations,
+        )?;
         self.warnings.extend(other.warnings);
         Ok(())
     }
@@ -231,6 +241,7 @@ pub fn parse_paths_file(path: &Path, bytes: &[u8]) -> Result<PathsConfig, Config
                 STAGE1_IMAGES_FIELD,
                 NET_CONF_FIELD,
                 NET_PLUGIN_FIELD,
+                NET_OPERATIONS_FIELD,
             ]
             .contains(&key.as_str())
         })
@@ -246,6 +257,9 @@ pub fn parse_paths_file(path: &Path, bytes: &[u8]) -> Result<PathsConfig, Config
         net_plugin: file
             .dir_list(NET_PLUGIN_FIELD)?
             .map(|dirs| Value::new(dirs, Origin::File(path.to_path_buf()))),
+        net_operations: file
+            .count(NET_OPERATIONS_FIELD)?
+            .map(|n| Value::new(n, Origin::File(path.to_path_buf()))),
         warnings,
     })
 }
@@ -269,6 +283,18 @@ impl FileFields<'_> {
             }),
             Some(serde_json::Value::String(s)) => Ok(s),
             Some(other) => Err(self.wrong_type(field, "a string", other)),
+        }
+    }
+
+    /// An optional field holding a whole number of at least 1.
+    fn count(&self, field: &'static str) -> Result<Option<usize>, ConfigError> {
+        match self.object.get(field) {
+            None => Ok(None),
+            Some(serde_json::Value::Number(n)) => match n.as_u64() {
+                Some(v) if v >= 1 => Ok(Some(v as usize)),
+                _ => Err(self.wrong_type(field, "a whole number of at least 1", &n.clone().into())),
+            },
+            Some(other) => Err(self.wrong_type(field, "a whole number of at least 1", other)),
         }
     }
 

@@ -19,6 +19,7 @@ pub fn stage0_json(dirs: &EffectiveDirs, show_origin: bool) -> Json {
     entry.insert("net-conf".into(), json!(dirs.net_conf.value));
     let plugin_dirs: Vec<_> = dirs.net_plugin.iter().map(|dir| &dir.value).collect();
     entry.insert("net-plugin".into(), json!(plugin_dirs));
+    entry.insert("net-operations".into(), json!(dirs.net_operations.value));
     if show_origin {
         // `net-plugin` is replaced as a whole by one layer, so all its entries share an
         // origin; should they ever differ, each is listed.
@@ -39,6 +40,7 @@ pub fn stage0_json(dirs: &EffectiveDirs, show_origin: bool) -> Json {
                 "stage1-images": dirs.stage1_images.origin.to_string(),
                 "net-conf": dirs.net_conf.origin.to_string(),
                 "net-plugin": plugin_origin,
+                "net-operations": dirs.net_operations.origin.to_string(),
             }),
         );
         entry.insert("net-plugin-builtin".into(), json!(dirs.builtin_plugin_dirs));

@@ -49,6 +49,13 @@ pub enum NetFailure {
         if_name: String,
         source: sweep::SweepError,
     },
+    /// Waiting for the turn to run the plugins failed.
+    #[error("network {net:?} ({if_name}): {source}")]
+    Admission {
+        net: String,
+        if_name: String,
+        source: super::admission::AdmissionError,
+    },
     /// The CNI operation (DEL, CHECK) failed.
     #[error("network {net:?} ({if_name}): {source}")]
     Cni {
@@ -64,6 +71,9 @@ pub enum NetError {
     /// A configuration or plugin that a user other than root could change.
     #[error(transparent)]
     Untrusted(#[from] crate::security::SecurityError),
+    /// Waiting for the turn to run the plugins failed (or was interrupted).
+    #[error(transparent)]
+    Admission(#[from] super::admission::AdmissionError),
     /// Named networks that are neither configured nor built in.
     #[error("networks not found: {}", names.join(", "))]
     NotFound { names: Vec<String> },

@@ -9,12 +9,14 @@
 //! - [`sweep`]: firewall rules a plugin's DEL left behind for the pod.
 //! - [`ports`]: `--port` and the `portMappings` capability argument.
 //! - [`inspect`]: the networks in effect and their plugins, for `rkt net list|status`.
+//! - [`admission`]: the host-wide queue every ADD and DEL waits in.
 //! - `teardown.rs`: teardown and check from the record; `runtime.rs`: the calls into the CNI
 //!   library; `error.rs`: [`NetError`] and [`NetFailure`].
 //!
 //! [`setup`], [`teardown`] and [`check`] are the operations; the pod code calls them with
 //! the pod's UUID, directory and network namespace.
 
+pub mod admission;
 pub mod builtin;
 pub mod dns;
 pub mod inspect;
@@ -247,7 +249,25 @@ fn add_all(
             plugin_dirs: &opts.plugin_path,
             cache_dir: &opts.cache_dir,
         };
-        match runtime::add(&net.list, &rt) {
+        // Queued until the host has room; interrupted (`rkt stop`, Ctrl-C) meanwhile, the
+        // start is abandoned before any plugin ran.
+        let slot = match admission::Queue::for_pod_dir(pod.pod_dir)
+            .admit(Some(crate::stage::signals::interrupted))
+        {
+            Ok(slot) => slot,
+            Err(e) => {
+                // No plugin of this network ran: only the earlier ones need their DEL (a
+                // DEL here would wait in the same queue for nothing).
+                entries.pop();
+                if let Err(save) = record::save(pod.pod_dir, &entries) {
+                    return Err(abort(pod, entries, save.into()));
+                }
+                return Err(abort(pod, entries, e.into()));
+            }
+        };
+        let added = runtime::add(&net.list, &rt);
+        drop(slot);
+        match added {
             Ok(added) => {
                 let entry = &mut entries[i];
                 entry.ip = added.ip;

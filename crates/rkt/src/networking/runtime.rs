@@ -92,9 +92,14 @@ fn cni_config(att: &Attachment) -> cni::api::CniConfig {
         .with_timeout(timeout)
 }
 
-/// ADDs `list` for the attachment.
+/// ADDs `list` for the attachment. A SIGINT or SIGTERM to rkt meanwhile (`rkt stop` of a
+/// starting pod, Ctrl-C) abandons the ADD: the running plugin is killed with everything it
+/// started before this returns, so the rollback DEL that follows undoes all of it.
 pub fn add(list: &NetworkConfigList, att: &Attachment) -> Result<Added, Box<Error>> {
-    let result = cni_config(att).add_network_list(list, &runtime_conf(att))?;
+    let exec = cni::invoke::InterruptibleExec::new(crate::stage::signals::interrupted);
+    let result = cni_config(att)
+        .with_exec(std::sync::Arc::new(exec))
+        .add_network_list(list, &runtime_conf(att))?;
     Ok(added(&result))
 }
 
@@ -147,8 +152,18 @@ pub fn result_dns(result: &Value) -> Option<ResolvConf> {
     })
 }
 
-/// When `del` is the same plugin failure as `add` (same plugin, code and message), the
-/// plugin's type: it rejects its input the same way whatever the command.
+/// The CNI error codes that say the plugin rejected its input (incompatible version,
+/// unsupported field, invalid environment variables, undecodable or invalid configuration),
+/// so it did nothing. Other codes (I/O errors, "try again later", plugin-specific codes such
+/// as a failed iptables call under a busy xtables lock) may come after the plugin allocated
+/// an address or made rules.
+const REFUSAL_CODES: [u32; 5] = [1, 2, 4, 6, 7];
+
+/// When `del` is the same refusal of its input as `add` (same plugin, code and message,
+/// and a code of [`REFUSAL_CODES`]), the plugin's type: it rejects its input the same way
+/// whatever the command, so it set nothing up. The same failure with another code (the
+/// same transient error twice on a busy host) is no proof of that: the caller keeps the
+/// attachment for a retry instead.
 pub fn same_refusal(add: &Error, del: &Error) -> Option<String> {
     match (add, del) {
         (
@@ -164,7 +179,7 @@ pub fn same_refusal(add: &Error, del: &Error) -> Option<String> {
                 msg: m2,
                 ..
             },
-        ) if p1 == p2 && c1 == c2 && m1 == m2 => Some(p1.clone()),
+        ) if p1 == p2 && c1 == c2 && m1 == m2 && REFUSAL_CODES.contains(c1) => Some(p1.clone()),
         _ => None,
     }
 }
@@ -190,6 +205,27 @@ pub fn failed_plugin(e: &Error) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Only a rejected input, failing ADD and DEL alike, lets a rollback pass over the
+    /// plugin; the same transient failure twice does not.
+    #[test]
+    fn only_refusals_of_the_input_count_as_refusals() {
+        let failure = |code: u32, msg: &str| Error::Plugin {
+            network: "n".into(),
+            plugin: "ptp".into(),
+            command: "ADD",
+            code,
+            msg: msg.into(),
+            details: String::new(),
+        };
+        let bad_conf = failure(7, "invalid CIDR address");
+        assert_eq!(same_refusal(&bad_conf, &bad_conf), Some("ptp".into()));
+        let busy = failure(999, "Another app is currently holding the xtables lock");
+        assert_eq!(same_refusal(&busy, &busy), None);
+        let io = failure(5, "no space left on device");
+        assert_eq!(same_refusal(&io, &io), None);
+        assert_eq!(same_refusal(&bad_conf, &failure(7, "other")), None);
+    }
 
     #[test]
     fn args_become_pairs() {

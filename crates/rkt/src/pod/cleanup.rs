@@ -1,6 +1,7 @@
 //! Releasing what a pod holds outside its directory: its networks (torn down from the pod's
 //! own record, so it works after configuration or flags changed) and its network namespace.
-//! Used by `rkt run` at exit, and by gc and rm for pods whose runner died. Every step is
+//! Used by `rkt run` at exit, and by gc and rm for pods whose runner died (whose orphaned
+//! plugins are killed first). Every step is
 //! tried; all failures are returned together. Releasing twice is fine.
 
 use std::path::{Path, PathBuf};
@@ -61,11 +62,80 @@ pub fn release(uuid: &str, pod_dir: &Path, netns: Option<&Path>) -> Vec<CleanupE
 /// (its runner is gone; normally the init dies with it), it is killed first, which ends the
 /// whole pod. The recorded PID is trusted only if that process is still in the pod's network
 /// namespace (same nsfs inode), so a reused PID is never signalled.
+///
+/// A pod recorded `running` lost its runner, maybe in the middle of an ADD or a DEL whose
+/// plugins still run (in process groups of their own): those groups are killed and awaited
+/// first ([`kill_orphaned_plugins`]), so that no plugin of the pod writes a lease or a rule
+/// after the DEL that releases them.
 pub fn release_pod(pod: &Pod, state: &PodState) -> Vec<CleanupError> {
     if let (Some(pid), Some(netns)) = (state.pid, state.netns.as_deref()) {
         kill_stray_init(pid, netns);
     }
+    if state.state == super::state::State::Running {
+        kill_orphaned_plugins(&pod.uuid);
+    }
     release(&pod.uuid, &pod.dir, state.netns.as_deref())
+}
+
+/// Kills the process groups of every plugin still running for container `uuid` (found by
+/// `CNI_CONTAINERID=<uuid>` in its environment, which plugins pass on to the IPAM plugins
+/// they start), and waits, at most 10 s, until none of their members can run again.
+pub fn kill_orphaned_plugins(uuid: &str) {
+    let needle = format!("CNI_CONTAINERID={uuid}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let groups = plugin_groups(&needle);
+        if groups.is_empty() || std::time::Instant::now() >= deadline {
+            return;
+        }
+        for pgid in groups {
+            // Never our own group (a plugin is always the leader of a group of its own).
+            if pgid > 1 && pgid != nix::unistd::getpgrp().as_raw() {
+                let _ = nix::sys::signal::killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// The process groups of live (not zombie) processes whose environment holds `needle`.
+fn plugin_groups(needle: &str) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut groups = Vec::new();
+    for entry in dir.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        if !environ
+            .split(|b| *b == 0)
+            .any(|var| var == needle.as_bytes())
+        {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if let (Some(state), Some(pgrp)) = (fields.first(), fields.get(2)) {
+            if *state != "Z" && *state != "X" {
+                if let Ok(pgrp) = pgrp.parse() {
+                    if !groups.contains(&pgrp) {
+                        groups.push(pgrp);
+                    }
+                }
+            }
+        }
+    }
+    groups
 }
 
 fn kill_stray_init(pid: i32, netns: &Path) {

@@ -1,5 +1,12 @@
 //! Acting on a running pod from outside: `rkt stop` and `rkt status --wait`.
+//!
+//! A pod is `running` from the moment its runner creates it, while the runner still sets up
+//! its networks and before there is an init to signal. `rkt stop` of such a pod signals the
+//! runner itself (found as the holder of the pod's lock in `/proc/locks`): the runner
+//! abandons the start — the plugin it runs is killed with its children, a start still
+//! queued for its turn gives up — and tears down what it set up.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
@@ -18,7 +25,7 @@ pub enum StopError {
     Pod(#[from] PodError),
     #[error("pod {uuid} is not running (it is {state})")]
     NotRunning { uuid: String, state: State },
-    #[error("pod {uuid} has no init right now (starting or stopping); try again")]
+    #[error("pod {uuid} has no init and no runner to stop (gc or rm is releasing it)")]
     NoInit { uuid: String },
     #[error("cannot send {signal} to pod {uuid} (init PID {pid}): {source}")]
     Kill {
@@ -39,19 +46,22 @@ pub fn stop(pod: &Pod, force: bool) -> Result<(), StopError> {
             state: status.state,
         });
     }
-    let pid = status.record.pid.ok_or_else(|| StopError::NoInit {
-        uuid: pod.uuid.clone(),
-    })?;
     // The recorded PID must still be the pod's init (not a reused PID after it ended).
-    if !is_pid_namespace_init(pid) {
-        return Err(StopError::NoInit {
-            uuid: pod.uuid.clone(),
-        });
-    }
-    let signal = if force {
-        Signal::SIGKILL
-    } else {
-        Signal::SIGTERM
+    let init = status.record.pid.filter(|pid| is_pid_namespace_init(*pid));
+    let (pid, signal) = match (init, force) {
+        (Some(pid), false) => (pid, Signal::SIGTERM),
+        (Some(pid), true) => (pid, Signal::SIGKILL),
+        // Starting (or, after its app ended, tearing down): the runner aborts the start on
+        // SIGTERM, also for --force (killing it would leave the teardown to gc).
+        (None, _) => {
+            // Only a runner: gc or rm releasing a pod also hold its lock, and must finish.
+            let runner = lock_holder(&pod.dir)
+                .filter(|pid| is_runner(*pid))
+                .ok_or_else(|| StopError::NoInit {
+                    uuid: pod.uuid.clone(),
+                })?;
+            (runner, Signal::SIGTERM)
+        }
     };
     kill(Pid::from_raw(pid), signal).map_err(|source| StopError::Kill {
         uuid: pod.uuid.clone(),
@@ -59,6 +69,49 @@ pub fn stop(pod: &Pod, force: bool) -> Result<(), StopError> {
         signal,
         source,
     })
+}
+
+/// The process holding the exclusive `flock` on `dir` (a pod's runner), from `/proc/locks`,
+/// confirmed by finding `dir` among its open files (so a lock line of another file with
+/// the same inode number on another device is not taken for it).
+fn lock_holder(dir: &Path) -> Option<i32> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(dir).ok()?;
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    locks
+        .lines()
+        .filter_map(|line| parse_lock_line(line, meta.ino()))
+        .find(|pid| {
+            std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
+                fds.flatten().any(|fd| {
+                    std::fs::metadata(fd.path())
+                        .is_ok_and(|m| m.dev() == meta.dev() && m.ino() == meta.ino())
+                })
+            })
+        })
+}
+
+/// Whether process `pid` is an `rkt run` or `rkt run-prepared` (its command line has that
+/// word; gc and rm, which hold a pod's lock while they release it, do not).
+fn is_runner(pid: i32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmdline| {
+        cmdline
+            .split(|b| *b == 0)
+            .any(|arg| arg == b"run" || arg == b"run-prepared")
+    })
+}
+
+/// The PID of a granted exclusive `FLOCK` line of `/proc/locks` on inode `ino`
+/// (`1: FLOCK  ADVISORY  WRITE 4242 08:01:1234 0 EOF`; waiters' lines carry `->`).
+fn parse_lock_line(line: &str, ino: u64) -> Option<i32> {
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    match fields.as_slice() {
+        [_, "FLOCK", _, "WRITE", pid, dev_ino, ..] => {
+            let line_ino: u64 = dev_ino.rsplit(':').next()?.parse().ok()?;
+            (line_ino == ino).then(|| pid.parse().ok()).flatten()
+        }
+        _ => None,
+    }
 }
 
 /// Whether host process `pid` is PID 1 of a PID namespace below ours, as a pod's init is
@@ -125,6 +178,39 @@ mod tests {
             })
         ));
         assert!(!wait_exited(&pod, Some(Duration::from_millis(10))).unwrap());
+    }
+
+    #[test]
+    fn lock_lines_name_the_holder_of_a_granted_exclusive_flock() {
+        assert_eq!(
+            parse_lock_line("1: FLOCK  ADVISORY  WRITE 4242 08:01:1234 0 EOF", 1234),
+            Some(4242)
+        );
+        assert_eq!(
+            parse_lock_line("1: FLOCK  ADVISORY  WRITE 4242 08:01:1234 0 EOF", 99),
+            None
+        );
+        assert_eq!(
+            parse_lock_line("1: -> FLOCK  ADVISORY  WRITE 77 08:01:1234 0 EOF", 1234),
+            None
+        );
+        assert_eq!(
+            parse_lock_line("2: POSIX  ADVISORY  WRITE 4242 08:01:1234 0 EOF", 1234),
+            None
+        );
+        assert_eq!(
+            parse_lock_line("3: FLOCK  ADVISORY  READ 4242 08:01:1234 0 EOF", 1234),
+            None
+        );
+    }
+
+    /// This process, holding a pod's lock, is found as its holder.
+    #[test]
+    fn the_holder_of_a_pod_lock_is_found() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert_eq!(lock_holder(tmp.path()), None);
+        let _lock = PodLock::try_lock(tmp.path(), true).unwrap().unwrap();
+        assert_eq!(lock_holder(tmp.path()), Some(std::process::id() as i32));
     }
 
     #[test]

@@ -1,19 +1,29 @@
 //! Garbage collection (`rkt gc`) and removal (`rkt rm`).
 //!
 //! gc visits every pod it can lock exclusively (a locked pod is running):
-//! - `running` (its runner died): release its networks and namespace, record `exited`;
+//! - `running` (its runner died): kill the plugins it left running, release its networks and
+//!   namespace, record `exited`;
+//! - `exited` with networks still recorded or its namespace still there (its teardown
+//!   failed): release them again, on every run, whatever the grace period (which only
+//!   delays deleting the pod's directory);
 //! - `exited` longer than the grace period: release again (idempotent), then delete;
 //! - `prepared` for longer than the expiry: delete;
 //! - `garbage` (a deletion that failed earlier): release, delete.
 //!
+//! A pod is released at most once per run, so each failure is reported once, and deleted
+//! only once its release succeeded: its record goes only after every DEL of every network
+//! succeeded. Pods are visited by as many threads as network operations may run at once
+//! ([`crate::networking::admission`]), whose queue they share with every other command.
 //! It also deletes what interrupted creations and deletions left. Nothing stops gc early:
 //! every failure is collected in the report.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use super::cleanup::{release_pod, CleanupError};
 use super::lock::PodLock;
-use super::state::State;
+use super::state::{PodState, State};
 use super::store::{Pod, PodStore};
 use super::time::Timestamp;
 use super::PodError;
@@ -32,9 +42,11 @@ pub struct GcOptions {
 pub struct GcReport {
     /// Pods whose runner had died and whose networks and namespace gc released.
     pub released: Vec<String>,
+    /// Exited pods whose failed teardown gc completed.
+    pub retried: Vec<String>,
     /// Pods gc deleted.
     pub removed: Vec<String>,
-    /// Everything that failed, for every pod.
+    /// Everything that failed, for every pod, once.
     pub errors: Vec<CleanupError>,
 }
 
@@ -43,26 +55,54 @@ const LEFTOVER_AGE: Duration = Duration::from_secs(600);
 
 /// Runs gc over every pod in `store`.
 pub fn gc(store: &PodStore, opts: &GcOptions) -> GcReport {
-    let mut report = GcReport::default();
     let pods = match store.list() {
         Ok(pods) => pods,
         Err(e) => {
-            report.errors.push(e.into());
-            return report;
-        }
-    };
-    for pod in pods {
-        if let Err(e) = gc_pod(store, &pod, opts, &mut report) {
-            if !e.is_gone() {
-                report.errors.push(e.into());
+            return GcReport {
+                errors: vec![e.into()],
+                ..GcReport::default()
             }
         }
-    }
+    };
+    let report = Mutex::new(GcReport::default());
+    let next = AtomicUsize::new(0);
+    let workers = crate::networking::admission::limit().clamp(1, pods.len().max(1));
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let Some(pod) = pods.get(next.fetch_add(1, Ordering::SeqCst)) else {
+                    return;
+                };
+                let mut mine = GcReport::default();
+                if let Err(e) = gc_pod(store, pod, opts, &mut mine) {
+                    if !e.is_gone() {
+                        mine.errors.push(e.into());
+                    }
+                }
+                let mut all = report.lock().unwrap_or_else(|e| e.into_inner());
+                all.released.extend(mine.released);
+                all.retried.extend(mine.retried);
+                all.removed.extend(mine.removed);
+                all.errors.extend(mine.errors);
+            });
+        }
+    });
+    let mut report = report.into_inner().unwrap_or_else(|e| e.into_inner());
+    report.released.sort();
+    report.retried.sort();
+    report.removed.sort();
     let (_, errors) = store.sweep_leftovers(LEFTOVER_AGE);
     report
         .errors
         .extend(errors.into_iter().map(CleanupError::from));
     report
+}
+
+/// Whether an exited pod still holds something outside its directory: networks in its
+/// record (a DEL failed) or its namespace.
+fn release_pending(pod: &Pod, state: &PodState) -> bool {
+    let recorded = crate::networking::load_record(&pod.dir).map_or(true, |r| !r.is_empty());
+    recorded || state.netns.as_deref().is_some_and(|ns| ns.exists())
 }
 
 fn gc_pod(
@@ -75,6 +115,8 @@ fn gc_pod(
         return Ok(());
     };
     let mut state = pod.state_for_cleanup()?;
+    // Released in this run already: Some(whether it succeeded).
+    let mut released = None;
     if state.state == State::Running {
         let errors = release_pod(pod, &state);
         let ok = errors.is_empty();
@@ -86,6 +128,16 @@ fn gc_pod(
         if ok {
             report.released.push(pod.uuid.clone());
         }
+        released = Some(ok);
+    } else if matches!(state.state, State::Exited | State::Garbage) && release_pending(pod, &state)
+    {
+        let errors = release_pod(pod, &state);
+        let ok = errors.is_empty();
+        report.errors.extend(errors);
+        if ok {
+            report.retried.push(pod.uuid.clone());
+        }
+        released = Some(ok);
     }
     let expired = match state.state {
         State::Exited => state.exited.is_none_or(|t| t.age() >= opts.grace_period),
@@ -101,15 +153,22 @@ fn gc_pod(
     if !expired {
         return Ok(());
     }
-    let errors = release_pod(pod, &state);
-    if errors.is_empty() {
+    let ok = match released {
+        Some(ok) => ok,
+        None => {
+            let errors = release_pod(pod, &state);
+            let ok = errors.is_empty();
+            report.errors.extend(errors);
+            ok
+        }
+    };
+    if ok {
         store.remove(pod, lock)?;
         report.removed.push(pod.uuid.clone());
-    } else {
+    } else if state.state != State::Garbage {
         state.state = State::Garbage;
         state.garbage = Some(Timestamp::now());
         state.store(&pod.dir)?;
-        report.errors.extend(errors);
     }
     Ok(())
 }

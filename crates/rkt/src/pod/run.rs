@@ -110,6 +110,9 @@ impl From<PodError> for StartFailure {
 /// `rkt run`: creates a pod for `app` and runs it.
 pub fn run_new(store: &PodStore, app: App, opts: &RunOptions) -> Result<RunOutcome, StartFailure> {
     let planned = preflight(&opts.net)?;
+    // Before the pod exists: `rkt stop` of a pod this young signals this runner, which must
+    // then abort the start rather than die of it (a failure here is reported by `start`).
+    let _ = signals::install();
     // The pod appears already `running`, with the namespace path it is about to get.
     let (pod, lock, state) = store.create_with(app, |uuid| {
         start_running(uuid, PodState::new(State::Running), opts)
@@ -120,6 +123,7 @@ pub fn run_new(store: &PodStore, app: App, opts: &RunOptions) -> Result<RunOutco
 /// `rkt run-prepared`: runs a pod `rkt prepare` made.
 pub fn run_prepared(pod: &Pod, opts: &RunOptions) -> Result<RunOutcome, StartFailure> {
     let planned = preflight(&opts.net)?;
+    let _ = signals::install(); // as in `run_new`
     let lock = PodLock::lock_exclusive_soon(&pod.dir)?.ok_or_else(|| PodError::InUse {
         uuid: pod.uuid.clone(),
     })?;
@@ -302,9 +306,22 @@ fn start(
         pod.sync_entry().map_err(RunError::Pod)?;
     }
     let nets: Vec<NetInfo> =
-        networking::setup_planned(&pod_net, net, planned).map_err(|source| RunError::Network {
-            uuid: uuid(),
-            source,
+        networking::setup_planned(&pod_net, net, planned).map_err(|source| {
+            // Setup gave up because the runner was told to stop (its plugin killed, or its turn
+            // not awaited): say so. What its rollback could not undo stays in the record, and
+            // the release that follows retries and reports it.
+            if signals::interrupted() {
+                if let Some(signal) = signals::take_pending() {
+                    return RunError::Interrupted {
+                        uuid: uuid(),
+                        signal,
+                    };
+                }
+            }
+            RunError::Network {
+                uuid: uuid(),
+                source,
+            }
         })?;
     // Recorded with the init's PID: until then status shows the live network record.
     state.networks = nets.iter().map(NetSummary::from).collect();

@@ -84,6 +84,14 @@ pub fn stop_forwarding() {
     TARGET.store(0, Ordering::SeqCst);
 }
 
+/// Whether a signal asking this process to stop (SIGINT, SIGTERM, SIGHUP, SIGQUIT) arrived
+/// while nobody was there to receive it: a runner setting up its pod's networks abandons
+/// the plugin it runs (see [`cni::invoke::InterruptibleExec`]). The signal stays pending.
+pub fn interrupted() -> bool {
+    let signo = PENDING.load(Ordering::SeqCst);
+    [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT].contains(&signo)
+}
+
 /// A signal that arrived while nobody was there to receive it, if any (and forgets it).
 pub fn take_pending() -> Option<Signal> {
     match PENDING.swap(0, Ordering::SeqCst) {

@@ -19,6 +19,7 @@ fn sample() -> EffectiveDirs {
             Value::defaulted(PathBuf::from("/p2")),
         ],
         builtin_plugin_dirs: vec![PathBuf::from("/usr/lib/cni")],
+        net_operations: Value::new(4, Origin::Env("RKT_NET_OPERATIONS")),
     }
 }
 
@@ -33,6 +34,7 @@ fn plain_output_has_rkt_shape() {
             "stage1-images": "/s",
             "net-conf": "/c",
             "net-plugin": ["/p1", "/p2"],
+            "net-operations": 4,
         }]})
     );
 }
@@ -48,6 +50,7 @@ fn show_origin_adds_origins_and_builtin_plugin_dirs() {
             "stage1-images": "default",
             "net-conf": "/etc/rkt/paths.d/n.json",
             "net-plugin": "default",
+            "net-operations": "environment $RKT_NET_OPERATIONS",
         })
     );
     assert_eq!(entry["net-plugin-builtin"], json!(["/usr/lib/cni"]));

@@ -1,0 +1,315 @@
+//! Scenario 6, a busy host: the pod cycle (`rkt run`, the scripted libcni cycle and the
+//! plugin floor, alternating) while 0, 250 and 1,000 other pods run, on a network like the
+//! built-in `default` (ptp with `ipMasq`, host-local, portmap): every other pod adds its NAT
+//! chain and rules, which is what makes a busy host's firewall slow. Plus the throughput of
+//! starting all 1,000 pods at once and of stopping them all at once, with the failures.
+//!
+//! Order: the cycle at no load; 1,000 pods started at once (timed); the cycle at 1,000;
+//! all stopped at once (timed); then the other loads, each started at once, measured and
+//! stopped. host-local keeps its reservations in the workspace; the masquerading rules go
+//! with the pods (and `rkt gc` at cleanup).
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+
+use crate::cycle;
+use crate::error::BenchError;
+use crate::proc::{check_interrupt, run};
+use crate::stats::{alternate, Series, Variant};
+use crate::workspace::{write_json, Workspace};
+
+/// The network of the scenario.
+pub const BUSY_NET: &str = "benchbusy";
+pub const BUSY_SUBNET: &str = "10.250.0.0/16";
+const BUSY_FILE: &str = "40-benchbusy.conflist";
+
+/// Starting or stopping many pods at once.
+#[derive(Debug, Clone, Default)]
+pub struct Batch {
+    pub pods: usize,
+    pub took: Duration,
+    pub failures: Vec<String>,
+}
+
+impl Batch {
+    pub fn per_second(&self) -> f64 {
+        self.pods as f64 / self.took.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Scenario 6's figures.
+#[derive(Debug, Default)]
+pub struct BusyResult {
+    /// Per load (other pods running): rkt run, scripted libcni, plugin floor.
+    pub loads: Vec<(usize, Vec<Series>)>,
+    /// The largest load started at once, and stopped at once.
+    pub start_all: Batch,
+    pub stop_all: Batch,
+    /// `iptables-save -t nat` line count at the largest load.
+    pub nat_lines: usize,
+}
+
+/// Runs the scenario for `loads` (e.g. 0, 250, 1000).
+pub fn busy_host(
+    ws: &Workspace,
+    loads: &[usize],
+    warmup: usize,
+    iterations: usize,
+) -> Result<BusyResult, BenchError> {
+    let conf = ws.net_d().join(BUSY_FILE);
+    write_json(&conf, &conflist(ws))?;
+    let cni_path = ws.tools.cni_bin.display().to_string();
+    let mut res = BusyResult::default();
+    let mut loads: Vec<usize> = loads.to_vec();
+    loads.sort();
+    let top = loads.last().copied().unwrap_or(0);
+    let measure = |load: usize| -> Result<(usize, Vec<Series>), BenchError> {
+        eprintln!("rkt-bench: busy host: the pod cycle with {load} other pods");
+        let mut variants: Vec<Variant> = vec![
+            ("rkt run", Box::new(|| cycle::rkt(ws, BUSY_NET, &[]))),
+            (
+                "scripted libcni",
+                Box::new(|| cycle::libcni(ws, &conf, &cni_path)),
+            ),
+            (
+                "plugin floor",
+                Box::new(|| floor_chain(ws, &conf, &cni_path)),
+            ),
+        ];
+        Ok((load, alternate(&mut variants, warmup, iterations)?))
+    };
+    for &load in &loads {
+        check_interrupt()?;
+        if load == 0 {
+            res.loads.push(measure(0)?);
+            continue;
+        }
+        let (pods, started) = start_at_once(ws, load)?;
+        if load == top {
+            res.start_all = started;
+            res.nat_lines = nat_lines();
+        }
+        let measured = measure(load);
+        let stopped = stop_at_once(ws, pods)?;
+        if load == top {
+            res.stop_all = stopped;
+        }
+        res.loads.push(measured?);
+    }
+    Ok(res)
+}
+
+/// A network like the built-in `default`, its reservations in the workspace.
+fn conflist(ws: &Workspace) -> Value {
+    json!({
+        "cniVersion": "1.0.0",
+        "name": BUSY_NET,
+        "plugins": [
+            {"type": "ptp", "ipMasq": true,
+             "ipam": {"type": "host-local", "subnet": BUSY_SUBNET,
+                      "routes": [{"dst": "0.0.0.0/0"}],
+                      "dataDir": ws.ipam.join("busy").display().to_string()}},
+            {"type": "portmap", "capabilities": {"portMappings": true}, "snat": true}
+        ]
+    })
+}
+
+/// A background pod: its `rkt run` and the file its UUID goes to.
+struct Background {
+    child: Child,
+    uuid_file: PathBuf,
+}
+
+/// Starts `n` sleeping pods at once; returns them once every one runs its app.
+fn start_at_once(ws: &Workspace, n: usize) -> Result<(Vec<Background>, Batch), BenchError> {
+    eprintln!("rkt-bench: busy host: starting {n} pods at once");
+    let dir = ws.root().join("busy-uuids");
+    std::fs::create_dir_all(&dir).map_err(|e| BenchError::io(&dir, e))?;
+    let start = Instant::now();
+    let mut pods = Vec::with_capacity(n);
+    for i in 0..n {
+        let uuid_file = dir.join(format!("{i}-{}", start.elapsed().as_nanos()));
+        let args = cycle::rkt_run_args(
+            ws,
+            BUSY_NET,
+            &[format!("--uuid-file-save={}", uuid_file.display())],
+            &["sleep", "1000000"],
+        );
+        let child = Command::new(&ws.tools.rkt)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|source| BenchError::Spawn {
+                program: ws.tools.rkt.display().to_string(),
+                source,
+            })?;
+        pods.push(Background { child, uuid_file });
+    }
+    let mut failures = Vec::new();
+    let pods_dir = ws.data.join("pods");
+    let mut running = vec![false; n];
+    while running.iter().any(|r| !r) {
+        check_interrupt()?;
+        for (i, pod) in pods.iter_mut().enumerate() {
+            if running[i] {
+                continue;
+            }
+            if let Ok(Some(status)) = pod.child.try_wait() {
+                failures.push(format!("a start failed ({status})"));
+                running[i] = true;
+                continue;
+            }
+            let Ok(uuid) = std::fs::read_to_string(&pod.uuid_file) else {
+                continue;
+            };
+            let state = std::fs::read_to_string(pods_dir.join(uuid.trim()).join("state.json"));
+            running[i] = state.is_ok_and(|s| s.contains("\"pid\""));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let took = start.elapsed();
+    Ok((
+        pods,
+        Batch {
+            pods: n,
+            took,
+            failures,
+        },
+    ))
+}
+
+/// Stops `pods` at once (ten `rkt stop`s side by side) and waits for every `rkt run`; a
+/// run that does not end with the app's SIGTERM status (143) and nothing on stderr failed.
+fn stop_at_once(ws: &Workspace, pods: Vec<Background>) -> Result<Batch, BenchError> {
+    eprintln!("rkt-bench: busy host: stopping {} pods at once", pods.len());
+    let uuids: Vec<String> = pods
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(&p.uuid_file).ok())
+        .map(|u| u.trim().to_string())
+        .collect();
+    let start = Instant::now();
+    let mut stops = Vec::new();
+    for chunk in uuids.chunks(uuids.len().div_ceil(10).max(1)) {
+        let mut args = ws.rkt_globals();
+        args.push("stop".into());
+        args.extend(chunk.iter().cloned());
+        stops.push(
+            Command::new(&ws.tools.rkt)
+                .args(&args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .map_err(|source| BenchError::Spawn {
+                    program: ws.tools.rkt.display().to_string(),
+                    source,
+                })?,
+        );
+    }
+    let mut failures = Vec::new();
+    for stop in stops {
+        if let Ok(out) = stop.wait_with_output() {
+            if !out.status.success() {
+                failures.push(format!(
+                    "rkt stop: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ));
+            }
+        }
+    }
+    let n = pods.len();
+    for pod in pods {
+        if let Ok(out) = pod.child.wait_with_output() {
+            let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
+            if out.status.code() != Some(143) || !err.is_empty() {
+                failures.push(format!("rkt run {:?}: {err}", out.status.code()));
+            }
+        }
+    }
+    Ok(Batch {
+        pods: n,
+        took: start.elapsed(),
+        failures,
+    })
+}
+
+/// Lines of `iptables-save -t nat` now (0 when it cannot run).
+fn nat_lines() -> usize {
+    Command::new("iptables-save")
+        .args(["-t", "nat"])
+        .output()
+        .map(|o| o.stdout.iter().filter(|b| **b == b'\n').count())
+        .unwrap_or(0)
+}
+
+/// The plugin floor of a chain: each plugin's ADD in order (each given the previous
+/// result), then each DEL in reverse (given the final result), executed directly around
+/// `ip netns add` and `ip netns del`.
+pub fn floor_chain(ws: &Workspace, conf: &Path, cni_path: &str) -> Result<Duration, BenchError> {
+    let bytes = std::fs::read(conf).map_err(|e| BenchError::io(conf, e))?;
+    let list: Value = serde_json::from_slice(&bytes).map_err(|e| BenchError::Scenario {
+        scenario: "busy host",
+        message: format!("{}: {e}", conf.display()),
+    })?;
+    let plugins: Vec<Map<String, Value>> = list["plugins"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|p| p.as_object().cloned()).collect())
+        .unwrap_or_default();
+    let ns = ws.netns_name();
+    let ns_path = format!("/run/netns/{ns}");
+    let id = format!("bench-{ns}");
+    let call = |plugin: &Map<String, Value>, command: &str, prev: Option<&Value>| {
+        let mut config = plugin.clone();
+        config.insert("name".into(), list["name"].clone());
+        config.insert("cniVersion".into(), list["cniVersion"].clone());
+        if let Some(prev) = prev {
+            config.insert("prevResult".into(), prev.clone());
+        }
+        let ty = plugin.get("type").and_then(Value::as_str).unwrap_or("");
+        let stdin = serde_json::to_vec(&config).expect("JSON serializes");
+        run(
+            &ws.tools.cni_bin.join(ty),
+            &[] as &[&str],
+            &[
+                ("CNI_COMMAND", OsStr::new(command)),
+                ("CNI_CONTAINERID", OsStr::new(&id)),
+                ("CNI_NETNS", OsStr::new(&ns_path)),
+                ("CNI_IFNAME", OsStr::new("eth0")),
+                ("CNI_PATH", OsStr::new(cni_path)),
+            ],
+            Some(&stdin),
+        )
+    };
+    let ip = &ws.tools.ip;
+    let start = Instant::now();
+    run(ip, &["netns", "add", &ns], &[], None)?;
+    let mut prev: Option<Value> = None;
+    let mut added = Ok(());
+    for plugin in &plugins {
+        match call(plugin, "ADD", prev.as_ref()) {
+            Ok(out) => prev = serde_json::from_slice(&out.stdout).ok(),
+            Err(e) => {
+                added = Err(e);
+                break;
+            }
+        }
+    }
+    let mut deleted = Ok(());
+    for plugin in plugins.iter().rev() {
+        if let Err(e) = call(plugin, "DEL", prev.as_ref()) {
+            deleted = Err(e);
+        }
+    }
+    let ns_deleted = run(ip, &["netns", "del", &ns], &[], None);
+    let elapsed = start.elapsed();
+    added?;
+    deleted?;
+    ns_deleted?;
+    Ok(elapsed)
+}
