@@ -1,0 +1,145 @@
+//! DHCP for the multi-host tests: Debian's `dnsmasq` as the LAN's DHCP server (in the LAN
+//! namespace, bound to its bridge only, DNS off, its own lease and pid files) and the CNI
+//! `dhcp` daemon of one host (`dhcp daemon -socketpath <host dir>/dhcp.sock`, which the
+//! host's networks name in `ipam.daemonSocketPath`). Both are started as a user starts them,
+//! waited for by polling until they serve, and killed on drop.
+
+use std::fs;
+use std::net::Ipv4Addr;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use super::{wait_for, Host, Lan};
+
+/// Where distributions install the CNI plugins (and so the `dhcp` daemon).
+pub const CNI_DHCP: &str = "/usr/lib/cni/dhcp";
+
+/// A process killed (SIGKILL) and reaped on drop.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// dnsmasq serving DHCP on the LAN's bridge: addresses `192.0.2.100`-`192.0.2.199`.
+pub struct Dnsmasq {
+    _process: Killed,
+    pub dir: tempfile::TempDir,
+}
+
+impl Dnsmasq {
+    pub fn start(lan: &Lan) -> Dnsmasq {
+        let dir = tempfile::tempdir().unwrap();
+        let log = fs::File::create(dir.path().join("log")).unwrap();
+        let child = lan
+            .netns
+            .command("dnsmasq")
+            .args([
+                "--keep-in-foreground",
+                "--conf-file=/dev/null", // not the host's /etc/dnsmasq.conf
+                "--port=0",              // no DNS
+                "--no-resolv",
+                "--no-hosts",
+                "--interface=br0",
+                "--bind-interfaces",
+                "--dhcp-range=192.0.2.100,192.0.2.199,255.255.255.0,10m",
+                "--dhcp-authoritative",
+                "--no-ping", // offer at once, without probing the address first
+                "--log-dhcp",
+                "--log-facility=-",
+                "--user=root",
+                "--group=root",
+            ])
+            .arg(format!(
+                "--dhcp-leasefile={}",
+                dir.path().join("leases").display()
+            ))
+            .arg(format!("--pid-file={}", dir.path().join("pid").display()))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start dnsmasq (apt-get install dnsmasq-base)");
+        let dnsmasq = Dnsmasq {
+            _process: Killed(child),
+            dir,
+        };
+        wait_for("dnsmasq to serve DHCP", Duration::from_secs(10), || {
+            dnsmasq.log().contains("DHCP, IP range").then_some(())
+        });
+        dnsmasq
+    }
+
+    /// dnsmasq's log so far.
+    pub fn log(&self) -> String {
+        fs::read_to_string(self.dir.path().join("log")).unwrap_or_default()
+    }
+
+    /// The addresses in the lease file now (`<expiry> <mac> <ip> <hostname> <client id>`
+    /// lines).
+    pub fn leased(&self) -> Vec<Ipv4Addr> {
+        fs::read_to_string(self.dir.path().join("leases"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.split_whitespace().nth(2)?.parse().ok())
+            .collect()
+    }
+}
+
+/// The CNI `dhcp` daemon of one host, listening on `<host dir>/dhcp.sock`.
+pub struct DhcpDaemon {
+    _process: Killed,
+    pub socket: PathBuf,
+    pub log: PathBuf,
+}
+
+impl DhcpDaemon {
+    /// Starts `dhcp daemon` inside `host`'s namespace and waits until its socket accepts.
+    pub fn start(host: &Host) -> DhcpDaemon {
+        let socket = Self::socket_of(host);
+        let log = host.path("dhcp-daemon.log");
+        let out = fs::File::create(&log).unwrap();
+        let child = host
+            .netns
+            .command(CNI_DHCP)
+            .arg("daemon")
+            .arg("-socketpath")
+            .arg(&socket)
+            .arg("-pidfile")
+            .arg(host.path("dhcp-daemon.pid"))
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .expect("start the CNI dhcp daemon");
+        let daemon = DhcpDaemon {
+            _process: Killed(child),
+            socket,
+            log,
+        };
+        wait_for("the dhcp daemon's socket", Duration::from_secs(10), || {
+            UnixStream::connect(&daemon.socket).ok().map(drop)
+        });
+        daemon
+    }
+
+    /// The socket path host `host`'s daemon listens on.
+    pub fn socket_of(host: &Host) -> PathBuf {
+        host.path("dhcp.sock")
+    }
+
+    /// The daemon's log so far.
+    pub fn log(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+/// Whether `path` exists (for the socket left behind checks).
+pub fn exists(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok()
+}
