@@ -4,6 +4,8 @@
 //! the others by TCP and UDP with their real addresses:
 //! - routed: a `bridge` + `host-local` network per host with that host's pod subnet
 //!   (`10.201.<n>.0/24`), and routes on each host to the other hosts' pod subnets;
+//! - one L2 segment with DHCP: a `macvlan` network on each host's LAN interface with the
+//!   `dhcp` IPAM plugin, the CNI `dhcp` daemon on each host, `dnsmasq` on the LAN;
 //! - the same host configuration given by `--net-conf-dir`, by `net-conf` in `paths.d`, and
 //!   in `<local-config>/net.d`.
 //!
@@ -15,9 +17,12 @@ mod multi_host_support;
 mod support;
 
 use std::net::{IpAddr, Ipv4Addr};
+use std::path::Path;
 use std::time::Duration;
 
+use multi_host_support::dhcp::{DhcpDaemon, Dnsmasq, DHCP_POOL};
 use multi_host_support::probe::{self, Received};
+use multi_host_support::wait_for;
 use multi_host_support::{unique, write_conf, Host, Lan};
 use serde_json::{json, Value};
 
@@ -94,15 +99,32 @@ fn routed_hosts(lan: &Lan, net: &str, x: u8) -> Vec<Host> {
     hosts
 }
 
-/// Starts a sleeping pod on `host` with `args` (network selection and directories) and
-/// opens the probe's listeners in its namespace; returns the pod's address and listeners.
-fn server(host: &mut Host, args: &[&str]) -> (String, Ipv4Addr, probe::Listeners) {
-    let mut full = args.to_vec();
-    full.extend(["--", "sleep", "600"]);
-    let uuid = host.spawn(&full);
-    let ip = host.pod_ip(&uuid);
-    let listeners = probe::listen(&rkt::netns::pod_netns_path(&uuid), 7000);
-    (uuid, ip, listeners)
+/// Starts sleeping pods on hosts 2 and 3 at once, with `args_of(host)` (network selection
+/// and directories), and opens the probe's listeners in their namespaces; returns each
+/// pod's address and listeners.
+fn servers(
+    hosts: &mut [Host],
+    args_of: impl Fn(&Host) -> Vec<String>,
+) -> Vec<(Ipv4Addr, probe::Listeners)> {
+    let starting: Vec<_> = hosts[1..]
+        .iter_mut()
+        .map(|host| {
+            let mut args = args_of(host);
+            args.extend(["--", "sleep", "600"].map(String::from));
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            host.start(&args)
+        })
+        .collect();
+    hosts[1..]
+        .iter_mut()
+        .zip(starting)
+        .map(|(host, starting)| {
+            let uuid = host.wait_started(starting);
+            let ip = host.pod_ip(&uuid);
+            let listeners = probe::listen(&rkt::netns::pod_netns_path(&uuid), 7000);
+            (ip, listeners)
+        })
+        .collect()
 }
 
 /// Runs, on `host`, a pod whose app sends `tag` to `targets` by TCP and UDP; asserts it
@@ -169,29 +191,153 @@ fn routed_pods_on_three_hosts_reach_each_other_without_nat() {
         );
     }
     let flags = |h: &Host| {
-        [
+        vec![
             format!("--net-conf-dir={}", h.path("net.d").display()),
             format!("--net={net}"),
         ]
     };
 
-    let f2 = flags(&hosts[1]);
-    let (pod2, ip2, on2) = server(&mut hosts[1], &[&f2[0], &f2[1]]);
-    let f3 = flags(&hosts[2]);
-    let (pod3, ip3, on3) = server(&mut hosts[2], &[&f3[0], &f3[1]]);
+    let on = servers(&mut hosts, flags);
+    let [(ip2, on2), (ip3, on3)] = &on[..] else {
+        unreachable!()
+    };
+    let (ip2, ip3) = (*ip2, *ip3);
     assert!(in_subnet(ip2, 201, 2), "host 2's pod got {ip2}");
     assert!(in_subnet(ip3, 201, 3), "host 3's pod got {ip3}");
 
     let f1 = flags(&hosts[0]);
-    let (pod1, ip1) = send_from(&hosts[0], &[&f1[0], &f1[1]], "from-h1", &[ip2, ip3]);
+    let (_, ip1) = send_from(&hosts[0], &[&f1[0], &f1[1]], "from-h1", &[ip2, ip3]);
     assert!(in_subnet(ip1, 201, 1), "host 1's pod got {ip1}");
-    assert_received(&on2, "from-h1", ip1);
-    assert_received(&on3, "from-h1", ip1);
+    assert_received(on2, "from-h1", ip1);
+    assert_received(on3, "from-h1", ip1);
 
-    assert_lists_own_pods(&hosts[0], &[&pod2, &pod3]);
-    assert_lists_own_pods(&hosts[1], &[&pod1, &pod3]);
-    assert_lists_own_pods(&hosts[2], &[&pod1, &pod2]);
+    let all: Vec<Vec<String>> = hosts.iter().map(Host::pods).collect();
+    for (i, host) in hosts.iter().enumerate() {
+        let others: Vec<&str> = (0..3)
+            .filter(|j| *j != i)
+            .flat_map(|j| all[j].iter().map(String::as_str))
+            .collect();
+        assert_lists_own_pods(host, &others);
+    }
     for host in &mut hosts {
         host.finish();
     }
+}
+
+/// The network configuration of a host on the DHCP segment: macvlan on the host's LAN
+/// interface, addresses from the LAN's DHCP server through this host's `dhcp` daemon.
+fn dhcp_conf(net: &str, socket: &Path) -> Value {
+    json!({
+        "cniVersion": "1.0.0",
+        "name": net,
+        "plugins": [{
+            "type": "macvlan",
+            "master": "lan0",
+            "mode": "bridge",
+            "ipam": {"type": "dhcp", "daemonSocketPath": socket}
+        }]
+    })
+}
+
+fn in_pool(ip: Ipv4Addr) -> bool {
+    ip.octets()[..3] == [192, 0, 2] && (128..192).contains(&ip.octets()[3])
+}
+
+#[test]
+fn dhcp_pods_on_one_segment_get_distinct_leases_from_one_server_and_release_them() {
+    require_root!();
+    let lan = Lan::new();
+    let dnsmasq = Dnsmasq::start(&lan);
+    let net = format!("lan-{}", unique());
+    let mut hosts: Vec<Host> = (1..=3).map(|n| Host::new(&lan, n)).collect();
+    for host in &mut hosts {
+        let daemon = DhcpDaemon::start(host);
+        write_conf(
+            &host.path("net.d"),
+            "10-lan.conflist",
+            &dhcp_conf(&net, &daemon.socket),
+        );
+        let ctx = host.leak_ctx().network(&net).subnet(DHCP_POOL);
+        host.watch(ctx);
+    }
+    let flags = |h: &Host| {
+        vec![
+            format!("--net-conf-dir={}", h.path("net.d").display()),
+            format!("--net={net}"),
+        ]
+    };
+
+    let on = servers(&mut hosts, flags);
+    let [(ip2, on2), (ip3, on3)] = &on[..] else {
+        unreachable!()
+    };
+    let (ip2, ip3) = (*ip2, *ip3);
+    let f1 = flags(&hosts[0]);
+    let (_, ip1) = send_from(&hosts[0], &[&f1[0], &f1[1]], "from-h1", &[ip2, ip3]);
+    assert_received(on2, "from-h1", ip1);
+    assert_received(on3, "from-h1", ip1);
+
+    let mut ips = vec![ip1, ip2, ip3];
+    assert!(ips.iter().all(|ip| in_pool(*ip)), "addresses {ips:?}");
+    ips.sort();
+    ips.dedup();
+    assert_eq!(ips.len(), 3, "three distinct addresses");
+    let log = dnsmasq.log();
+    for ip in &ips {
+        assert!(
+            log.contains(&format!("DHCPACK(br0) {ip} ")),
+            "no DHCPACK of {ip}:\n{log}"
+        );
+    }
+    let leased = dnsmasq.leased();
+    assert!(
+        leased.contains(&ip2) && leased.contains(&ip3),
+        "leases {leased:?}"
+    );
+
+    for host in &mut hosts {
+        host.finish();
+    }
+    wait_for("the leases to be released", Duration::from_secs(10), || {
+        dnsmasq.leased().is_empty().then_some(())
+    });
+    let log = dnsmasq.log();
+    for ip in &ips {
+        assert!(
+            log.contains(&format!("DHCPRELEASE(br0) {ip} ")),
+            "no DHCPRELEASE of {ip}:\n{log}"
+        );
+    }
+}
+
+#[test]
+fn without_its_dhcp_daemon_rkt_run_fails_before_the_app_saying_how_to_start_it() {
+    require_root!();
+    let lan = Lan::new();
+    let mut host = Host::new(&lan, 1);
+    let net = format!("lan-{}", unique());
+    let socket = DhcpDaemon::socket_of(&host);
+    write_conf(
+        &host.path("net.d"),
+        "10-lan.conflist",
+        &dhcp_conf(&net, &socket),
+    );
+    let ctx = host.leak_ctx().network(&net).subnet(DHCP_POOL);
+    host.watch(ctx);
+    let links = host.links();
+
+    let marker = host.path("the-app-ran");
+    let conf = format!("--net-conf-dir={}", host.path("net.d").display());
+    let select = format!("--net={net}");
+    let (out, uuid) = host.run(&[&conf, &select, "--", "touch", &marker.display().to_string()]);
+    out.assert_failure()
+        .assert_stderr_contains("the CNI dhcp daemon is not running")
+        .assert_stderr_contains(&format!("`dhcp daemon -socketpath {}`", socket.display()));
+    assert!(!marker.exists(), "the app ran");
+    assert!(
+        !rkt::netns::pod_netns_path(uuid.trim()).exists(),
+        "pod netns left"
+    );
+    assert_eq!(host.links(), links, "links of the host");
+    host.finish();
 }

@@ -16,6 +16,9 @@ use super::{wait_for, Host, Lan};
 /// Where distributions install the CNI plugins (and so the `dhcp` daemon).
 pub const CNI_DHCP: &str = "/usr/lib/cni/dhcp";
 
+/// The addresses dnsmasq hands out.
+pub const DHCP_POOL: &str = "192.0.2.128/26";
+
 /// A process killed (SIGKILL) and reaped on drop.
 struct Killed(Child);
 
@@ -26,7 +29,7 @@ impl Drop for Killed {
     }
 }
 
-/// dnsmasq serving DHCP on the LAN's bridge: addresses `192.0.2.100`-`192.0.2.199`.
+/// dnsmasq serving DHCP on the LAN's bridge: addresses `192.0.2.128`-`192.0.2.191` ([`DHCP_POOL`]).
 pub struct Dnsmasq {
     _process: Killed,
     pub dir: tempfile::TempDir,
@@ -35,7 +38,7 @@ pub struct Dnsmasq {
 impl Dnsmasq {
     pub fn start(lan: &Lan) -> Dnsmasq {
         let dir = tempfile::tempdir().unwrap();
-        let log = fs::File::create(dir.path().join("log")).unwrap();
+        let out = fs::File::create(dir.path().join("output")).unwrap();
         let child = lan
             .netns
             .command("dnsmasq")
@@ -47,11 +50,10 @@ impl Dnsmasq {
                 "--no-hosts",
                 "--interface=br0",
                 "--bind-interfaces",
-                "--dhcp-range=192.0.2.100,192.0.2.199,255.255.255.0,10m",
+                "--dhcp-range=192.0.2.128,192.0.2.191,255.255.255.0,10m",
                 "--dhcp-authoritative",
                 "--no-ping", // offer at once, without probing the address first
                 "--log-dhcp",
-                "--log-facility=-",
                 "--user=root",
                 "--group=root",
             ])
@@ -60,9 +62,13 @@ impl Dnsmasq {
                 dir.path().join("leases").display()
             ))
             .arg(format!("--pid-file={}", dir.path().join("pid").display()))
+            .arg(format!(
+                "--log-facility={}",
+                dir.path().join("log").display()
+            ))
             .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
             .spawn()
             .expect("start dnsmasq (apt-get install dnsmasq-base)");
         let dnsmasq = Dnsmasq {
@@ -75,9 +81,11 @@ impl Dnsmasq {
         dnsmasq
     }
 
-    /// dnsmasq's log so far.
+    /// dnsmasq's log so far (and what it printed, such as why it could not start).
     pub fn log(&self) -> String {
-        fs::read_to_string(self.dir.path().join("log")).unwrap_or_default()
+        let log = fs::read_to_string(self.dir.path().join("log")).unwrap_or_default();
+        let output = fs::read_to_string(self.dir.path().join("output")).unwrap_or_default();
+        log + &output
     }
 
     /// The addresses in the lease file now (`<expiry> <mac> <ip> <hostname> <client id>`
@@ -91,16 +99,16 @@ impl Dnsmasq {
     }
 }
 
-/// The CNI `dhcp` daemon of one host, listening on `<host dir>/dhcp.sock`.
+/// The CNI `dhcp` daemon of one host, listening on `<host dir>/dhcp.sock`. The process
+/// belongs to the host, which kills it once its pods are gone.
 pub struct DhcpDaemon {
-    _process: Killed,
     pub socket: PathBuf,
     pub log: PathBuf,
 }
 
 impl DhcpDaemon {
     /// Starts `dhcp daemon` inside `host`'s namespace and waits until its socket accepts.
-    pub fn start(host: &Host) -> DhcpDaemon {
+    pub fn start(host: &mut Host) -> DhcpDaemon {
         let socket = Self::socket_of(host);
         let log = host.path("dhcp-daemon.log");
         let out = fs::File::create(&log).unwrap();
@@ -117,11 +125,8 @@ impl DhcpDaemon {
             .stderr(out)
             .spawn()
             .expect("start the CNI dhcp daemon");
-        let daemon = DhcpDaemon {
-            _process: Killed(child),
-            socket,
-            log,
-        };
+        host.services.push(Box::new(Killed(child)));
+        let daemon = DhcpDaemon { socket, log };
         wait_for("the dhcp daemon's socket", Duration::from_secs(10), || {
             UnixStream::connect(&daemon.socket).ok().map(drop)
         });

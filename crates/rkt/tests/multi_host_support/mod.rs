@@ -200,6 +200,9 @@ impl Lan {
 /// (the network configurations of `--net-conf-dir`), `ipam` (host-local's dataDir).
 pub struct Host {
     pub n: u8,
+    /// Daemons of this host (its `dhcp` daemon), killed after its pods are gone and before
+    /// its namespace is.
+    pub(crate) services: Vec<Box<dyn std::any::Any>>,
     pub netns: Netns,
     pub root: tempfile::TempDir,
     /// Background `rkt run`s, killed on drop if still running.
@@ -242,6 +245,7 @@ impl Host {
         }
         Host {
             n,
+            services: Vec::new(),
             netns,
             root,
             background: Vec::new(),
@@ -322,35 +326,51 @@ impl Host {
     /// Starts `rkt run <args>` in the background and returns the pod's UUID once its app
     /// runs.
     pub fn spawn(&mut self, args: &[&str]) -> String {
-        let file = self.path(&format!("uuid-{}", unique()));
+        let starting = self.start(args);
+        self.wait_started(starting)
+    }
+
+    /// Starts `rkt run <args>` in the background; [`Host::wait_started`] waits for its pod
+    /// (so that pods of several hosts can start at once).
+    pub fn start(&mut self, args: &[&str]) -> Starting {
+        let uuid_file = self.path(&format!("uuid-{}", unique()));
         let mut cmd = self.netns.command(env!("CARGO_BIN_EXE_rkt"));
         cmd.args(self.globals())
             .arg("run")
-            .arg(format!("--uuid-file-save={}", file.display()))
+            .arg(format!("--uuid-file-save={}", uuid_file.display()))
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         self.background.push(cmd.spawn().expect("start rkt run"));
-        let uuid = wait_for("the pod's UUID", Duration::from_secs(20), || {
-            if let Some(status) = self.background.last_mut().unwrap().try_wait().unwrap() {
-                let child = self.background.pop().unwrap();
-                let err = child.wait_with_output().unwrap().stderr;
+        Starting {
+            index: self.background.len() - 1,
+            uuid_file,
+            shown: args.join(" "),
+        }
+    }
+
+    /// Waits until the pod of `starting` runs its app; returns its UUID.
+    pub fn wait_started(&mut self, starting: Starting) -> String {
+        let uuid = wait_for("the pod to start", Duration::from_secs(20), || {
+            let child = &mut self.background[starting.index];
+            if let Some(status) = child.try_wait().unwrap() {
+                let mut err = String::new();
+                if let Some(mut pipe) = child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut pipe, &mut err);
+                }
                 panic!(
-                    "rkt run {} on host {} ended ({status}) before its pod ran:\n{}",
-                    args.join(" "),
-                    self.n,
-                    String::from_utf8_lossy(&err)
+                    "rkt run {} on host {} ended ({status}) before its pod ran:\n{err}",
+                    starting.shown, self.n
                 );
             }
-            fs::read_to_string(&file).ok().filter(|s| !s.is_empty())
-        });
-        wait_for("the pod to run", Duration::from_secs(20), || {
-            let st = self.status(&uuid);
-            (st["state"] == "running" && st["pid"].as_i64().is_some()).then_some(())
+            let uuid = fs::read_to_string(&starting.uuid_file).ok()?;
+            let out = self.rkt(&["status", "--format=json", uuid.trim()]).run();
+            let st: Value = serde_json::from_slice(&out.output.stdout).ok()?;
+            (st["state"] == "running" && st["pid"].as_i64().is_some()).then_some(uuid)
         });
         self.note_new_links();
-        uuid
+        uuid.trim().to_string()
     }
 
     /// `rkt status --format=json <uuid>`.
@@ -442,6 +462,13 @@ impl Drop for Host {
             }
         }
     }
+}
+
+/// A background `rkt run` whose pod may not run yet.
+pub struct Starting {
+    index: usize,
+    uuid_file: PathBuf,
+    shown: String,
 }
 
 /// Writes network configuration `file` with `json` into `dir`.
