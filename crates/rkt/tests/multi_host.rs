@@ -7,7 +7,9 @@
 //! - one L2 segment with DHCP: a `macvlan` network on each host's LAN interface with the
 //!   `dhcp` IPAM plugin, the CNI `dhcp` daemon on each host, `dnsmasq` on the LAN;
 //! - the same host configuration given by `--net-conf-dir`, by `net-conf` in `paths.d`, and
-//!   in `<local-config>/net.d`.
+//!   in `<local-config>/net.d` (each in turn the only place it is) gives the same cluster;
+//! - without its `dhcp` daemon, `rkt run` fails before the app starts, saying how to start
+//!   the daemon, and leaves nothing behind.
 //!
 //! Root only. Every address lives inside the test's own namespaces; each host's leak checker
 //! runs inside that host's namespace.
@@ -340,4 +342,102 @@ fn without_its_dhcp_daemon_rkt_run_fails_before_the_app_saying_how_to_start_it()
     );
     assert_eq!(host.links(), links, "links of the host");
     host.finish();
+}
+
+/// Where a host's network configuration comes from in
+/// [`one_host_configuration_given_three_ways_gives_the_same_cluster`].
+#[derive(Debug, Clone, Copy)]
+enum Way {
+    /// `<local-config>/net.d`, the default.
+    LocalNetD,
+    /// `net-conf` in `<local-config>/paths.d/net.json`.
+    PathsD,
+    /// `--net-conf-dir`.
+    Flag,
+}
+
+/// Puts `conf` where `way` makes rkt find it on `host`, and removes it from where the
+/// previous ways put it, so that only `way` can provide it; returns the extra `rkt run`
+/// arguments `way` needs.
+fn configure(host: &Host, way: Way, conf: &Value) -> Vec<String> {
+    let local_net_d = host.path("local/net.d");
+    let paths_d = host.path("local/paths.d");
+    let site_net_d = host.path("site-net.d");
+    for old in [&local_net_d, &paths_d, &site_net_d] {
+        let _ = std::fs::remove_dir_all(old);
+    }
+    match way {
+        Way::LocalNetD => {
+            write_conf(&local_net_d, "10-pods.conflist", conf);
+            vec![]
+        }
+        Way::PathsD => {
+            write_conf(&site_net_d, "10-pods.conflist", conf);
+            let paths = json!({
+                "rktKind": "paths",
+                "rktVersion": "v1",
+                "net-conf": site_net_d,
+            });
+            write_conf(&paths_d, "net.json", &paths);
+            vec![]
+        }
+        Way::Flag => {
+            write_conf(&site_net_d, "10-pods.conflist", conf);
+            vec![format!("--net-conf-dir={}", site_net_d.display())]
+        }
+    }
+}
+
+#[test]
+fn one_host_configuration_given_three_ways_gives_the_same_cluster() {
+    require_root!();
+    let lan = Lan::new();
+    let net = format!("pods-{}", unique());
+    let mut hosts = routed_hosts(&lan, &net, 202);
+    for way in [Way::LocalNetD, Way::PathsD, Way::Flag] {
+        let extra: Vec<Vec<String>> = hosts
+            .iter()
+            .map(|h| configure(h, way, &routed_conf(h, &net, 202)))
+            .collect();
+        let listed: Vec<String> = hosts
+            .iter()
+            .zip(&extra)
+            .map(|(h, extra)| {
+                let mut args = vec!["net", "list"];
+                args.extend(extra.iter().map(String::as_str));
+                let out = h.rkt(&args).run();
+                out.assert_success();
+                out.stdout()
+            })
+            .collect();
+        for (h, text) in hosts.iter().zip(&listed) {
+            assert!(text.contains(&net), "{way:?}: host {} lists\n{text}", h.n);
+        }
+        let select = format!("--net={net}");
+        let on = servers(&mut hosts, |h| {
+            let mut args = extra[usize::from(h.n) - 1].clone();
+            args.push(select.clone());
+            args
+        });
+        let [(ip2, on2), (ip3, on3)] = &on[..] else {
+            unreachable!()
+        };
+        let (ip2, ip3) = (*ip2, *ip3);
+        let mut args: Vec<&str> = extra[0].iter().map(String::as_str).collect();
+        args.push(&select);
+        let (pod1, ip1) = send_from(&hosts[0], &args, "three-ways", &[ip2, ip3]);
+        assert_received(on2, "three-ways", ip1);
+        assert_received(on3, "three-ways", ip1);
+        for (ip, n) in [(ip1, 1), (ip2, 2), (ip3, 3)] {
+            assert!(in_subnet(ip, 202, n), "{way:?}: host {n}'s pod got {ip}");
+        }
+        let st = hosts[0].status(&pod1);
+        assert_eq!(st["networks"][0]["netName"], net.as_str(), "{way:?}: {st}");
+        for host in &mut hosts {
+            host.stop_all();
+        }
+    }
+    for host in &mut hosts {
+        host.finish();
+    }
 }
