@@ -45,9 +45,9 @@ fn pod_range(x: u8, n: u8) -> String {
 }
 
 /// The network configuration of host `n` in the routed setup: a bridge whose address is the
-/// pods' gateway, no masquerading, host-local handing out `10.<x>.<n>.0/24` with a route to
-/// every pod subnet `10.<x>.0.0/16` through the bridge, leases kept in the host's own
-/// directory.
+/// pods' gateway, no masquerading, host-local handing out [`pod_range`] of
+/// `10.<x>.<n>.0/24` with a route to every pod subnet `10.<x>.0.0/16` through the bridge,
+/// leases kept in the host's own directory.
 fn routed_conf(host: &Host, net: &str, x: u8) -> Value {
     json!({
         "cniVersion": "1.0.0",
