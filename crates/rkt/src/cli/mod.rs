@@ -5,11 +5,16 @@
 //!
 //! To add a command: a module here, a variant in [`Command`], an arm in [`dispatch`].
 
+mod completion;
 mod config;
 mod enter;
+mod fetch;
 mod gc;
+mod image;
 mod list;
+mod man;
 mod net;
+mod output;
 mod pod_args;
 mod prepare;
 mod rm;
@@ -129,6 +134,11 @@ pub enum Command {
     Stop(stop::StopArgs),
     Enter(enter::EnterArgs),
     Net(net::NetArgs),
+    Completion(completion::CompletionArgs),
+    #[command(hide = true)]
+    Man(man::ManArgs),
+    Fetch(fetch::FetchArgs),
+    Image(image::ImageArgs),
 }
 
 impl GlobalArgs {
@@ -268,6 +278,10 @@ fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Stop(args) => stop::run(global, args),
         Command::Enter(args) => enter::run(global, args),
         Command::Net(args) => net::run(global, args),
+        Command::Completion(args) => completion::run(global, args),
+        Command::Man(args) => man::run(global, args),
+        Command::Fetch(args) => fetch::run(global, args),
+        Command::Image(args) => image::run(global, args),
     }
 }
 

@@ -115,7 +115,7 @@ fn list(global: &GlobalArgs, args: &NetListArgs) -> anyhow::Result<ExitCode> {
     let listing = inspect::list(&dirs.net_conf.value, &dirs.plugin_path())?;
     let path = plugin_path_origins(&dirs);
     match args.format {
-        Format::Json => {
+        json_format @ (Format::Json | Format::JsonPretty) => {
             let out = json!({
                 "netConfDir": {"path": dirs.net_conf.value, "origin": dirs.net_conf.origin.to_string()},
                 "pluginPath": path.iter().map(|(d, o)| json!({"path": d, "origin": o})).collect::<Vec<_>>(),
@@ -124,7 +124,7 @@ fn list(global: &GlobalArgs, args: &NetListArgs) -> anyhow::Result<ExitCode> {
                 "failed": listing.failed,
                 "usable": listing.all_usable(),
             });
-            println!("{}", serde_json::to_string_pretty(&out)?);
+            json_format.print_json(&out)?;
         }
         Format::Text => print_listing(&dirs, &path, &listing),
     }
@@ -211,7 +211,7 @@ fn check(global: &GlobalArgs, args: &NetCheckArgs) -> anyhow::Result<ExitCode> {
     })?;
     let ok = reports.iter().all(|r| r.result.is_ok());
     match args.format {
-        Format::Json => {
+        json_format @ (Format::Json | Format::JsonPretty) => {
             let out: Vec<_> = reports
                 .iter()
                 .map(|r| {
@@ -224,7 +224,7 @@ fn check(global: &GlobalArgs, args: &NetCheckArgs) -> anyhow::Result<ExitCode> {
                     })
                 })
                 .collect();
-            println!("{}", serde_json::to_string_pretty(&out)?);
+            json_format.print_json(&out)?;
         }
         Format::Text => {
             if reports.is_empty() {
@@ -259,7 +259,7 @@ fn status(global: &GlobalArgs, args: &NetStatusArgs) -> anyhow::Result<ExitCode>
     )?;
     let ok = nets.iter().all(|n| n.ready);
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&nets)?),
+        json_format @ (Format::Json | Format::JsonPretty) => json_format.print_json(&nets)?,
         Format::Text => {
             for n in &nets {
                 let builtin = if n.builtin { " (built-in)" } else { "" };

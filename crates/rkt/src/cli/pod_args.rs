@@ -9,6 +9,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 
 use rkt::networking::{DnsOptions, HostsOptions, NetOptions, NetSelection};
+use rkt::pod::manifest::parse_user_meta;
 use rkt::pod::run::{RunOptions, RunOutcome};
 use rkt::pod::{App, Pod, PodStore};
 
@@ -35,6 +36,16 @@ pub struct AppArgs {
     /// one (PATH, HOME=/root, and TERM if set).
     #[arg(long)]
     pub inherit_env: bool,
+
+    /// Attach an annotation to the app (free-form, for your tools; shown by status and in
+    /// JSON as `user_annotations`); may be repeated.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub user_annotation: Vec<String>,
+
+    /// Attach a label to the app (shown by status and in JSON as `user_labels`); may be
+    /// repeated.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub user_label: Vec<String>,
 
     /// The command to run and its arguments (put them after `--` if they start with '-').
     #[arg(
@@ -83,6 +94,8 @@ impl AppArgs {
             env,
             inherit_env: self.inherit_env,
             rootfs,
+            user_annotations: parse_user_meta("user-annotation", &self.user_annotation)?,
+            user_labels: parse_user_meta("user-label", &self.user_label)?,
         })
     }
 }

@@ -112,6 +112,8 @@ mod tests {
             env: vec![],
             inherit_env: false,
             rootfs: None,
+            user_annotations: Default::default(),
+            user_labels: Default::default(),
         };
         let (pod, lock) = store.create(app, &PodState::new(State::Prepared)).unwrap();
         drop(lock);

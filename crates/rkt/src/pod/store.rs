@@ -300,6 +300,8 @@ mod tests {
             env: vec![],
             inherit_env: false,
             rootfs: None,
+            user_annotations: Default::default(),
+            user_labels: Default::default(),
         }
     }
 

@@ -91,6 +91,8 @@ mod tests {
                 .collect(),
             inherit_env: inherit,
             rootfs: None,
+            user_annotations: Default::default(),
+            user_labels: Default::default(),
         }
     }
 
