@@ -24,7 +24,6 @@ use std::time::Duration;
 
 use multi_host_support::dhcp::{DhcpDaemon, Dnsmasq, DHCP_POOL};
 use multi_host_support::probe::{self, Received};
-use multi_host_support::wait_for;
 use multi_host_support::{unique, write_conf, Host, Lan};
 use serde_json::{json, Value};
 
@@ -284,32 +283,25 @@ fn dhcp_pods_on_one_segment_get_distinct_leases_from_one_server_and_release_them
     ips.sort();
     ips.dedup();
     assert_eq!(ips.len(), 3, "three distinct addresses");
-    let log = dnsmasq.log();
-    for ip in &ips {
-        assert!(
-            log.contains(&format!("DHCPACK(br0) {ip} ")),
-            "no DHCPACK of {ip}:\n{log}"
-        );
-    }
-    let leased = dnsmasq.leased();
-    assert!(
-        leased.contains(&ip2) && leased.contains(&ip3),
-        "leases {leased:?}"
-    );
+    dnsmasq.wait_until("an ACK logged and a lease for each pod", |d| {
+        let log = d.log();
+        let leased = d.leased();
+        ips.iter()
+            .all(|ip| log.contains(&format!("DHCPACK(br0) {ip} ")))
+            && leased.contains(&ip2)
+            && leased.contains(&ip3)
+    });
 
     for host in &mut hosts {
         host.finish();
     }
-    wait_for("the leases to be released", Duration::from_secs(10), || {
-        dnsmasq.leased().is_empty().then_some(())
+    dnsmasq.wait_until("a release logged for each pod and no lease left", |d| {
+        let log = d.log();
+        d.leased().is_empty()
+            && ips
+                .iter()
+                .all(|ip| log.contains(&format!("DHCPRELEASE(br0) {ip} ")))
     });
-    let log = dnsmasq.log();
-    for ip in &ips {
-        assert!(
-            log.contains(&format!("DHCPRELEASE(br0) {ip} ")),
-            "no DHCPRELEASE of {ip}:\n{log}"
-        );
-    }
 }
 
 #[test]

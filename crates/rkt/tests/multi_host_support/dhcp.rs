@@ -88,6 +88,22 @@ impl Dnsmasq {
         log + &output
     }
 
+    /// Polls (every 20 ms, at most 10 s) until `done` holds for the server's state; dnsmasq
+    /// writes its log and lease file a little after it answers, so tests wait for them. On
+    /// timeout, panics showing `what` and the log.
+    pub fn wait_until(&self, what: &str, done: impl Fn(&Dnsmasq) -> bool) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !done(self) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "dnsmasq: gave up waiting for {what}; leases {:?}, log:\n{}",
+                self.leased(),
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// The addresses in the lease file now (`<expiry> <mac> <ip> <hostname> <client id>`
     /// lines).
     pub fn leased(&self) -> Vec<Ipv4Addr> {
