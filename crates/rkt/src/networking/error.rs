@@ -107,7 +107,8 @@ pub enum NetError {
     /// ADD failed for `net`; everything set up before it (and `net` itself) was torn down,
     /// except what `cleanup` lists.
     #[error(
-        "cannot set up network {net:?} (plugin {plugin:?}): {source}{}",
+        "cannot set up network {net:?} (plugin {plugin:?}): {source}{}{}",
+        dhcp_daemon_hint(source),
         cleanup_suffix(cleanup)
     )]
     Add {
@@ -140,10 +141,88 @@ fn join_failures(failures: &[NetFailure]) -> String {
         .join("; ")
 }
 
+/// The CNI `dhcp` plugin's default daemon socket.
+const DHCP_DEFAULT_SOCKET: &str = "/run/cni/dhcp.sock";
+
+/// When a plugin failed because the CNI `dhcp` daemon cannot be reached (the `dhcp` IPAM
+/// plugin only says "error dialing DHCP daemon: dial unix <socket>: ..."), says so and how to
+/// start the daemon on that socket.
+fn dhcp_daemon_hint(source: &cni::error::Error) -> String {
+    let text = source.to_string();
+    let Some((_, rest)) = text.split_once("error dialing DHCP daemon: dial unix ") else {
+        return String::new();
+    };
+    let socket = rest.split(": ").next().unwrap_or(DHCP_DEFAULT_SOCKET);
+    let option = if socket == DHCP_DEFAULT_SOCKET {
+        String::new()
+    } else {
+        format!(" -socketpath {socket}")
+    };
+    format!(
+        "; the CNI dhcp daemon is not running (or not listening on {socket}): start it on this \
+         host before rkt run with `dhcp daemon{option}`, the dhcp plugin binary from the \
+         plugin directories (such as /usr/lib/cni/dhcp), and keep it running"
+    )
+}
+
 fn cleanup_suffix(cleanup: &[NetFailure]) -> String {
     if cleanup.is_empty() {
         String::new()
     } else {
         format!(" (and cleaning up failed too: {})", join_failures(cleanup))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plugin_error(msg: &str) -> Box<cni::error::Error> {
+        Box::new(cni::error::Error::Plugin {
+            network: "lan".into(),
+            plugin: "macvlan".into(),
+            command: "ADD",
+            code: 999,
+            msg: msg.into(),
+            details: String::new(),
+        })
+    }
+
+    fn add_failure(msg: &str) -> String {
+        NetError::Add {
+            net: "lan".into(),
+            plugin: "macvlan".into(),
+            source: plugin_error(msg),
+            cleanup: Vec::new(),
+        }
+        .to_string()
+    }
+
+    #[test]
+    fn an_unreachable_dhcp_daemon_gets_how_to_start_it_on_its_socket() {
+        let text = add_failure(
+            "error dialing DHCP daemon: dial unix /srv/dhcp.sock: connect: no such file or directory",
+        );
+        assert!(
+            text.contains("the CNI dhcp daemon is not running"),
+            "{text}"
+        );
+        assert!(
+            text.contains("`dhcp daemon -socketpath /srv/dhcp.sock`"),
+            "{text}"
+        );
+        let default = add_failure(
+            "error dialing DHCP daemon: dial unix /run/cni/dhcp.sock: connect: connection refused",
+        );
+        assert!(
+            default.contains("with `dhcp daemon`, the dhcp plugin"),
+            "{default}"
+        );
+    }
+
+    #[test]
+    fn other_plugin_failures_get_no_dhcp_hint() {
+        let text = add_failure("failed to find master interface");
+        assert!(!text.contains("dhcp daemon"), "{text}");
     }
 }

@@ -58,6 +58,12 @@ impl Rkt {
         self
     }
 
+    /// The underlying command, for what this builder does not cover (a `pre_exec` that
+    /// enters a namespace, say).
+    pub fn command_mut(&mut self) -> &mut Command {
+        &mut self.command
+    }
+
     /// Runs the command to completion and captures its output.
     pub fn run(mut self) -> Outcome {
         let output = self
