@@ -11,9 +11,13 @@
 //! The command line (`src/cli/`, part of the `rkt` binary) is a thin layer on top.
 
 pub mod config;
+pub mod etc_files;
+pub mod firewall;
 pub mod fsutil;
+pub mod net_inspect;
 pub mod netns;
 pub mod networking;
 pub mod pod;
+pub mod podstore;
 pub mod security;
 pub mod stage;

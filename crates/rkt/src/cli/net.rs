@@ -11,7 +11,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use rkt::config::EffectiveDirs;
-use rkt::networking::inspect::{self, Listing, NetworkStatus};
+use rkt::net_inspect::{self as inspect, Listing, NetworkStatus};
 use rkt::networking::{self, PodNet};
 use rkt::pod::{PodStatus, State};
 

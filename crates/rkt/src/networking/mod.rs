@@ -16,13 +16,9 @@
 //! the pod's UUID, directory and network namespace.
 
 pub mod builtin;
-pub mod dns;
-pub mod inspect;
 pub mod plan;
-pub mod ports;
 pub mod record;
 pub mod selection;
-pub mod sweep;
 
 mod error;
 mod runtime;
@@ -31,12 +27,14 @@ mod teardown;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
+use crate::etc_files as dns;
+use crate::firewall::ports;
 use crate::security;
 
-pub use dns::{DnsError, DnsOptions, HostsOptions};
+pub use crate::etc_files::{DnsError, DnsOptions, HostsOptions};
+pub use crate::firewall::ports::{PortError, PortMapping};
 pub use error::{NetError, NetFailure};
 pub use plan::PlannedNet;
-pub use ports::{PortError, PortMapping};
 pub use record::{NetInfo, RecordError};
 pub use selection::{NetRequest, NetSelection, SelectionError};
 pub use teardown::{check, needs_sweep, teardown, CheckReport};

@@ -9,8 +9,8 @@ use cni::error::Error;
 use cni::result::CniResult;
 use serde_json::{Map, Value};
 
-use super::dns::ResolvConf;
 use super::prefix_to_mask;
+use crate::etc_files::ResolvConf;
 
 /// libcni's cache directory, for records written without one.
 pub const DEFAULT_CACHE_DIR: &str = "/var/lib/cni";

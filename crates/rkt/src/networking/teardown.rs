@@ -9,7 +9,8 @@ use cni::conf::NetworkConfigList;
 
 use super::error::{NetError, NetFailure};
 use super::record::{self, NetInfo};
-use super::{plan, ports, runtime, sweep, PodNet};
+use super::{plan, runtime, PodNet};
+use crate::firewall::{ports, sweep};
 
 /// Tears down every network recorded for the pod, in reverse order, each with its recorded
 /// configuration copy, plugin path and cache directory. Every network is tried; failures are

@@ -28,7 +28,7 @@ pub const STATE_FILE: &str = "state.json";
 pub enum State {
     /// Created by `rkt prepare`, waiting for `rkt run-prepared`.
     Prepared,
-    /// A runner owns it (or owned it and died: see [`super::PodStatus`]).
+    /// A runner owns it (or owned it and died: see [`crate::pod::PodStatus`]).
     Running,
     /// The app exited and everything the pod set up is gone.
     Exited,

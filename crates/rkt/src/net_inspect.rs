@@ -12,8 +12,8 @@ use cni::api::CniConfig;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::plan::{self, PlannedNet};
-use super::NetError;
+use crate::networking::plan::{self, PlannedNet};
+use crate::networking::NetError;
 
 /// One plugin of a network, as it would be run.
 #[derive(Debug, Clone, Serialize)]

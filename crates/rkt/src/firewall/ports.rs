@@ -22,7 +22,7 @@ use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::record;
+use crate::networking::record;
 
 /// The CNI capability that carries port mappings.
 pub const CAPABILITY: &str = "portMappings";
@@ -270,7 +270,7 @@ pub fn check_taken(
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().to_str()?.to_string();
-            (name != own_uuid && crate::pod::store::is_uuid(&name)).then(|| (name, e.path()))
+            (name != own_uuid && crate::podstore::store::is_uuid(&name)).then(|| (name, e.path()))
         })
         .collect();
     dirs.sort();
@@ -285,7 +285,7 @@ pub fn check_taken(
         else {
             continue;
         };
-        let running = crate::pod::PodLock::is_held(&dir).unwrap_or(true);
+        let running = crate::podstore::PodLock::is_held(&dir).unwrap_or(true);
         return Err(PortError::Taken {
             port: mine.host_side(),
             uuid,
