@@ -250,7 +250,7 @@ fn status(global: &GlobalArgs, args: &NetStatusArgs) -> anyhow::Result<ExitCode>
     let dirs = global.effective_dirs(&args.net)?;
     if !rkt::security::insecure_net_plugins(&args.net.insecure_options)? {
         let every = rkt::networking::NetSelection::parse(&["all".to_string()])?;
-        rkt::security::check_net_setup(&every, &dirs.net_conf.value, &dirs.plugin_path())?;
+        rkt::networking::check_ownership(&every, &dirs.net_conf.value, &dirs.plugin_path())?;
     }
     let nets: Vec<NetworkStatus> = inspect::status(
         &dirs.net_conf.value,

@@ -74,15 +74,57 @@ pub struct NetOptions {
 pub fn preflight(opts: &NetOptions) -> Result<Vec<PlannedNet>, NetError> {
     opts.dns.validate()?;
     opts.hosts.validate()?;
-    let check = opts.check_ownership && security::applies(&opts.selection);
-    if check {
-        security::check_dirs(&opts.conf_dir, &opts.plugin_path)?;
-    }
-    let planned = plan::plan(&opts.selection, &opts.conf_dir)?;
-    if check {
-        security::check_planned(&planned, &opts.conf_dir, &opts.plugin_path)?;
-    }
+    let planned = plan_checked(
+        &opts.selection,
+        &opts.conf_dir,
+        &opts.plugin_path,
+        opts.check_ownership,
+    )?;
     check_ports_possible(opts, &planned)?;
+    Ok(planned)
+}
+
+/// The ownership checks of [`preflight`] on their own, for the networks `selection` names
+/// (`rkt net status` runs their plugins as root too). Networks that cannot be planned are
+/// left to the command, which reports them.
+pub fn check_ownership(
+    selection: &NetSelection,
+    conf_dir: &Path,
+    plugin_path: &[PathBuf],
+) -> Result<(), NetError> {
+    match plan_checked(selection, conf_dir, plugin_path, true) {
+        Err(NetError::Untrusted(e)) => Err(NetError::Untrusted(e)),
+        _ => Ok(()),
+    }
+}
+
+/// Plans the networks of `selection` and, when `check` and the checks apply
+/// ([`security::applies`]), refuses what a user other than root could change: the
+/// directories first, then each planned network's file and plugin binaries. Networks or
+/// plugins that cannot be found are left to setup, which reports them.
+fn plan_checked(
+    selection: &NetSelection,
+    conf_dir: &Path,
+    plugin_path: &[PathBuf],
+    check: bool,
+) -> Result<Vec<PlannedNet>, NetError> {
+    let check = check && !selection.is_host() && !selection.is_none() && security::applies();
+    if check {
+        security::check_dirs(conf_dir, plugin_path)?;
+    }
+    let planned = plan::plan(selection, conf_dir)?;
+    if check {
+        for net in &planned {
+            if !net.builtin {
+                security::check_conf_file(&conf_dir.join(&net.file_name))?;
+            }
+            for plugin in &net.list.plugins {
+                if let Ok(binary) = cni::invoke::find_in_path(&plugin.plugin_type, plugin_path) {
+                    security::check_plugin(&binary)?;
+                }
+            }
+        }
+    }
     Ok(planned)
 }
 
@@ -178,7 +220,9 @@ pub fn setup_planned(
             let ports_lock = match (opts.ports.is_empty(), pod.pod_dir.parent()) {
                 (false, Some(pods_dir)) => {
                     let lock = ports::PortsLock::acquire(pods_dir)?;
-                    ports::check_taken(pods_dir, pod.uuid, &opts.ports)?;
+                    ports::check_taken(pods_dir, pod.uuid, &opts.ports, |dir| {
+                        Some(record::forwarded_ports(&record::load(dir).ok()?))
+                    })?;
                     Some(lock)
                 }
                 _ => None,

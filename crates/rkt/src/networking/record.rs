@@ -19,7 +19,9 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::firewall::ports::{self, PortMapping};
 use crate::fsutil::Durability;
+use crate::podstore::state::NetSummary;
 
 /// The record's file name inside the pod directory.
 pub const FILE: &str = "net-info.json";
@@ -132,6 +134,27 @@ pub fn summary(nets: &[NetInfo]) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The ports the recorded networks forward (their `portMappings` capability arguments),
+/// each once, in record order.
+pub fn forwarded_ports(nets: &[NetInfo]) -> Vec<PortMapping> {
+    ports::recorded(nets.iter().map(|n| &n.capability_args))
+}
+
+/// What the pod's state keeps of a network for `status` and `list` once its record is gone.
+impl From<&NetInfo> for NetSummary {
+    fn from(n: &NetInfo) -> Self {
+        NetSummary {
+            net_name: n.net_name.clone(),
+            net_conf: n.net_conf.clone(),
+            plugin_path: n.plugin_path.clone(),
+            if_name: n.if_name.clone(),
+            ip: n.ip,
+            args: n.args.clone(),
+            mask: n.mask,
+        }
+    }
 }
 
 /// `<pod>/net-info.json`.

@@ -42,7 +42,7 @@ impl PodStatus {
             record.state
         };
         let live = networking::load_record(&pod.dir).unwrap_or_default();
-        let ports = crate::firewall::ports::recorded(&live);
+        let ports = networking::record::forwarded_ports(&live);
         let networks = if live.is_empty() {
             record.networks.clone()
         } else {

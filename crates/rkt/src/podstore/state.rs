@@ -17,7 +17,6 @@ use serde::{Deserialize, Serialize};
 use super::time::Timestamp;
 use super::PodError;
 use crate::fsutil::Durability;
-use crate::networking::NetInfo;
 
 /// The file name of the state record inside a pod directory.
 pub const STATE_FILE: &str = "state.json";
@@ -95,20 +94,6 @@ pub struct NetSummary {
     pub ip: Option<IpAddr>,
     pub args: String,
     pub mask: Option<IpAddr>,
-}
-
-impl From<&NetInfo> for NetSummary {
-    fn from(n: &NetInfo) -> Self {
-        NetSummary {
-            net_name: n.net_name.clone(),
-            net_conf: n.net_conf.clone(),
-            plugin_path: n.plugin_path.clone(),
-            if_name: n.if_name.clone(),
-            ip: n.ip,
-            args: n.args.clone(),
-            mask: n.mask,
-        }
-    }
 }
 
 impl NetSummary {
