@@ -248,14 +248,17 @@ fn check(global: &GlobalArgs, args: &NetCheckArgs) -> anyhow::Result<ExitCode> {
 
 fn status(global: &GlobalArgs, args: &NetStatusArgs) -> anyhow::Result<ExitCode> {
     let dirs = global.effective_dirs(&args.net)?;
+    let mut checked = Vec::new();
     if !rkt::security::insecure_net_plugins(&args.net.insecure_options)? {
         let every = rkt::networking::NetSelection::parse(&["all".to_string()])?;
-        rkt::networking::check_ownership(&every, &dirs.net_conf.value, &dirs.plugin_path())?;
+        checked =
+            rkt::networking::check_ownership(&every, &dirs.net_conf.value, &dirs.plugin_path())?;
     }
     let nets: Vec<NetworkStatus> = inspect::status(
         &dirs.net_conf.value,
         &dirs.plugin_path(),
         &dirs.cni_cache_dir(),
+        &checked,
     )?;
     let ok = nets.iter().all(|n| n.ready);
     match args.format {

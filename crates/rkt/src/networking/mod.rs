@@ -85,42 +85,53 @@ pub fn preflight(opts: &NetOptions) -> Result<Vec<PlannedNet>, NetError> {
 }
 
 /// The ownership checks of [`preflight`] on their own, for the networks `selection` names
-/// (`rkt net status` runs their plugins as root too). Networks that cannot be planned are
-/// left to the command, which reports them.
+/// (`rkt net status` runs their plugins as root too). Returns the networks checked, with
+/// the plugin binaries that were examined and are to be run; none when the checks do not
+/// apply, or when the networks cannot be planned (left to the command, which reports it).
 pub fn check_ownership(
     selection: &NetSelection,
     conf_dir: &Path,
     plugin_path: &[PathBuf],
-) -> Result<(), NetError> {
+) -> Result<Vec<PlannedNet>, NetError> {
+    if !checks_apply(selection, true) {
+        return Ok(Vec::new());
+    }
     match plan_checked(selection, conf_dir, plugin_path, true) {
         Err(NetError::Untrusted(e)) => Err(NetError::Untrusted(e)),
-        _ => Ok(()),
+        Err(_) => Ok(Vec::new()),
+        Ok(planned) => Ok(planned),
     }
 }
 
-/// Plans the networks of `selection` and, when `check` and the checks apply
-/// ([`security::applies`]), refuses what a user other than root could change: the
-/// directories first, then each planned network's file and plugin binaries. Networks or
-/// plugins that cannot be found are left to setup, which reports them.
+/// Whether the ownership checks apply: asked for, to networks a pod would set up, and as
+/// root ([`security::applies`]).
+fn checks_apply(selection: &NetSelection, wanted: bool) -> bool {
+    wanted && !selection.is_host() && !selection.is_none() && security::applies()
+}
+
+/// Plans the networks of `selection`, resolving each plugin once, and, when `check` and
+/// the checks apply, refuses what a user other than root could change: the directories
+/// first, then each planned network's file and the plugin binaries it resolved to.
+/// Networks or plugins that cannot be found are left to setup, which reports them.
 fn plan_checked(
     selection: &NetSelection,
     conf_dir: &Path,
     plugin_path: &[PathBuf],
     check: bool,
 ) -> Result<Vec<PlannedNet>, NetError> {
-    let check = check && !selection.is_host() && !selection.is_none() && security::applies();
+    let check = checks_apply(selection, check);
     if check {
         security::check_dirs(conf_dir, plugin_path)?;
     }
-    let planned = plan::plan(selection, conf_dir)?;
+    let planned = plan::plan(selection, conf_dir, plugin_path)?;
     if check {
         for net in &planned {
             if !net.builtin {
                 security::check_conf_file(&conf_dir.join(&net.file_name))?;
             }
             for plugin in &net.list.plugins {
-                if let Ok(binary) = cni::invoke::find_in_path(&plugin.plugin_type, plugin_path) {
-                    security::check_plugin(&binary)?;
+                if let Some(binary) = net.binaries.get(&plugin.plugin_type) {
+                    security::check_plugin(binary)?;
                 }
             }
         }
@@ -181,7 +192,8 @@ pub struct PodNet<'a> {
 ///
 /// Returns the recorded networks (empty for `host` and `none`).
 pub fn setup(pod: &PodNet, opts: &NetOptions) -> Result<Vec<NetInfo>, NetError> {
-    setup_planned(pod, opts, plan::plan(&opts.selection, &opts.conf_dir)?)
+    let planned = plan::plan(&opts.selection, &opts.conf_dir, &opts.plugin_path)?;
+    setup_planned(pod, opts, planned)
 }
 
 /// [`setup`] with the networks [`preflight`] planned for the same options, so that the
@@ -258,7 +270,7 @@ fn add_all(
         entries.push(NetInfo {
             net_name: net.list.name.clone(),
             net_conf,
-            plugin_path: main_plugin_path(net, &opts.plugin_path),
+            plugin_path: main_plugin_path(net),
             if_name: if_name.clone(),
             ip: None,
             args: net.args.clone(),
@@ -289,7 +301,7 @@ fn add_all(
             plugin_dirs: &opts.plugin_path,
             cache_dir: &opts.cache_dir,
         };
-        match runtime::add(&net.list, &rt) {
+        match runtime::add(&net.list, &net.binaries, &rt) {
             Ok(added) => {
                 let entry = &mut entries[i];
                 entry.ip = added.ip;
@@ -330,13 +342,13 @@ fn abort(pod: &PodNet, entries: Vec<NetInfo>, error: NetError) -> NetError {
     }
 }
 
-/// The binary the network's first plugin resolves to, or its type when it is not found
+/// The binary the network's first plugin resolved to, or its type when it was not found
 /// (the ADD will then fail with the full search path).
-fn main_plugin_path(net: &PlannedNet, dirs: &[PathBuf]) -> String {
+fn main_plugin_path(net: &PlannedNet) -> String {
     let ty = net.main_plugin_type();
-    match cni::invoke::find_in_path(ty, dirs) {
-        Ok(p) => p.display().to_string(),
-        Err(_) => ty.to_string(),
+    match net.binaries.get(ty) {
+        Some(p) => p.display().to_string(),
+        None => ty.to_string(),
     }
 }
 

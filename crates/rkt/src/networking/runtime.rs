@@ -1,6 +1,7 @@
 //! The calls into the CNI library for one pod attachment: ADD and DEL of a network list,
 //! and what the pod keeps from a result (address, netmask, DNS).
 
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
@@ -91,9 +92,16 @@ fn cni_config(att: &Attachment) -> cni::api::CniConfig {
         .with_timeout(timeout)
 }
 
-/// ADDs `list` for the attachment.
-pub fn add(list: &NetworkConfigList, att: &Attachment) -> Result<Added, Box<Error>> {
-    let result = cni_config(att).add_network_list(list, &runtime_conf(att))?;
+/// ADDs `list` for the attachment, running its plugins from `binaries` (as planning
+/// resolved them) and no others.
+pub fn add(
+    list: &NetworkConfigList,
+    binaries: &BTreeMap<String, PathBuf>,
+    att: &Attachment,
+) -> Result<Added, Box<Error>> {
+    let result = cni_config(att)
+        .with_plugin_binaries(binaries.clone())
+        .add_network_list(list, &runtime_conf(att))?;
     Ok(added(&result))
 }
 
