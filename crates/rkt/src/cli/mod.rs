@@ -88,6 +88,11 @@ pub struct GlobalArgs {
     /// Print debugging information and configuration warnings to stderr.
     #[arg(long, global = true)]
     pub debug: bool,
+
+    /// Each plugin call's limit, `$RKT_NET_PLUGIN_TIMEOUT`: read once, before any command
+    /// runs, and handed to the library in the options of what runs plugins.
+    #[arg(skip = cni::api::DEFAULT_TIMEOUT)]
+    pub plugin_timeout: std::time::Duration,
 }
 
 /// Where to read network configurations and find CNI plugins; flattened into the commands
@@ -253,8 +258,10 @@ fn describe(err: &anyhow::Error) -> String {
 }
 
 fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
-    let global = &cli.global;
-    rkt::security::plugin_timeout()?;
+    let global = &GlobalArgs {
+        plugin_timeout: rkt::security::plugin_timeout()?,
+        ..cli.global.clone()
+    };
     match &cli.command {
         Command::Config(args) => config::run(global, args),
         Command::Version(args) => version::run(global, args),

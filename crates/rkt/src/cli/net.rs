@@ -208,6 +208,7 @@ fn check(global: &GlobalArgs, args: &NetCheckArgs) -> anyhow::Result<ExitCode> {
         uuid: &pod.uuid,
         pod_dir: &pod.dir,
         netns: netns.as_deref(),
+        plugin_timeout: global.plugin_timeout,
     })?;
     let ok = reports.iter().all(|r| r.result.is_ok());
     match args.format {

@@ -186,6 +186,7 @@ impl PodNetArgs {
             },
             exe: PathBuf::from("/proc/self/exe"),
             uuid_file_save,
+            plugin_timeout: global.plugin_timeout,
         })
     }
 }

@@ -26,6 +26,7 @@ mod teardown;
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::etc_files as dns;
 use crate::firewall::ports;
@@ -177,6 +178,9 @@ pub struct PodNet<'a> {
     /// The pod's network namespace (`None` with `--net=host`, or when it is already gone at
     /// teardown).
     pub netns: Option<&'a Path>,
+    /// How long each plugin call may take (`$RKT_NET_PLUGIN_TIMEOUT`, which the command
+    /// line reads once: [`crate::security::plugin_timeout`]).
+    pub plugin_timeout: Duration,
 }
 
 /// Sets up the pod's networks as `opts` says and writes its resolv.conf and hosts files.
@@ -300,6 +304,7 @@ fn add_all(
             capability_args: &entries[i].capability_args,
             plugin_dirs: &opts.plugin_path,
             cache_dir: &opts.cache_dir,
+            timeout: pod.plugin_timeout,
         };
         match runtime::add(&net.list, &net.binaries, &rt) {
             Ok(added) => {

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use cni::conf::NetworkConfigList;
 use cni::error::Error;
@@ -33,6 +34,8 @@ pub struct Attachment<'a> {
     pub plugin_dirs: &'a [PathBuf],
     /// The CNI cache directory.
     pub cache_dir: &'a Path,
+    /// The limit for each plugin call.
+    pub timeout: Duration,
 }
 
 impl<'a> Attachment<'a> {
@@ -42,6 +45,7 @@ impl<'a> Attachment<'a> {
         netns: Option<&'a Path>,
         entry: &'a super::NetInfo,
         cache_dir: &'a Path,
+        timeout: Duration,
     ) -> Attachment<'a> {
         Attachment {
             uuid,
@@ -51,6 +55,7 @@ impl<'a> Attachment<'a> {
             capability_args: &entry.capability_args,
             plugin_dirs: &entry.plugin_dirs,
             cache_dir,
+            timeout,
         }
     }
 }
@@ -86,10 +91,8 @@ fn runtime_conf(att: &Attachment) -> cni::api::RuntimeConf {
 }
 
 fn cni_config(att: &Attachment) -> cni::api::CniConfig {
-    // The CLI rejects an invalid $RKT_NET_PLUGIN_TIMEOUT before any pod work.
-    let timeout = crate::security::plugin_timeout().unwrap_or(cni::api::DEFAULT_TIMEOUT);
     cni::api::CniConfig::new(att.plugin_dirs.to_vec(), att.cache_dir.to_path_buf())
-        .with_timeout(timeout)
+        .with_timeout(att.timeout)
 }
 
 /// ADDs `list` for the attachment, running its plugins from `binaries` (as planning

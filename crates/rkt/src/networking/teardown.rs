@@ -118,7 +118,7 @@ fn teardown_one(
             .retain(|p| cni::invoke::find_in_path(&p.plugin_type, &entry.plugin_dirs).is_ok());
     }
     let cache_dir = cache_dir_of(entry);
-    let rt = runtime::Attachment::recorded(pod.uuid, netns, entry, &cache_dir);
+    let rt = runtime::Attachment::recorded(pod.uuid, netns, entry, &cache_dir, pod.plugin_timeout);
     let mut missing = Vec::new();
     while !list.plugins.is_empty() {
         let Err(source) = runtime::del(&list, &rt) else {
@@ -258,7 +258,7 @@ pub fn check(pod: &PodNet) -> Result<Vec<CheckReport>, NetError> {
         .map(|entry| {
             let mut note = None;
             let result = saved_list(pod.pod_dir, entry)
-                .and_then(|list| check_one(pod.uuid, netns, entry, list, &mut note));
+                .and_then(|list| check_one(pod, netns, entry, list, &mut note));
             CheckReport {
                 net_name: entry.net_name.clone(),
                 if_name: entry.if_name.clone(),
@@ -275,14 +275,15 @@ pub fn check(pod: &PodNet) -> Result<Vec<CheckReport>, NetError> {
 /// (containernetworking/plugins#819); for such a pod that failure is noted in `note`, and
 /// the plugins after portmap are still checked.
 fn check_one(
-    uuid: &str,
+    pod: &PodNet,
     netns: &Path,
     entry: &NetInfo,
     mut list: NetworkConfigList,
     note: &mut Option<String>,
 ) -> Result<(), NetFailure> {
     let cache_dir = cache_dir_of(entry);
-    let rt = runtime::Attachment::recorded(uuid, Some(netns), entry, &cache_dir);
+    let rt =
+        runtime::Attachment::recorded(pod.uuid, Some(netns), entry, &cache_dir, pod.plugin_timeout);
     loop {
         let Err(source) = runtime::check(&list, &rt) else {
             return Ok(());

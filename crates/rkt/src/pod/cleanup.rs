@@ -4,6 +4,7 @@
 //! tried; all failures are returned together. Releasing twice is fine.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
@@ -27,13 +28,20 @@ pub enum CleanupError {
 }
 
 /// Tears down the networks recorded in `pod_dir`, then deletes the namespace at `netns`
-/// (when a teardown failed, the interfaces in it first).
-pub fn release(uuid: &str, pod_dir: &Path, netns: Option<&Path>) -> Vec<CleanupError> {
+/// (when a teardown failed, the interfaces in it first). Each plugin call may take
+/// `plugin_timeout`.
+pub fn release(
+    uuid: &str,
+    pod_dir: &Path,
+    netns: Option<&Path>,
+    plugin_timeout: Duration,
+) -> Vec<CleanupError> {
     let mut errors = Vec::new();
     let pod = PodNet {
         uuid,
         pod_dir,
         netns,
+        plugin_timeout,
     };
     if let Err(source) = networking::teardown(&pod) {
         errors.push(CleanupError::Network {
@@ -61,11 +69,11 @@ pub fn release(uuid: &str, pod_dir: &Path, netns: Option<&Path>) -> Vec<CleanupE
 /// (its runner is gone; normally the init dies with it), it is killed first, which ends the
 /// whole pod. The recorded PID is trusted only if that process is still in the pod's network
 /// namespace (same nsfs inode), so a reused PID is never signalled.
-pub fn release_pod(pod: &Pod, state: &PodState) -> Vec<CleanupError> {
+pub fn release_pod(pod: &Pod, state: &PodState, plugin_timeout: Duration) -> Vec<CleanupError> {
     if let (Some(pid), Some(netns)) = (state.pid, state.netns.as_deref()) {
         kill_stray_init(pid, netns);
     }
-    release(&pod.uuid, &pod.dir, state.netns.as_deref())
+    release(&pod.uuid, &pod.dir, state.netns.as_deref(), plugin_timeout)
 }
 
 fn kill_stray_init(pid: i32, netns: &Path) {
