@@ -4,6 +4,12 @@
 //! nothing by hand and calls into the `rkt` library, which owns the behaviour.
 //!
 //! To add a command: a module here, a variant in [`Command`], an arm in [`dispatch`].
+//! Commands print with `println!`/`print!`, which are [`output`]'s: a closed stdout
+//! (`rkt list | head -1`) ends rkt quietly instead of with a panic.
+
+// First, so that its `println!` and `print!` are the ones of every command.
+#[macro_use]
+mod output;
 
 mod config;
 mod enter;
