@@ -167,6 +167,7 @@ mod tests {
             ip: Some("172.16.28.5".parse().unwrap()),
             args: String::new(),
             mask: Some("255.255.255.0".parse().unwrap()),
+            ips: Vec::new(),
         }];
         let (pod, lock) = store.create(app, &st).unwrap();
         drop(lock);
