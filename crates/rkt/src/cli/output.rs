@@ -28,14 +28,26 @@ macro_rules! print {
     };
 }
 
-/// Writes `args` to stdout. A broken pipe ends the process by SIGPIPE (see the module
-/// docs); any other failure panics, as std's macros do.
+/// Writes `args` to stdout (what the macros call). A broken pipe ends the process by
+/// SIGPIPE (see the module docs); any other failure panics, as std's macros do.
 pub fn write(args: fmt::Arguments) {
     let mut out = std::io::stdout().lock();
     match out.write_fmt(args) {
         Ok(()) => {}
         Err(e) if e.kind() == ErrorKind::BrokenPipe => die_of_sigpipe(),
         Err(e) => panic!("failed printing to stdout: {e}"),
+    }
+}
+
+/// Writes `text` to stdout and flushes it, for a command that builds its output first;
+/// a broken pipe ends the process as [`write`] does, any other failure is returned.
+#[allow(dead_code)] // For commands that print a whole text at once.
+pub fn print(text: &str) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == ErrorKind::BrokenPipe => die_of_sigpipe(),
+        other => other.context("cannot write to stdout"),
     }
 }
 
