@@ -5,6 +5,9 @@
 //!
 //! A network is *usable* when its version negotiates and every plugin (and IPAM plugin) is
 //! found in the search path and, asked with VERSION, supports that version.
+//!
+//! Takes from [`crate::networking`] (the candidates and plans); nothing takes from it but
+//! the command line. May not touch: pods or their records; it never sets a network up.
 
 use std::path::{Path, PathBuf};
 

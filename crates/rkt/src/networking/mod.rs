@@ -1,19 +1,23 @@
-//! Pod networking: which networks a pod joins (`--net`), setting them up with CNI plugins,
-//! recording what was done, tearing it down again, and the pod's resolv.conf and hosts.
+//! CNI orchestration for one pod: which networks it joins (`--net`), planning them (each
+//! plugin resolved to its binary once), the ownership checks of what will run, setting them
+//! up with the CNI library, recording what was done, tearing it down again and checking it.
 //!
 //! - [`selection`]: the `--net` parser.
 //! - [`builtin`]: the built-in `default` and `default-restricted` networks.
-//! - [`plan`]: turning a selection into the ordered list of configurations to set up.
+//! - [`plan`]: turning a selection into the ordered list of configurations to set up, with
+//!   the binary each plugin resolves to.
 //! - [`record`]: `<pod>/net-info.json` and the configuration copies teardown uses.
-//! - [`dns`]: `--dns*` / `--hosts-entry` and the pod's `/etc/resolv.conf` and `/etc/hosts`.
-//! - [`sweep`]: firewall rules a plugin's DEL left behind for the pod.
-//! - [`ports`]: `--port` and the `portMappings` capability argument.
-//! - [`inspect`]: the networks in effect and their plugins, for `rkt net list|status`.
 //! - `teardown.rs`: teardown and check from the record; `runtime.rs`: the calls into the CNI
 //!   library; `error.rs`: [`NetError`] and [`NetFailure`].
 //!
-//! [`setup`], [`teardown`] and [`check`] are the operations; the pod code calls them with
-//! the pod's UUID, directory and network namespace.
+//! [`preflight`], [`setup`], [`teardown`] and [`check`] are the operations; the pod's life
+//! cycle calls them with the pod's UUID, directory and network namespace ([`PodNet`]).
+//!
+//! Takes from: [`crate::etc_files`] (it writes the pod's resolv.conf and hosts from the
+//! results), [`crate::firewall`] (the sweep after DEL, port forwarding), [`crate::security`]
+//! (given the files and binaries it planned), [`crate::podstore`], [`crate::fsutil`]. May
+//! not touch: the pod's life cycle, its state record or the stage; the pod tells it what
+//! to do and keeps what it returns.
 
 pub mod builtin;
 pub mod plan;

@@ -1,11 +1,12 @@
-//! Pods on disk: the store under `<data>/pods/<uuid>/`, manifests, states, locks, and the
-//! operations that move a pod through its life (run, gc, rm, stop).
+//! A pod's life: the operations that move a pod through it ([`run`], [`control`]'s stop,
+//! [`gc`] and rm, [`cleanup`]'s release of what a pod holds) and the view `status` and
+//! `list` show ([`status`]).
 //!
-//! A pod directory holds:
-//! - `pod.json`: the [`PodManifest`] (the app), written once;
-//! - `state.json`: the [`PodState`] (state, times, init PID, exit status, netns path),
-//!   replaced atomically by the holder of the pod's exclusive lock;
-//! - what networking records (`net-info.json`, `net/`, `etc/resolv.conf`, `etc/hosts`).
+//! Owns: the order of a pod's steps (record, namespace, networks, stage, teardown) and who
+//! releases what when one fails. Takes from: [`crate::podstore`] (the records on disk,
+//! re-exported here as the pod's API), [`crate::networking`], [`crate::netns`],
+//! [`crate::stage`]. May not be taken from by any of them: nothing below calls back up
+//! into a pod's life cycle.
 //!
 //! Locking (see [`lock`]): the runner holds an exclusive `flock` on the pod directory for the
 //! pod's whole life. A pod recorded as `running` whose lock is free has lost its runner

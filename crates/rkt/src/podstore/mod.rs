@@ -1,6 +1,9 @@
 //! The pod store: pods on disk under `<data>/pods/<uuid>/`, their manifests, state records,
-//! locks and timestamps. It knows nothing of networks, namespaces or processes; the pod's
-//! life cycle ([`crate::pod`]), the stage and networking all build on it.
+//! locks and timestamps. The pod's life cycle ([`crate::pod`]), the stage (which reads the
+//! manifest) and networking (whose port check looks at other pods) all build on it.
+//!
+//! May not touch: networks, plugins, processes or the stage. It takes only
+//! [`crate::fsutil`] and the namespace path naming of [`crate::netns`].
 //!
 //! A pod directory holds:
 //! - `pod.json`: the [`PodManifest`] (the app), written once;
