@@ -1,6 +1,6 @@
 //! `rkt net list|check|status`: the networks in effect and their plugins, CNI CHECK of a
 //! running pod's networks, and CNI STATUS of the networks in effect. The examining is
-//! done by [`rkt::networking::inspect`] and [`rkt::networking::check`]; this module
+//! done by [`rkt::net_inspect`] and [`rkt::networking::check`]; this module
 //! renders it. Each exits with [`PROBLEM`] when the answer is "something cannot be used".
 
 use std::path::PathBuf;
