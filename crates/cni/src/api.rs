@@ -24,11 +24,12 @@
 //! * No two operations on the same container at once, and GC exclusive of ADD and DEL; this
 //!   library does not lock, the runtime does.
 //!
-//! Plugins are run through an [`Exec`] ([`RawExec`] unless [`CniConfig::with_exec`] says
-//! otherwise), each call bounded by [`CniConfig::timeout`] ([`DEFAULT_TIMEOUT`] unless
+//! Plugins are found in [`CniConfig::path`] (or given, already resolved:
+//! [`CniConfig::with_plugin_binaries`]) and run through an [`Exec`] ([`RawExec`] unless
+//! [`CniConfig::with_exec`] says otherwise), each call bounded by [`CniConfig::timeout`] ([`DEFAULT_TIMEOUT`] unless
 //! changed).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,7 +39,7 @@ use serde_json::{json, Map, Value};
 use crate::cache::{Cache, CachedAttachment};
 use crate::conf::{self, NetworkConfig, NetworkConfigList};
 use crate::error::Error;
-use crate::invoke::{find_in_path, Exec, ExecError, RawExec};
+use crate::invoke::{find_in_path, Exec, ExecError, FindError, RawExec};
 use crate::result::CniResult;
 use crate::types::{Attachment, VersionInfo};
 use crate::validate;
@@ -118,6 +119,8 @@ pub struct CniConfig {
     /// The limit for each plugin call.
     pub timeout: Duration,
     exec: Arc<dyn Exec>,
+    /// The binaries the runtime resolved itself ([`CniConfig::with_plugin_binaries`]).
+    binaries: Option<Arc<BTreeMap<String, PathBuf>>>,
 }
 
 impl std::fmt::Debug for CniConfig {
@@ -126,6 +129,7 @@ impl std::fmt::Debug for CniConfig {
             .field("path", &self.path)
             .field("cache_dir", &self.cache_dir)
             .field("timeout", &self.timeout)
+            .field("binaries", &self.binaries)
             .finish_non_exhaustive()
     }
 }
@@ -149,6 +153,7 @@ impl CniConfig {
             cache_dir,
             timeout: DEFAULT_TIMEOUT,
             exec: Arc::new(RawExec),
+            binaries: None,
         }
     }
 
@@ -162,6 +167,34 @@ impl CniConfig {
     pub fn with_timeout(mut self, timeout: Duration) -> CniConfig {
         self.timeout = timeout;
         self
+    }
+
+    /// Runs each plugin type from the binary `binaries` maps it to, instead of searching
+    /// [`CniConfig::path`]; a type it does not map is not found ([`FindError::NotFound`],
+    /// naming the path as a search would). For a runtime that resolves plugins itself to
+    /// vet them (ownership, signatures) before they run: what it examined is what runs, and
+    /// no binary that appears in the path meanwhile is picked up instead. `CNI_PATH` still
+    /// lists [`CniConfig::path`], where plugins look for the plugins they delegate to (IPAM).
+    pub fn with_plugin_binaries(mut self, binaries: BTreeMap<String, PathBuf>) -> CniConfig {
+        self.binaries = Some(Arc::new(binaries));
+        self
+    }
+
+    /// The binary that plugin type `plugin_type` runs from: the one
+    /// [`CniConfig::with_plugin_binaries`] gave, else the first in [`CniConfig::path`]
+    /// ([`find_in_path`]). The name is validated either way.
+    pub fn find_plugin(&self, plugin_type: &str) -> Result<PathBuf, FindError> {
+        let Some(binaries) = &self.binaries else {
+            return find_in_path(plugin_type, &self.path);
+        };
+        validate::plugin_type(plugin_type)?;
+        binaries
+            .get(plugin_type)
+            .cloned()
+            .ok_or_else(|| FindError::NotFound {
+                plugin: plugin_type.to_owned(),
+                dirs: self.path.clone(),
+            })
     }
 
     fn cache(&self) -> Cache {
@@ -532,8 +565,9 @@ impl CniConfig {
     }
 
     fn version_info(&self, network: &str, plugin_type: &str) -> Result<VersionInfo, Error> {
-        let path =
-            find_in_path(plugin_type, &self.path).map_err(|source| Error::PluginNotFound {
+        let path = self
+            .find_plugin(plugin_type)
+            .map_err(|source| Error::PluginNotFound {
                 network: network.to_owned(),
                 source,
             })?;
@@ -684,12 +718,12 @@ impl CniConfig {
         stdin: &Value,
         env: Vec<(String, String)>,
     ) -> Result<Vec<u8>, Error> {
-        let path = find_in_path(&plugin.plugin_type, &self.path).map_err(|source| {
-            Error::PluginNotFound {
-                network: network.to_owned(),
-                source,
-            }
-        })?;
+        let path =
+            self.find_plugin(&plugin.plugin_type)
+                .map_err(|source| Error::PluginNotFound {
+                    network: network.to_owned(),
+                    source,
+                })?;
         let stdin = serde_json::to_vec(stdin).unwrap_or_default();
         self.exec
             .exec_plugin(&path, &stdin, &env, self.timeout)

@@ -6,6 +6,8 @@
 //! the old file or the new one. `fsync` adds only survival of a machine crash or power loss,
 //! and costs a journal commit each (0.3–1 ms on ext4): it is paid only for the records that
 //! teardown after a reboot reads (see [`Durability`]).
+//!
+//! May not touch: anything of rkt's; it knows files, not what is in them.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};

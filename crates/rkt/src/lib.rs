@@ -1,19 +1,33 @@
 //! rkt's pod networking: pods that run in their own network namespace, wired up by CNI
 //! plugins found where the configuration says.
 //!
-//! - [`config`]: the layered `paths` configuration and the effective directories.
-//! - [`pod`]: pods on disk, their states and locks.
-//! - [`netns`]: network namespaces, created, bind-mounted, entered and removed.
-//! - [`networking`]: network selection, built-in networks, setup and teardown, DNS and hosts.
+//! The rooms, each depending only on those listed after it (docs/ARCHITECTURE.md; the test
+//! `tests/import_graph.rs` keeps the graph free of cycles):
+//!
+//! - [`pod`]: a pod's life: run, stop, gc, rm, status; the one room that drives the others.
+//! - [`net_inspect`]: the networks in effect, for `rkt net list|status`.
+//! - [`networking`]: CNI orchestration: select and plan networks, set them up, record
+//!   them, tear them down and check them.
+//! - [`etc_files`]: the pod's `/etc/resolv.conf` and `/etc/hosts`.
+//! - [`firewall`]: what rkt does to the host's firewall itself: the sweep of rules a DEL
+//!   left, and port forwarding's plumbing.
 //! - [`stage`]: the process that runs the app inside the pod's namespaces.
+//! - [`podstore`]: pods on disk: store, manifest, state record, locks.
 //! - [`security`]: who may write what rkt runs as root; the plugin timeout.
+//! - [`netns`]: network namespaces, created, bind-mounted, entered and removed.
+//! - [`config`]: the layered `paths` configuration and the effective directories.
+//! - [`fsutil`]: atomic file replacement.
 //!
 //! The command line (`src/cli/`, part of the `rkt` binary) is a thin layer on top.
 
 pub mod config;
+pub mod etc_files;
+pub mod firewall;
 pub mod fsutil;
+pub mod net_inspect;
 pub mod netns;
 pub mod networking;
 pub mod pod;
+pub mod podstore;
 pub mod security;
 pub mod stage;

@@ -14,6 +14,9 @@
 //!
 //! Interfaces are brought up with the `SIOCGIFFLAGS`/`SIOCSIFFLAGS` ioctls on a datagram
 //! socket, not by running `ip`.
+//!
+//! May not touch: pods, their records or networks: it deals in namespaces by path, and
+//! only names the path of a pod's ([`pod_netns_path`]).
 
 use std::fs::{File, OpenOptions};
 use std::io::ErrorKind;

@@ -7,6 +7,10 @@
 //! - [`check_trusted`]: a network configuration directory, a plugin directory or a plugin
 //!   binary that a user other than root can write is a way to run code as root; rkt refuses
 //!   to use it, naming the path, its owner and mode, unless `--insecure-options=net-plugins`.
+//!
+//! This module is given the paths to examine; it plans no networks and looks up no
+//! plugins (networking does, once, and hands over what it will use), so it depends on
+//! nothing else in rkt.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -137,32 +141,11 @@ pub fn check_trusted(what: &'static str, path: &Path) -> Result<(), SecurityErro
     Ok(())
 }
 
-/// Checks what a pod's networks would use: the configuration directory (when it exists),
-/// the file of every selected network (symlinks followed: the target must be trusted too),
-/// every existing plugin directory, and the binary of every plugin the selected networks
-/// name (as found in the plugin path). Networks or plugins that cannot be found are left
-/// to setup, which reports them. [`crate::networking::preflight`] does the same in two
-/// halves around the one planning of a pod's networks.
-pub fn check_net_setup(
-    selection: &crate::networking::NetSelection,
-    conf_dir: &Path,
-    plugin_path: &[PathBuf],
-) -> Result<(), SecurityError> {
-    if !applies(selection) {
-        return Ok(());
-    }
-    check_dirs(conf_dir, plugin_path)?;
-    let Ok(planned) = crate::networking::plan::plan(selection, conf_dir) else {
-        return Ok(());
-    };
-    check_planned(&planned, conf_dir, plugin_path)
-}
-
-/// Whether the ownership checks apply: only to networks a pod would set up, and only when
-/// rkt runs as root (plugins of a user's own rkt run with that user's rights, so nobody
-/// gains anything by changing them).
-pub fn applies(selection: &crate::networking::NetSelection) -> bool {
-    !selection.is_host() && !selection.is_none() && nix::unistd::geteuid().is_root()
+/// Whether the ownership checks apply: only when rkt runs as root (plugins of a user's own
+/// rkt run with that user's rights, so nobody gains anything by changing them). They are
+/// for networks a pod would set up; `--net=host` and `--net=none` run no plugins.
+pub fn applies() -> bool {
+    nix::unistd::geteuid().is_root()
 }
 
 /// The directories: the configuration directory (when it exists) and every existing
@@ -177,23 +160,15 @@ pub fn check_dirs(conf_dir: &Path, plugin_path: &[PathBuf]) -> Result<(), Securi
     Ok(())
 }
 
-/// The planned networks' files and the binaries of their plugins (those found).
-pub fn check_planned(
-    planned: &[crate::networking::plan::PlannedNet],
-    conf_dir: &Path,
-    plugin_path: &[PathBuf],
-) -> Result<(), SecurityError> {
-    for net in planned {
-        if !net.builtin {
-            check_trusted("network configuration", &conf_dir.join(&net.file_name))?;
-        }
-        for plugin in &net.list.plugins {
-            if let Ok(binary) = cni::invoke::find_in_path(&plugin.plugin_type, plugin_path) {
-                check_trusted("plugin", &binary)?;
-            }
-        }
-    }
-    Ok(())
+/// A network configuration file about to be read (symlinks followed: the target must be
+/// trusted too).
+pub fn check_conf_file(path: &Path) -> Result<(), SecurityError> {
+    check_trusted("network configuration", path)
+}
+
+/// A plugin binary about to be run: the very path that will be executed.
+pub fn check_plugin(binary: &Path) -> Result<(), SecurityError> {
+    check_trusted("plugin", binary)
 }
 
 #[cfg(test)]

@@ -410,7 +410,7 @@ fn teardown_removes_portmap_rules_even_when_portmap_is_gone() {
     opts.ports = vec![PortMapping::parse(&format!("127.0.0.1:{port}:80")).unwrap()];
     let nets = networking::setup(&pod, &opts).unwrap();
     assert_eq!(
-        networking::ports::recorded(&nets),
+        networking::record::forwarded_ports(&nets),
         opts.ports,
         "the record names the ports"
     );
@@ -564,7 +564,7 @@ fn ports_go_to_the_first_forwarding_network_only_and_are_recorded_there() {
     assert_eq!(fwd_add.stdin["runtimeConfig"]["portMappings"], mapping);
     let recorded: Vec<bool> = nets.iter().map(|n| !n.capability_args.is_empty()).collect();
     assert_eq!(recorded, [false, true, false]);
-    assert_eq!(networking::ports::recorded(&nets), opts.ports);
+    assert_eq!(networking::record::forwarded_ports(&nets), opts.ports);
     // DEL gets the same mappings, from the record.
     networking::teardown(&pod).unwrap();
     let fwd_del = w

@@ -10,7 +10,8 @@ use std::fs;
 use std::path::Path;
 
 use net_support::World;
-use rkt::networking::{self, dns, record, NetError, NetSelection};
+use rkt::etc_files as dns;
+use rkt::networking::{self, record, NetError, NetSelection};
 use serde_json::json;
 
 fn list(name: &str, plugins: &[&str]) -> serde_json::Value {

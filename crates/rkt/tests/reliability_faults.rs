@@ -345,14 +345,14 @@ fn concurrent_sweeps_of_one_attachment_both_succeed() {
             ipt(&[&rule[..], &["-j", "ACCEPT"]].concat());
         }
         let results: Vec<_> = std::thread::scope(|s| {
-            let a = s.spawn(|| rkt::networking::sweep::sweep(&net, &id));
-            let b = s.spawn(|| rkt::networking::sweep::sweep(&net, &id));
+            let a = s.spawn(|| rkt::firewall::sweep::sweep(&net, &id));
+            let b = s.spawn(|| rkt::firewall::sweep::sweep(&net, &id));
             vec![a.join().unwrap(), b.join().unwrap()]
         });
         for r in results {
             if let Err(e) = r {
                 // Leave nothing behind before failing.
-                let _ = rkt::networking::sweep::sweep(&net, &id);
+                let _ = rkt::firewall::sweep::sweep(&net, &id);
                 panic!("round {round}: {e}");
             }
         }

@@ -38,6 +38,7 @@ pub fn run(global: &GlobalArgs, args: &GcArgs) -> anyhow::Result<ExitCode> {
         &GcOptions {
             grace_period: args.grace_period,
             expire_prepared: args.expire_prepared,
+            plugin_timeout: global.plugin_timeout,
         },
     );
     for uuid in &report.released {

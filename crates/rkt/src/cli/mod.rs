@@ -4,6 +4,12 @@
 //! nothing by hand and calls into the `rkt` library, which owns the behaviour.
 //!
 //! To add a command: a module here, a variant in [`Command`], an arm in [`dispatch`].
+//! Commands print with `println!`/`print!`, which are [`output`]'s: a closed stdout
+//! (`rkt list | head -1`) ends rkt quietly instead of with a panic.
+
+// First, so that its `println!` and `print!` are the ones of every command.
+#[macro_use]
+mod output;
 
 mod completion;
 mod config;
@@ -14,7 +20,6 @@ mod image;
 mod list;
 mod man;
 mod net;
-mod output;
 mod pod_args;
 mod prepare;
 mod rm;
@@ -93,6 +98,11 @@ pub struct GlobalArgs {
     /// Print debugging information and configuration warnings to stderr.
     #[arg(long, global = true)]
     pub debug: bool,
+
+    /// Each plugin call's limit, `$RKT_NET_PLUGIN_TIMEOUT`: read once, before any command
+    /// runs, and handed to the library in the options of what runs plugins.
+    #[arg(skip = cni::api::DEFAULT_TIMEOUT)]
+    pub plugin_timeout: std::time::Duration,
 }
 
 /// Where to read network configurations and find CNI plugins; flattened into the commands
@@ -264,8 +274,10 @@ fn describe(err: &anyhow::Error) -> String {
 }
 
 fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
-    let global = &cli.global;
-    rkt::security::plugin_timeout()?;
+    let global = &GlobalArgs {
+        plugin_timeout: rkt::security::plugin_timeout()?,
+        ..cli.global.clone()
+    };
     match &cli.command {
         Command::Config(args) => config::run(global, args),
         Command::Version(args) => version::run(global, args),

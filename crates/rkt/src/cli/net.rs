@@ -1,6 +1,6 @@
 //! `rkt net list|check|status`: the networks in effect and their plugins, CNI CHECK of a
 //! running pod's networks, and CNI STATUS of the networks in effect. The examining is
-//! done by [`rkt::networking::inspect`] and [`rkt::networking::check`]; this module
+//! done by [`rkt::net_inspect`] and [`rkt::networking::check`]; this module
 //! renders it. Each exits with [`PROBLEM`] when the answer is "something cannot be used".
 
 use std::path::PathBuf;
@@ -11,7 +11,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use rkt::config::EffectiveDirs;
-use rkt::networking::inspect::{self, Listing, NetworkStatus};
+use rkt::net_inspect::{self as inspect, Listing, NetworkStatus};
 use rkt::networking::{self, PodNet};
 use rkt::pod::{PodStatus, State};
 
@@ -208,6 +208,7 @@ fn check(global: &GlobalArgs, args: &NetCheckArgs) -> anyhow::Result<ExitCode> {
         uuid: &pod.uuid,
         pod_dir: &pod.dir,
         netns: netns.as_deref(),
+        plugin_timeout: global.plugin_timeout,
     })?;
     let ok = reports.iter().all(|r| r.result.is_ok());
     match args.format {
@@ -248,14 +249,17 @@ fn check(global: &GlobalArgs, args: &NetCheckArgs) -> anyhow::Result<ExitCode> {
 
 fn status(global: &GlobalArgs, args: &NetStatusArgs) -> anyhow::Result<ExitCode> {
     let dirs = global.effective_dirs(&args.net)?;
+    let mut checked = Vec::new();
     if !rkt::security::insecure_net_plugins(&args.net.insecure_options)? {
         let every = rkt::networking::NetSelection::parse(&["all".to_string()])?;
-        rkt::security::check_net_setup(&every, &dirs.net_conf.value, &dirs.plugin_path())?;
+        checked =
+            rkt::networking::check_ownership(&every, &dirs.net_conf.value, &dirs.plugin_path())?;
     }
     let nets: Vec<NetworkStatus> = inspect::status(
         &dirs.net_conf.value,
         &dirs.plugin_path(),
         &dirs.cni_cache_dir(),
+        &checked,
     )?;
     let ok = nets.iter().all(|n| n.ready);
     match args.format {

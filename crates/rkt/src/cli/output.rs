@@ -1,14 +1,49 @@
-//! Writing a command's output to stdout. A reader that stops early (`rkt list | head -1`)
-//! ends rkt as it ended rkt 1.30: killed by SIGPIPE, quietly, instead of a panic message.
-//! rkt ignores SIGPIPE otherwise (Rust's default), which plugin calls rely on: a plugin that
-//! exits without reading its stdin must give rkt an error, not kill it.
+//! Standard output of every command. `println!` and `print!` in the command modules are
+//! the macros here, not std's (cli/mod.rs declares this module first, with `#[macro_use]`,
+//! so they shadow std's for every module after it): same syntax, but when stdout is a pipe
+//! whose reader has gone (`rkt list | head -1`), rkt ends the way Unix tools do, killed by
+//! SIGPIPE without a word, where std's would panic ("failed printing to stdout: Broken
+//! pipe"). Rust ignores SIGPIPE for the whole process, and rkt needs that: a plugin that
+//! exits without reading its stdin must give an error, not kill rkt. So only a write to
+//! stdout ends the process this way.
 
+use std::fmt;
 use std::io::{ErrorKind, Write};
 
-use anyhow::Context;
+/// `println!`, ending rkt quietly when stdout's reader has gone.
+macro_rules! println {
+    () => {
+        $crate::cli::output::write(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::output::write(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
 
-/// Writes `text` to stdout and flushes it.
+/// `print!`, ending rkt quietly when stdout's reader has gone.
+#[allow(unused_macros)] // For the commands that print without a newline.
+macro_rules! print {
+    ($($arg:tt)*) => {
+        $crate::cli::output::write(format_args!($($arg)*))
+    };
+}
+
+/// Writes `args` to stdout (what the macros call). A broken pipe ends the process by
+/// SIGPIPE (see the module docs); any other failure panics, as std's macros do.
+pub fn write(args: fmt::Arguments) {
+    let mut out = std::io::stdout().lock();
+    match out.write_fmt(args) {
+        Ok(()) => {}
+        Err(e) if e.kind() == ErrorKind::BrokenPipe => die_of_sigpipe(),
+        Err(e) => panic!("failed printing to stdout: {e}"),
+    }
+}
+
+/// Writes `text` to stdout and flushes it, for a command that builds its output first;
+/// a broken pipe ends the process as [`write`] does, any other failure is returned.
+#[allow(dead_code)] // For commands that print a whole text at once.
 pub fn print(text: &str) -> anyhow::Result<()> {
+    use anyhow::Context;
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() == ErrorKind::BrokenPipe => die_of_sigpipe(),
@@ -16,14 +51,15 @@ pub fn print(text: &str) -> anyhow::Result<()> {
     }
 }
 
-/// Ends the process by SIGPIPE, as a shell expects of a writer whose reader went away.
+/// Ends the process as a write to a pipe without readers does by default.
 fn die_of_sigpipe() -> ! {
-    // SAFETY: signal and raise only change this process's signal disposition and send it a
-    // signal; no memory is touched.
+    use nix::sys::signal::{raise, signal, SigHandler, Signal};
+    // SAFETY: restores the default disposition of SIGPIPE (no handler function is
+    // installed) just before raising it to end the process; nothing runs in between.
     unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-        libc::raise(libc::SIGPIPE);
+        let _ = signal(Signal::SIGPIPE, SigHandler::SigDfl);
     }
-    // Not reached: SIGPIPE's default action ends the process.
-    std::process::exit(128 + libc::SIGPIPE)
+    let _ = raise(Signal::SIGPIPE);
+    // Not reached: the default action of SIGPIPE ends the process.
+    std::process::exit(128 + Signal::SIGPIPE as i32)
 }

@@ -168,7 +168,7 @@ impl PodNetArgs {
         uuid_file_save: Option<PathBuf>,
     ) -> anyhow::Result<RunOptions> {
         let selection = NetSelection::parse(&self.net)?;
-        let ports = rkt::networking::ports::parse_all(&self.port)?;
+        let ports = rkt::firewall::ports::parse_all(&self.port)?;
         let dirs = global.effective_dirs(&self.dirs)?;
         let insecure = rkt::security::insecure_net_plugins(&self.dirs.insecure_options)?;
         if let Some(name) = &self.hostname {
@@ -199,6 +199,7 @@ impl PodNetArgs {
             },
             exe: PathBuf::from("/proc/self/exe"),
             uuid_file_save,
+            plugin_timeout: global.plugin_timeout,
         })
     }
 }

@@ -27,7 +27,11 @@ pub fn run(global: &GlobalArgs, args: &RmArgs) -> anyhow::Result<ExitCode> {
         let result = store
             .lookup(&given)
             .map_err(anyhow::Error::from)
-            .and_then(|pod| remove(&store, &pod).map(|()| pod).map_err(Into::into));
+            .and_then(|pod| {
+                remove(&store, &pod, global.plugin_timeout)
+                    .map(|()| pod)
+                    .map_err(Into::into)
+            });
         match result {
             Ok(pod) => println!("{:?}", pod.uuid),
             Err(e) => {

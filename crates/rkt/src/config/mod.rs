@@ -7,6 +7,9 @@
 //!   defaults into the directories every command uses.
 //! - [`show`]: the JSON that `rkt config` prints.
 //! - [`error`]: what can go wrong, naming the file, field or flag involved.
+//!
+//! May not touch: pods, networks or anything they use; it only reads configuration files
+//! and says which directories are in effect, and the command line hands them on.
 
 pub mod auth;
 pub mod dirs;

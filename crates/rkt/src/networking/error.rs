@@ -4,10 +4,10 @@
 
 use std::path::PathBuf;
 
-use super::dns::DnsError;
-use super::ports::PortError;
 use super::record::RecordError;
-use super::sweep;
+use crate::etc_files::DnsError;
+use crate::firewall::ports::PortError;
+use crate::firewall::sweep;
 
 /// One recorded network that an operation (teardown, check) failed on, and why.
 #[derive(Debug, thiserror::Error)]

@@ -1,30 +1,30 @@
-//! Pod networking: which networks a pod joins (`--net`), setting them up with CNI plugins,
-//! recording what was done, tearing it down again, and the pod's resolv.conf and hosts.
+//! CNI orchestration for one pod: which networks it joins (`--net`), planning them (each
+//! plugin resolved to its binary once), the ownership checks of what will run, setting them
+//! up with the CNI library, recording what was done, tearing it down again and checking it.
 //!
 //! - [`selection`]: the `--net` parser.
 //! - [`builtin`]: the built-in `default` and `default-restricted` networks.
-//! - [`plan`]: turning a selection into the ordered list of configurations to set up.
+//! - [`plan`]: turning a selection into the ordered list of configurations to set up, with
+//!   the binary each plugin resolves to.
 //! - [`record`]: `<pod>/net-info.json` and the configuration copies teardown uses.
-//! - [`dns`]: `--dns*` / `--hosts-entry` and the pod's `/etc/resolv.conf` and `/etc/hosts`.
-//! - [`sweep`]: firewall rules a plugin's DEL left behind for the pod.
-//! - [`ports`]: `--port` and the `portMappings` capability argument.
-//! - [`inspect`]: the networks in effect and their plugins, for `rkt net list|status`.
 //! - [`admission`]: the host-wide queue every ADD and DEL waits in.
 //! - `teardown.rs`: teardown and check from the record; `runtime.rs`: the calls into the CNI
 //!   library; `error.rs`: [`NetError`] and [`NetFailure`].
 //!
-//! [`setup`], [`teardown`] and [`check`] are the operations; the pod code calls them with
-//! the pod's UUID, directory and network namespace.
+//! [`preflight`], [`setup`], [`teardown`] and [`check`] are the operations; the pod's life
+//! cycle calls them with the pod's UUID, directory and network namespace ([`PodNet`]).
+//!
+//! Takes from: [`crate::etc_files`] (it writes the pod's resolv.conf and hosts from the
+//! results), [`crate::firewall`] (the sweep after DEL, port forwarding), [`crate::security`]
+//! (given the files and binaries it planned), [`crate::podstore`], [`crate::fsutil`]. May
+//! not touch: the pod's life cycle, its state record or the stage; the pod tells it what
+//! to do and keeps what it returns.
 
 pub mod admission;
 pub mod builtin;
-pub mod dns;
-pub mod inspect;
 pub mod plan;
-pub mod ports;
 pub mod record;
 pub mod selection;
-pub mod sweep;
 
 mod error;
 mod runtime;
@@ -32,13 +32,16 @@ mod teardown;
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
+use crate::etc_files as dns;
+use crate::firewall::ports;
 use crate::security;
 
-pub use dns::{DnsError, DnsOptions, HostsOptions};
+pub use crate::etc_files::{DnsError, DnsOptions, HostsOptions};
+pub use crate::firewall::ports::{PortError, PortMapping};
 pub use error::{NetError, NetFailure};
 pub use plan::PlannedNet;
-pub use ports::{PortError, PortMapping};
 pub use record::{NetInfo, RecordError};
 pub use selection::{NetRequest, NetSelection, SelectionError};
 pub use teardown::{check, needs_sweep, teardown, CheckReport};
@@ -78,15 +81,68 @@ pub struct NetOptions {
 pub fn preflight(opts: &NetOptions) -> Result<Vec<PlannedNet>, NetError> {
     opts.dns.validate()?;
     opts.hosts.validate()?;
-    let check = opts.check_ownership && security::applies(&opts.selection);
-    if check {
-        security::check_dirs(&opts.conf_dir, &opts.plugin_path)?;
-    }
-    let planned = plan::plan(&opts.selection, &opts.conf_dir)?;
-    if check {
-        security::check_planned(&planned, &opts.conf_dir, &opts.plugin_path)?;
-    }
+    let planned = plan_checked(
+        &opts.selection,
+        &opts.conf_dir,
+        &opts.plugin_path,
+        opts.check_ownership,
+    )?;
     check_ports_possible(opts, &planned)?;
+    Ok(planned)
+}
+
+/// The ownership checks of [`preflight`] on their own, for the networks `selection` names
+/// (`rkt net status` runs their plugins as root too). Returns the networks checked, with
+/// the plugin binaries that were examined and are to be run; none when the checks do not
+/// apply, or when the networks cannot be planned (left to the command, which reports it).
+pub fn check_ownership(
+    selection: &NetSelection,
+    conf_dir: &Path,
+    plugin_path: &[PathBuf],
+) -> Result<Vec<PlannedNet>, NetError> {
+    if !checks_apply(selection, true) {
+        return Ok(Vec::new());
+    }
+    match plan_checked(selection, conf_dir, plugin_path, true) {
+        Err(NetError::Untrusted(e)) => Err(NetError::Untrusted(e)),
+        Err(_) => Ok(Vec::new()),
+        Ok(planned) => Ok(planned),
+    }
+}
+
+/// Whether the ownership checks apply: asked for, to networks a pod would set up, and as
+/// root ([`security::applies`]).
+fn checks_apply(selection: &NetSelection, wanted: bool) -> bool {
+    wanted && !selection.is_host() && !selection.is_none() && security::applies()
+}
+
+/// Plans the networks of `selection`, resolving each plugin once, and, when `check` and
+/// the checks apply, refuses what a user other than root could change: the directories
+/// first, then each planned network's file and the plugin binaries it resolved to.
+/// Networks or plugins that cannot be found are left to setup, which reports them.
+fn plan_checked(
+    selection: &NetSelection,
+    conf_dir: &Path,
+    plugin_path: &[PathBuf],
+    check: bool,
+) -> Result<Vec<PlannedNet>, NetError> {
+    let check = checks_apply(selection, check);
+    if check {
+        security::check_dirs(conf_dir, plugin_path)?;
+    }
+    let planned = plan::plan(selection, conf_dir, plugin_path)?;
+    if check {
+        for net in &planned {
+            if !net.builtin {
+                security::check_conf_file(&conf_dir.join(&net.file_name))?;
+            }
+            for plugin in &net.list.plugins {
+                if let Some(binary) = net.binaries.get(&plugin.plugin_type) {
+                    security::check_plugin(binary)?;
+                }
+            }
+        }
+    }
     Ok(planned)
 }
 
@@ -128,6 +184,9 @@ pub struct PodNet<'a> {
     /// The pod's network namespace (`None` with `--net=host`, or when it is already gone at
     /// teardown).
     pub netns: Option<&'a Path>,
+    /// How long each plugin call may take (`$RKT_NET_PLUGIN_TIMEOUT`, which the command
+    /// line reads once: [`crate::security::plugin_timeout`]).
+    pub plugin_timeout: Duration,
 }
 
 /// Sets up the pod's networks as `opts` says and writes its resolv.conf and hosts files.
@@ -143,7 +202,8 @@ pub struct PodNet<'a> {
 ///
 /// Returns the recorded networks (empty for `host` and `none`).
 pub fn setup(pod: &PodNet, opts: &NetOptions) -> Result<Vec<NetInfo>, NetError> {
-    setup_planned(pod, opts, plan::plan(&opts.selection, &opts.conf_dir)?)
+    let planned = plan::plan(&opts.selection, &opts.conf_dir, &opts.plugin_path)?;
+    setup_planned(pod, opts, planned)
 }
 
 /// [`setup`] with the networks [`preflight`] planned for the same options, so that the
@@ -182,7 +242,9 @@ pub fn setup_planned(
             let ports_lock = match (opts.ports.is_empty(), pod.pod_dir.parent()) {
                 (false, Some(pods_dir)) => {
                     let lock = ports::PortsLock::acquire(pods_dir)?;
-                    ports::check_taken(pods_dir, pod.uuid, &opts.ports)?;
+                    ports::check_taken(pods_dir, pod.uuid, &opts.ports, |dir| {
+                        Some(record::forwarded_ports(&record::load(dir).ok()?))
+                    })?;
                     Some(lock)
                 }
                 _ => None,
@@ -218,7 +280,7 @@ fn add_all(
         entries.push(NetInfo {
             net_name: net.list.name.clone(),
             net_conf,
-            plugin_path: main_plugin_path(net, &opts.plugin_path),
+            plugin_path: main_plugin_path(net),
             if_name: if_name.clone(),
             ip: None,
             args: net.args.clone(),
@@ -248,6 +310,7 @@ fn add_all(
             capability_args: &entries[i].capability_args,
             plugin_dirs: &opts.plugin_path,
             cache_dir: &opts.cache_dir,
+            timeout: pod.plugin_timeout,
         };
         // Queued until the host has room; interrupted (`rkt stop`, Ctrl-C) meanwhile, the
         // start is abandoned before any plugin ran.
@@ -265,7 +328,7 @@ fn add_all(
                 return Err(abort(pod, entries, e.into()));
             }
         };
-        let added = runtime::add(&net.list, &rt);
+        let added = runtime::add(&net.list, &net.binaries, &rt);
         drop(slot);
         match added {
             Ok(added) => {
@@ -308,13 +371,13 @@ fn abort(pod: &PodNet, entries: Vec<NetInfo>, error: NetError) -> NetError {
     }
 }
 
-/// The binary the network's first plugin resolves to, or its type when it is not found
+/// The binary the network's first plugin resolved to, or its type when it was not found
 /// (the ADD will then fail with the full search path).
-fn main_plugin_path(net: &PlannedNet, dirs: &[PathBuf]) -> String {
+fn main_plugin_path(net: &PlannedNet) -> String {
     let ty = net.main_plugin_type();
-    match cni::invoke::find_in_path(ty, dirs) {
-        Ok(p) => p.display().to_string(),
-        Err(_) => ty.to_string(),
+    match net.binaries.get(ty) {
+        Some(p) => p.display().to_string(),
+        None => ty.to_string(),
     }
 }
 

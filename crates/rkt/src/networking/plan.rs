@@ -14,7 +14,8 @@
 //! own bytes when they describe the network completely, else an equivalent configuration
 //! list (for a `.conflist` whose `<dir>/<name>/*.conf` plugins were appended).
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use cni::conf::{ConfError, NetworkConfigList};
 use serde_json::{Map, Value};
@@ -34,6 +35,11 @@ pub struct PlannedNet {
     pub builtin: bool,
     /// The CNI arguments from `--net` (`K=V;K2=V2`, possibly empty).
     pub args: String,
+    /// The binary each plugin type of the network resolves to in the plugin path, found
+    /// once by [`plan`]: the ownership check examines these, the record names the first,
+    /// and the CNI library runs exactly these (types not found are absent, and their ADD
+    /// fails naming the path). Empty in [`candidates`].
+    pub binaries: BTreeMap<String, PathBuf>,
 }
 
 impl PlannedNet {
@@ -157,6 +163,7 @@ pub fn candidates(conf_dir: &Path) -> Result<Candidates, NetError> {
             list,
             builtin: false,
             args: String::new(),
+            binaries: BTreeMap::new(),
         })
         .collect();
     for b in BUILTINS {
@@ -183,12 +190,17 @@ fn builtin_net(b: &Builtin) -> Result<PlannedNet, NetError> {
         file_name: b.file_name.to_string(),
         builtin: true,
         args: String::new(),
+        binaries: BTreeMap::new(),
     })
 }
 
-/// The networks `selection` asks for, in setup order, with their `--net` arguments.
-/// `host` and `none` plan nothing.
-pub fn plan(selection: &NetSelection, conf_dir: &Path) -> Result<Vec<PlannedNet>, NetError> {
+/// The networks `selection` asks for, in setup order, with their `--net` arguments and
+/// their plugins' binaries as found in `plugin_path`. `host` and `none` plan nothing.
+pub fn plan(
+    selection: &NetSelection,
+    conf_dir: &Path,
+    plugin_path: &[PathBuf],
+) -> Result<Vec<PlannedNet>, NetError> {
     if selection.is_host() || selection.is_none() {
         return Ok(Vec::new());
     }
@@ -227,9 +239,21 @@ pub fn plan(selection: &NetSelection, conf_dir: &Path) -> Result<Vec<PlannedNet>
         })
         .map(|mut c| {
             c.args = selection.args_for(&c.list.name).to_string();
+            c.binaries = resolve(&c.list, plugin_path);
             c
         })
         .collect())
+}
+
+/// The binary of each of the list's plugins that is found in `plugin_path`.
+pub fn resolve(list: &NetworkConfigList, plugin_path: &[PathBuf]) -> BTreeMap<String, PathBuf> {
+    list.plugins
+        .iter()
+        .filter_map(|p| {
+            let binary = cni::invoke::find_in_path(&p.plugin_type, plugin_path).ok()?;
+            Some((p.plugin_type.clone(), binary))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -252,7 +276,7 @@ mod tests {
     #[test]
     fn default_selection_uses_builtin_default() {
         let dir = tempfile::tempdir().unwrap();
-        let p = plan(&sel(&[]), &dir.path().join("missing")).unwrap();
+        let p = plan(&sel(&[]), &dir.path().join("missing"), &[]).unwrap();
         assert_eq!(names(&p), ["default"]);
         assert!(p[0].builtin);
         assert_eq!(p[0].main_plugin_type(), "ptp");
@@ -267,13 +291,13 @@ mod tests {
             conf("default", "bridge"),
         )
         .unwrap();
-        let p = plan(&sel(&["default"]), dir.path()).unwrap();
+        let p = plan(&sel(&["default"]), dir.path(), &[]).unwrap();
         assert_eq!(names(&p), ["default"]);
         assert!(!p[0].builtin);
         assert_eq!(p[0].main_plugin_type(), "bridge");
         assert_eq!(p[0].file_name, "50-default.conf");
         // the other built-in is still there with `all`
-        let p = plan(&sel(&["all"]), dir.path()).unwrap();
+        let p = plan(&sel(&["all"]), dir.path(), &[]).unwrap();
         assert_eq!(names(&p), ["default", "default-restricted"]);
         assert_eq!(p[0].main_plugin_type(), "bridge");
     }
@@ -284,12 +308,12 @@ mod tests {
         fs::write(dir.path().join("10-b.conf"), conf("b", "ptp")).unwrap();
         fs::write(dir.path().join("20-a.conf"), conf("a", "ptp")).unwrap();
         fs::write(dir.path().join("99-zzz.conf"), conf("zzz", "ptp")).unwrap();
-        let p = plan(&sel(&["zzz,default,a:IP=10.0.0.9", "b"]), dir.path()).unwrap();
+        let p = plan(&sel(&["zzz,default,a:IP=10.0.0.9", "b"]), dir.path(), &[]).unwrap();
         // 99-default.conf < 99-zzz.conf
         assert_eq!(names(&p), ["b", "a", "default", "zzz"]);
         assert_eq!(p[1].args, "IP=10.0.0.9");
         assert_eq!(p[0].args, "");
-        let p = plan(&sel(&["all"]), dir.path()).unwrap();
+        let p = plan(&sel(&["all"]), dir.path(), &[]).unwrap();
         // '-' sorts before '.', so rkt's 99-default-restricted.conf precedes 99-default.conf
         assert_eq!(
             names(&p),
@@ -301,7 +325,7 @@ mod tests {
     fn all_missing_names_are_listed() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("10-a.conf"), conf("a", "ptp")).unwrap();
-        let e = plan(&sel(&["x,a", "default,y"]), dir.path()).unwrap_err();
+        let e = plan(&sel(&["x,a", "default,y"]), dir.path(), &[]).unwrap_err();
         assert_eq!(e.to_string(), "networks not found: x, y");
     }
 
@@ -310,7 +334,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("10-a.conf"), conf("a", "ptp")).unwrap();
         fs::write(dir.path().join("05-bad.conf"), "{").unwrap();
-        assert_eq!(names(&plan(&sel(&["a"]), dir.path()).unwrap()), ["a"]);
+        assert_eq!(names(&plan(&sel(&["a"]), dir.path(), &[]).unwrap()), ["a"]);
     }
 
     #[test]
@@ -329,10 +353,42 @@ mod tests {
     }
 
     #[test]
+    fn plugins_resolve_once_to_the_first_directory_holding_them() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (first, second) = (dir.path().join("first"), dir.path().join("second"));
+        for (d, names) in [(&first, &["ptp"][..]), (&second, &["ptp", "portmap"][..])] {
+            fs::create_dir(d).unwrap();
+            for n in names {
+                fs::write(d.join(n), "").unwrap();
+                fs::set_permissions(d.join(n), fs::Permissions::from_mode(0o755)).unwrap();
+            }
+        }
+        let missing = dir.path().join("missing");
+        let p = plan(
+            &sel(&["default"]),
+            &missing,
+            &[first.clone(), second.clone()],
+        )
+        .unwrap();
+        // The built-in default is ptp (with host-local IPAM, which the plugin runs) + portmap.
+        assert_eq!(
+            p[0].binaries,
+            BTreeMap::from([
+                ("ptp".to_string(), first.join("ptp")),
+                ("portmap".to_string(), second.join("portmap")),
+            ])
+        );
+        let p = plan(&sel(&["default"]), &missing, std::slice::from_ref(&first)).unwrap();
+        assert_eq!(p[0].binaries.keys().collect::<Vec<_>>(), ["ptp"]);
+        assert!(candidates(&missing).unwrap().nets[0].binaries.is_empty());
+    }
+
+    #[test]
     fn host_and_none_plan_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(plan(&sel(&["host"]), dir.path()).unwrap().is_empty());
-        assert!(plan(&sel(&["none"]), dir.path()).unwrap().is_empty());
+        assert!(plan(&sel(&["host"]), dir.path(), &[]).unwrap().is_empty());
+        assert!(plan(&sel(&["none"]), dir.path(), &[]).unwrap().is_empty());
     }
 
     #[test]
@@ -348,7 +404,7 @@ mod tests {
             r#"{"type":"tuning","m":true}"#,
         )
         .unwrap();
-        let p = plan(&sel(&["a,l"]), dir.path()).unwrap();
+        let p = plan(&sel(&["a,l"]), dir.path(), &[]).unwrap();
         assert_eq!(p[0].saved_copy(), ("10-a.conf".into(), single.into_bytes()));
         let (name, bytes) = p[1].saved_copy();
         assert_eq!(name, "20-l.conflist");

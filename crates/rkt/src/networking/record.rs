@@ -19,7 +19,9 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::firewall::ports::{self, PortMapping};
 use crate::fsutil::Durability;
+use crate::podstore::state::NetSummary;
 
 /// The record's file name inside the pod directory.
 pub const FILE: &str = "net-info.json";
@@ -132,6 +134,48 @@ pub fn summary(nets: &[NetInfo]) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Every address in a recorded result when it has several (a dual-stack network), IPv4
+/// first, then IPv6, each in the result's order; empty for one address or none.
+pub fn result_ips(result: &serde_json::Value) -> Vec<IpAddr> {
+    let version = result
+        .get("cniVersion")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let Ok(parsed) = cni::result::CniResult::from_value(result.clone(), &version) else {
+        return Vec::new();
+    };
+    let ips: Vec<IpAddr> = parsed.current().ips.iter().filter_map(|c| c.ip()).collect();
+    if ips.len() < 2 {
+        return Vec::new();
+    }
+    let (mut v4, v6): (Vec<IpAddr>, Vec<IpAddr>) = ips.into_iter().partition(IpAddr::is_ipv4);
+    v4.extend(v6);
+    v4
+}
+
+/// The ports the recorded networks forward (their `portMappings` capability arguments),
+/// each once, in record order.
+pub fn forwarded_ports(nets: &[NetInfo]) -> Vec<PortMapping> {
+    ports::recorded(nets.iter().map(|n| &n.capability_args))
+}
+
+/// What the pod's state keeps of a network for `status` and `list` once its record is gone.
+impl From<&NetInfo> for NetSummary {
+    fn from(n: &NetInfo) -> Self {
+        NetSummary {
+            net_name: n.net_name.clone(),
+            net_conf: n.net_conf.clone(),
+            plugin_path: n.plugin_path.clone(),
+            if_name: n.if_name.clone(),
+            ip: n.ip,
+            args: n.args.clone(),
+            mask: n.mask,
+            ips: n.result.as_ref().map(result_ips).unwrap_or_default(),
+        }
+    }
 }
 
 /// `<pod>/net-info.json`.
@@ -258,6 +302,23 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RecordError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_address_of_a_dual_stack_result_ipv4_first() {
+        let v = serde_json::json!({"cniVersion":"1.0.0","ips":[
+            {"address":"fd00::5/64"},{"address":"10.1.0.5/24"},{"address":"fd00::6/64"}]});
+        let want: Vec<IpAddr> = ["10.1.0.5", "fd00::5", "fd00::6"]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        assert_eq!(result_ips(&v), want);
+        let v = serde_json::json!({"cniVersion":"0.4.0","ips":[
+            {"version":"4","address":"10.1.0.5/24"},{"version":"6","address":"fd00::5/64"}]});
+        assert_eq!(result_ips(&v).len(), 2);
+        let one = serde_json::json!({"cniVersion":"1.0.0","ips":[{"address":"10.1.0.5/24"}]});
+        assert!(result_ips(&one).is_empty());
+        assert!(result_ips(&serde_json::json!({"cniVersion":"1.0.0"})).is_empty());
+    }
 
     fn entry(name: &str, conf: &str) -> NetInfo {
         NetInfo {

@@ -1,16 +1,18 @@
 //! The calls into the CNI library for one pod attachment: ADD and DEL of a network list,
 //! and what the pod keeps from a result (address, netmask, DNS).
 
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use cni::conf::NetworkConfigList;
 use cni::error::Error;
 use cni::result::CniResult;
 use serde_json::{Map, Value};
 
-use super::dns::ResolvConf;
 use super::prefix_to_mask;
+use crate::etc_files::ResolvConf;
 
 /// libcni's cache directory, for records written without one.
 pub const DEFAULT_CACHE_DIR: &str = "/var/lib/cni";
@@ -32,6 +34,8 @@ pub struct Attachment<'a> {
     pub plugin_dirs: &'a [PathBuf],
     /// The CNI cache directory.
     pub cache_dir: &'a Path,
+    /// The limit for each plugin call.
+    pub timeout: Duration,
 }
 
 impl<'a> Attachment<'a> {
@@ -41,6 +45,7 @@ impl<'a> Attachment<'a> {
         netns: Option<&'a Path>,
         entry: &'a super::NetInfo,
         cache_dir: &'a Path,
+        timeout: Duration,
     ) -> Attachment<'a> {
         Attachment {
             uuid,
@@ -50,6 +55,7 @@ impl<'a> Attachment<'a> {
             capability_args: &entry.capability_args,
             plugin_dirs: &entry.plugin_dirs,
             cache_dir,
+            timeout,
         }
     }
 }
@@ -86,18 +92,22 @@ fn runtime_conf(att: &Attachment) -> cni::api::RuntimeConf {
 }
 
 fn cni_config(att: &Attachment) -> cni::api::CniConfig {
-    // The CLI rejects an invalid $RKT_NET_PLUGIN_TIMEOUT before any pod work.
-    let timeout = crate::security::plugin_timeout().unwrap_or(cni::api::DEFAULT_TIMEOUT);
     cni::api::CniConfig::new(att.plugin_dirs.to_vec(), att.cache_dir.to_path_buf())
-        .with_timeout(timeout)
+        .with_timeout(att.timeout)
 }
 
-/// ADDs `list` for the attachment. A SIGINT or SIGTERM to rkt meanwhile (`rkt stop` of a
+/// ADDs `list` for the attachment, running its plugins from `binaries` (as planning
+/// resolved them) and no others. A SIGINT or SIGTERM to rkt meanwhile (`rkt stop` of a
 /// starting pod, Ctrl-C) abandons the ADD: the running plugin is killed with everything it
 /// started before this returns, so the rollback DEL that follows undoes all of it.
-pub fn add(list: &NetworkConfigList, att: &Attachment) -> Result<Added, Box<Error>> {
+pub fn add(
+    list: &NetworkConfigList,
+    binaries: &BTreeMap<String, PathBuf>,
+    att: &Attachment,
+) -> Result<Added, Box<Error>> {
     let exec = cni::invoke::InterruptibleExec::new(crate::stage::signals::interrupted);
     let result = cni_config(att)
+        .with_plugin_binaries(binaries.clone())
         .with_exec(std::sync::Arc::new(exec))
         .add_network_list(list, &runtime_conf(att))?;
     Ok(added(&result))

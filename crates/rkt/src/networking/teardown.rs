@@ -9,7 +9,8 @@ use cni::conf::NetworkConfigList;
 
 use super::error::{NetError, NetFailure};
 use super::record::{self, NetInfo};
-use super::{admission, plan, ports, runtime, sweep, PodNet};
+use super::{admission, plan, runtime, PodNet};
+use crate::firewall::{ports, sweep};
 
 /// Tears down every network recorded for the pod, in reverse order, each with its recorded
 /// configuration copy, plugin path and cache directory. Every network is tried; failures are
@@ -119,7 +120,7 @@ fn teardown_one(
             .retain(|p| cni::invoke::find_in_path(&p.plugin_type, &entry.plugin_dirs).is_ok());
     }
     let cache_dir = cache_dir_of(entry);
-    let rt = runtime::Attachment::recorded(pod.uuid, netns, entry, &cache_dir);
+    let rt = runtime::Attachment::recorded(pod.uuid, netns, entry, &cache_dir, pod.plugin_timeout);
     // The DEL and the sweep run in their turn (never given up: a teardown must happen).
     let _slot = admission::Queue::for_pod_dir(pod.pod_dir)
         .admit(None)
@@ -334,7 +335,7 @@ pub fn check(pod: &PodNet) -> Result<Vec<CheckReport>, NetError> {
         .map(|entry| {
             let mut note = None;
             let result = saved_list(pod.pod_dir, entry)
-                .and_then(|list| check_one(pod.uuid, netns, entry, list, &mut note));
+                .and_then(|list| check_one(pod, netns, entry, list, &mut note));
             CheckReport {
                 net_name: entry.net_name.clone(),
                 if_name: entry.if_name.clone(),
@@ -351,14 +352,15 @@ pub fn check(pod: &PodNet) -> Result<Vec<CheckReport>, NetError> {
 /// (containernetworking/plugins#819); for such a pod that failure is noted in `note`, and
 /// the plugins after portmap are still checked.
 fn check_one(
-    uuid: &str,
+    pod: &PodNet,
     netns: &Path,
     entry: &NetInfo,
     mut list: NetworkConfigList,
     note: &mut Option<String>,
 ) -> Result<(), NetFailure> {
     let cache_dir = cache_dir_of(entry);
-    let rt = runtime::Attachment::recorded(uuid, Some(netns), entry, &cache_dir);
+    let rt =
+        runtime::Attachment::recorded(pod.uuid, Some(netns), entry, &cache_dir, pod.plugin_timeout);
     loop {
         let Err(source) = runtime::check(&list, &rt) else {
             return Ok(());

@@ -5,6 +5,7 @@
 //! tried; all failures are returned together. Releasing twice is fine.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
@@ -28,13 +29,20 @@ pub enum CleanupError {
 }
 
 /// Tears down the networks recorded in `pod_dir`, then deletes the namespace at `netns`
-/// (when a teardown failed, the interfaces in it first).
-pub fn release(uuid: &str, pod_dir: &Path, netns: Option<&Path>) -> Vec<CleanupError> {
+/// (when a teardown failed, the interfaces in it first). Each plugin call may take
+/// `plugin_timeout`.
+pub fn release(
+    uuid: &str,
+    pod_dir: &Path,
+    netns: Option<&Path>,
+    plugin_timeout: Duration,
+) -> Vec<CleanupError> {
     let mut errors = Vec::new();
     let pod = PodNet {
         uuid,
         pod_dir,
         netns,
+        plugin_timeout,
     };
     if let Err(source) = networking::teardown(&pod) {
         errors.push(CleanupError::Network {
@@ -67,14 +75,14 @@ pub fn release(uuid: &str, pod_dir: &Path, netns: Option<&Path>) -> Vec<CleanupE
 /// plugins still run (in process groups of their own): those groups are killed and awaited
 /// first ([`kill_orphaned_plugins`]), so that no plugin of the pod writes a lease or a rule
 /// after the DEL that releases them.
-pub fn release_pod(pod: &Pod, state: &PodState) -> Vec<CleanupError> {
+pub fn release_pod(pod: &Pod, state: &PodState, plugin_timeout: Duration) -> Vec<CleanupError> {
     if let (Some(pid), Some(netns)) = (state.pid, state.netns.as_deref()) {
         kill_stray_init(pid, netns);
     }
     if state.state == super::state::State::Running {
         kill_orphaned_plugins(&pod.uuid);
     }
-    release(&pod.uuid, &pod.dir, state.netns.as_deref())
+    release(&pod.uuid, &pod.dir, state.netns.as_deref(), plugin_timeout)
 }
 
 /// Kills the process groups of every plugin still running for container `uuid` (found by

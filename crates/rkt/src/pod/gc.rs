@@ -35,6 +35,8 @@ pub struct GcOptions {
     pub grace_period: Duration,
     /// `--expire-prepared`: how long prepared pods are kept.
     pub expire_prepared: Duration,
+    /// How long each plugin call of a teardown may take.
+    pub plugin_timeout: Duration,
 }
 
 /// What gc did.
@@ -118,7 +120,7 @@ fn gc_pod(
     // Released in this run already: Some(whether it succeeded).
     let mut released = None;
     if state.state == State::Running {
-        let errors = release_pod(pod, &state);
+        let errors = release_pod(pod, &state, opts.plugin_timeout);
         let ok = errors.is_empty();
         report.errors.extend(errors);
         state.state = State::Exited;
@@ -131,7 +133,7 @@ fn gc_pod(
         released = Some(ok);
     } else if matches!(state.state, State::Exited | State::Garbage) && release_pending(pod, &state)
     {
-        let errors = release_pod(pod, &state);
+        let errors = release_pod(pod, &state, opts.plugin_timeout);
         let ok = errors.is_empty();
         report.errors.extend(errors);
         if ok {
@@ -156,7 +158,7 @@ fn gc_pod(
     let ok = match released {
         Some(ok) => ok,
         None => {
-            let errors = release_pod(pod, &state);
+            let errors = release_pod(pod, &state, opts.plugin_timeout);
             let ok = errors.is_empty();
             report.errors.extend(errors);
             ok
@@ -199,13 +201,13 @@ fn list(errors: &[CleanupError]) -> String {
 }
 
 /// `rkt rm`: releases what the pod holds (if its runner died) and deletes it. A running pod
-/// is refused.
-pub fn remove(store: &PodStore, pod: &Pod) -> Result<(), RemoveError> {
+/// is refused. Each plugin call of the teardown may take `plugin_timeout`.
+pub fn remove(store: &PodStore, pod: &Pod, plugin_timeout: Duration) -> Result<(), RemoveError> {
     let lock = PodLock::lock_exclusive_soon(&pod.dir)?.ok_or_else(|| RemoveError::Running {
         uuid: pod.uuid.clone(),
     })?;
     let mut state = pod.state_for_cleanup()?;
-    let errors = release_pod(pod, &state);
+    let errors = release_pod(pod, &state, plugin_timeout);
     if !errors.is_empty() {
         state.state = State::Garbage;
         state.garbage = Some(Timestamp::now());
@@ -241,6 +243,7 @@ mod tests {
         GcOptions {
             grace_period: Duration::from_secs(grace),
             expire_prepared: Duration::from_secs(3600),
+            plugin_timeout: cni::api::DEFAULT_TIMEOUT,
         }
     }
 
@@ -298,11 +301,11 @@ mod tests {
         let store = PodStore::new(tmp.path().join("pods"));
         let (pod, lock) = store.create(app(), &PodState::new(State::Running)).unwrap();
         assert!(matches!(
-            remove(&store, &pod),
+            remove(&store, &pod, cni::api::DEFAULT_TIMEOUT),
             Err(RemoveError::Running { .. })
         ));
         drop(lock);
-        remove(&store, &pod).unwrap();
+        remove(&store, &pod, cni::api::DEFAULT_TIMEOUT).unwrap();
         assert!(store.list().unwrap().is_empty());
     }
 }

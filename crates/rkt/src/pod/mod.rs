@@ -1,11 +1,12 @@
-//! Pods on disk: the store under `<data>/pods/<uuid>/`, manifests, states, locks, and the
-//! operations that move a pod through its life (run, gc, rm, stop).
+//! A pod's life: the operations that move a pod through it ([`run`], [`control`]'s stop,
+//! [`gc`] and rm, [`cleanup`]'s release of what a pod holds) and the view `status` and
+//! `list` show ([`status`]).
 //!
-//! A pod directory holds:
-//! - `pod.json`: the [`PodManifest`] (the app), written once;
-//! - `state.json`: the [`PodState`] (state, times, init PID, exit status, netns path),
-//!   replaced atomically by the holder of the pod's exclusive lock;
-//! - what networking records (`net-info.json`, `net/`, `etc/resolv.conf`, `etc/hosts`).
+//! Owns: the order of a pod's steps (record, namespace, networks, stage, teardown) and who
+//! releases what when one fails. Takes from: [`crate::podstore`] (the records on disk,
+//! re-exported here as the pod's API), [`crate::networking`], [`crate::netns`],
+//! [`crate::stage`]. May not be taken from by any of them: nothing below calls back up
+//! into a pod's life cycle.
 //!
 //! Locking (see [`lock`]): the runner holds an exclusive `flock` on the pod directory for the
 //! pod's whole life. A pod recorded as `running` whose lock is free has lost its runner
@@ -14,70 +15,13 @@
 pub mod cleanup;
 pub mod control;
 pub mod gc;
-pub mod lock;
-pub mod manifest;
 pub mod run;
-pub mod state;
 pub mod status;
-pub mod store;
-pub mod time;
 
-use std::path::PathBuf;
-
-pub use lock::PodLock;
-pub use manifest::{App, PodManifest};
-pub use state::{PodState, State};
+// The records on disk live in the pod store, below networking and the stage, which take
+// them from there; they are part of the pod's API.
+pub use crate::podstore::{lock, manifest, state, store, time};
+pub use crate::podstore::{
+    App, Pod, PodError, PodLock, PodManifest, PodState, PodStore, State, Timestamp,
+};
 pub use status::PodStatus;
-pub use store::{Pod, PodStore};
-pub use time::Timestamp;
-
-impl From<crate::fsutil::WriteError> for PodError {
-    fn from(e: crate::fsutil::WriteError) -> Self {
-        PodError::Io {
-            what: e.action,
-            path: e.path,
-            source: e.source,
-        }
-    }
-}
-
-/// What can go wrong with a pod. Every variant names the pod or the path it is about.
-#[derive(Debug, thiserror::Error)]
-pub enum PodError {
-    #[error("cannot {what} {path}: {source}")]
-    Io {
-        what: &'static str,
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{path} is corrupt: {source}")]
-    Corrupt {
-        path: PathBuf,
-        source: serde_json::Error,
-    },
-    #[error("{given:?} is not a pod UUID or UUID prefix (hexadecimal digits and '-')")]
-    BadUuid { given: String },
-    #[error("no pod matches {prefix:?} in {dir} (see `rkt list`)")]
-    NotFound { prefix: String, dir: PathBuf },
-    #[error("{prefix:?} matches several pods, give more digits: {}", candidates.join(", "))]
-    Ambiguous {
-        prefix: String,
-        candidates: Vec<String>,
-    },
-    #[error("pod {uuid} is in use by another rkt process (running, or being changed)")]
-    InUse { uuid: String },
-    #[error("pod {uuid} is {state}, but {action} needs a {wanted} pod")]
-    WrongState {
-        uuid: String,
-        state: State,
-        action: &'static str,
-        wanted: &'static str,
-    },
-}
-
-impl PodError {
-    /// The pod vanished while being read (removed concurrently).
-    pub fn is_gone(&self) -> bool {
-        matches!(self, PodError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
-    }
-}

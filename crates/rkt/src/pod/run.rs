@@ -13,6 +13,7 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
@@ -38,6 +39,8 @@ pub struct RunOptions {
     pub exe: PathBuf,
     /// `--uuid-file-save`: where to write the UUID once the pod exists.
     pub uuid_file_save: Option<PathBuf>,
+    /// How long each plugin call may take (setup and teardown).
+    pub plugin_timeout: Duration,
 }
 
 /// How a pod run ended.
@@ -208,7 +211,7 @@ fn run_locked(
     let stage = match started {
         Ok(stage) => stage,
         Err(error) => {
-            let cleanup = release(&uuid, &pod.dir, netns_path.as_deref());
+            let cleanup = release(&uuid, &pod.dir, netns_path.as_deref(), opts.plugin_timeout);
             state.state = State::Exited;
             state.exited = Some(Timestamp::now());
             state.error = Some(error.to_string());
@@ -235,7 +238,7 @@ fn run_locked(
     // and enter cannot reach a process that reused it.
     state.pid = None;
     let _ = state.store(&pod.dir);
-    let mut cleanup = release(&uuid, &pod.dir, netns_path.as_deref());
+    let mut cleanup = release(&uuid, &pod.dir, netns_path.as_deref(), opts.plugin_timeout);
     cleanup.extend(record_err.map(CleanupError::Pod));
     state.state = State::Exited;
     state.exited = Some(Timestamp::now());
@@ -300,6 +303,7 @@ fn start(
         uuid: &pod.uuid,
         pod_dir: &pod.dir,
         netns: netns_path,
+        plugin_timeout: opts.plugin_timeout,
     };
     if !planned.is_empty() {
         // gc after a reboot must find the pod to release what its plugins allocated.

@@ -42,7 +42,7 @@ impl PodStatus {
             record.state
         };
         let live = networking::load_record(&pod.dir).unwrap_or_default();
-        let ports = networking::ports::recorded(&live);
+        let ports = networking::record::forwarded_ports(&live);
         let networks = if live.is_empty() {
             record.networks.clone()
         } else {
@@ -284,6 +284,7 @@ mod tests {
             ip: Some("172.16.28.5".parse().unwrap()),
             args: String::new(),
             mask: Some("255.255.255.0".parse().unwrap()),
+            ips: Vec::new(),
         }
     }
 

@@ -36,7 +36,7 @@ use nix::unistd::{execve, fork, getppid, pipe2, sethostname, ForkResult, Pid};
 
 use super::env::{app_env, find_executable};
 use super::{mounts, signals, StageError};
-use crate::pod::PodManifest;
+use crate::podstore::PodManifest;
 
 /// Exit status of the stage when it fails before the app runs.
 pub const SETUP_FAILED: i32 = 125;
@@ -235,7 +235,7 @@ fn prepare(
     }
     // Shown by ps instead of "exe" (we run as /proc/self/exe); cosmetic, failure ignored.
     let _ = set_name(c"rkt-stage");
-    let manifest_path = args.pod_dir.join(crate::pod::store::MANIFEST_FILE);
+    let manifest_path = args.pod_dir.join(crate::podstore::store::MANIFEST_FILE);
     let bytes = std::fs::read(&manifest_path).map_err(|source| StageError::Io {
         what: "read",
         path: manifest_path.clone(),

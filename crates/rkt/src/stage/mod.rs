@@ -14,6 +14,9 @@
 //! `rkt stop` and `rkt enter` ([`enter`]). Signals are forwarded down the chain
 //! ([`signals`]). The app's stdin, stdout, stderr and controlling terminal are the user's:
 //! nothing in the chain redirects them or starts a new session.
+//!
+//! Takes from [`crate::podstore`] (the manifest) and [`crate::netns`]; may not touch the
+//! pod's life cycle or networking, which the runner drives around it.
 
 pub mod enter;
 pub mod env;

@@ -118,6 +118,7 @@ impl World {
             uuid: &self.uuid,
             pod_dir,
             netns,
+            plugin_timeout: cni::api::DEFAULT_TIMEOUT,
         }
     }
 

@@ -1,9 +1,13 @@
-//! The pod's `/etc/resolv.conf` and `/etc/hosts`: the `--dns*` and `--hosts-entry` options,
-//! their validation, and the files written into the pod directory.
+//! The pod's `/etc/resolv.conf` and `/etc/hosts` (which names the pod's hostname): the
+//! `--dns*` and `--hosts-entry` options, their validation, and the files written into the
+//! pod directory.
 //!
 //! The files live at `<pod>/etc/resolv.conf` and `<pod>/etc/hosts` ([`resolv_conf_path`],
 //! [`hosts_path`]); the stage mounts them over the app's `/etc` files. A file that is not
 //! written means the app sees the host's file.
+//!
+//! May not touch: plugins, CNI results or the network record. Networking hands it what a
+//! result said about DNS ([`ResolvConf`]); it only validates and writes files.
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};

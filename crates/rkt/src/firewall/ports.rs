@@ -22,8 +22,6 @@ use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::record;
-
 /// The CNI capability that carries port mappings.
 pub const CAPABILITY: &str = "portMappings";
 
@@ -202,13 +200,10 @@ pub fn from_capability_args(args: &Map<String, Value>) -> Vec<PortMapping> {
         .unwrap_or_default()
 }
 
-/// The ports a pod's record forwards, each once, in record order.
-pub fn recorded(nets: &[record::NetInfo]) -> Vec<PortMapping> {
+/// The mappings in several attachments' capability arguments, each once, in order.
+pub fn recorded<'a>(args: impl IntoIterator<Item = &'a Map<String, Value>>) -> Vec<PortMapping> {
     let mut out: Vec<PortMapping> = Vec::new();
-    for m in nets
-        .iter()
-        .flat_map(|n| from_capability_args(&n.capability_args))
-    {
+    for m in args.into_iter().flat_map(from_capability_args) {
         if !out.contains(&m) {
             out.push(m);
         }
@@ -244,13 +239,15 @@ impl PortsLock {
     }
 }
 
-/// Fails when a pod in `pods_dir` other than `own_uuid` has a record forwarding one of
-/// `ports`; the error names that pod. Pods are the directories named by a UUID; a record
-/// that cannot be read is skipped (it belongs to a pod being removed).
+/// Fails when a pod in `pods_dir` other than `own_uuid` forwards one of `ports`; the error
+/// names that pod. Pods are the directories named by a UUID; `forwarded_by` reads what a
+/// pod directory's record forwards (`None` when it cannot be read: the pod is being
+/// removed), so that this room needs no knowledge of the record.
 pub fn check_taken(
     pods_dir: &Path,
     own_uuid: &str,
     ports: &[PortMapping],
+    forwarded_by: impl Fn(&Path) -> Option<Vec<PortMapping>>,
 ) -> Result<(), PortError> {
     if ports.is_empty() {
         return Ok(());
@@ -270,22 +267,21 @@ pub fn check_taken(
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().to_str()?.to_string();
-            (name != own_uuid && crate::pod::store::is_uuid(&name)).then(|| (name, e.path()))
+            (name != own_uuid && crate::podstore::store::is_uuid(&name)).then(|| (name, e.path()))
         })
         .collect();
     dirs.sort();
     for (uuid, dir) in dirs {
-        let Ok(nets) = record::load(&dir) else {
+        let Some(theirs) = forwarded_by(&dir) else {
             continue;
         };
-        let theirs = recorded(&nets);
         let Some(mine) = ports
             .iter()
             .find(|p| theirs.iter().any(|t| t.clashes_with(p)))
         else {
             continue;
         };
-        let running = crate::pod::PodLock::is_held(&dir).unwrap_or(true);
+        let running = crate::podstore::PodLock::is_held(&dir).unwrap_or(true);
         return Err(PortError::Taken {
             port: mine.host_side(),
             uuid,
@@ -386,31 +382,29 @@ mod tests {
         let mine = "1b9a3a0e-5f6e-4a8e-9d0e-1c2b3a4d5e6f";
         let dir = pods.path().join(other);
         std::fs::create_dir_all(&dir).unwrap();
-        let entry = record::NetInfo {
-            net_name: "default".into(),
-            net_conf: "net/99-default.conflist".into(),
-            plugin_path: "ptp".into(),
-            if_name: "eth0".into(),
-            ip: None,
-            args: String::new(),
-            mask: None,
-            plugin_dirs: vec![],
-            cache_dir: None,
-            cni_version: None,
-            capability_args: capability_args(&[p("8080:80")]),
-            result: None,
+        std::fs::create_dir_all(pods.path().join("not-a-pod")).unwrap();
+        let args = capability_args(&[p("8080:80")]);
+        let forwarded_by = |d: &Path| {
+            assert_ne!(d.file_name().unwrap(), "not-a-pod");
+            (d == dir).then(|| recorded([&args]))
         };
-        record::save(&dir, &[entry]).unwrap();
-        check_taken(pods.path(), mine, &[p("8081:80")]).unwrap();
+        check_taken(pods.path(), mine, &[p("8081:80")], forwarded_by).unwrap();
         // its own record does not count
-        check_taken(pods.path(), other, &[p("8080:80")]).unwrap();
-        let e = check_taken(pods.path(), mine, &[p("127.0.0.1:8080:80")]).unwrap_err();
+        check_taken(pods.path(), other, &[p("8080:80")], forwarded_by).unwrap();
+        let e =
+            check_taken(pods.path(), mine, &[p("127.0.0.1:8080:80")], forwarded_by).unwrap_err();
         assert!(
             matches!(&e, PortError::Taken { uuid, running: false, .. } if uuid == other),
             "{e:?}"
         );
         assert!(e.to_string().contains(other), "{e}");
-        check_taken(&pods.path().join("missing"), mine, &[p("8080:80")]).unwrap();
+        check_taken(
+            &pods.path().join("missing"),
+            mine,
+            &[p("8080:80")],
+            forwarded_by,
+        )
+        .unwrap();
         let _lock = PortsLock::acquire(pods.path()).unwrap();
         assert!(pods.path().join(LOCK_FILE).exists());
     }

@@ -17,7 +17,6 @@ use serde::{Deserialize, Serialize};
 use super::time::Timestamp;
 use super::PodError;
 use crate::fsutil::Durability;
-use crate::networking::NetInfo;
 
 /// The file name of the state record inside a pod directory.
 pub const STATE_FILE: &str = "state.json";
@@ -28,7 +27,7 @@ pub const STATE_FILE: &str = "state.json";
 pub enum State {
     /// Created by `rkt prepare`, waiting for `rkt run-prepared`.
     Prepared,
-    /// A runner owns it (or owned it and died: see [`super::PodStatus`]).
+    /// A runner owns it (or owned it and died: see [`crate::pod::PodStatus`]).
     Running,
     /// The app exited and everything the pod set up is gone.
     Exited,
@@ -99,30 +98,33 @@ pub struct NetSummary {
     pub ip: Option<IpAddr>,
     pub args: String,
     pub mask: Option<IpAddr>,
-}
-
-impl From<&NetInfo> for NetSummary {
-    fn from(n: &NetInfo) -> Self {
-        NetSummary {
-            net_name: n.net_name.clone(),
-            net_conf: n.net_conf.clone(),
-            plugin_path: n.plugin_path.clone(),
-            if_name: n.if_name.clone(),
-            ip: n.ip,
-            args: n.args.clone(),
-            mask: n.mask,
-        }
-    }
+    /// Every address the network gave the pod (`ip` is one of them), when there are
+    /// several (dual stack): IPv4 first, then IPv6, each in the result's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ips: Vec<IpAddr>,
 }
 
 impl NetSummary {
-    /// rkt's short form: `name:ip4=ADDR` (or just `name` without an IPv4 address).
+    /// rkt's short form: `name:ip4=ADDR` (`ip6=` for an IPv6 address, just `name` without
+    /// an address); every address of a dual-stack network, comma-separated:
+    /// `name:ip4=10.0.0.2,ip6=fd00::2`.
     pub fn short(&self) -> String {
-        match self.ip {
-            Some(IpAddr::V4(ip)) => format!("{}:ip4={ip}", self.net_name),
-            Some(IpAddr::V6(ip)) => format!("{}:ip6={ip}", self.net_name),
-            None => self.net_name.clone(),
+        let ips = if self.ips.is_empty() {
+            self.ip.as_slice()
+        } else {
+            &self.ips[..]
+        };
+        if ips.is_empty() {
+            return self.net_name.clone();
         }
+        let addrs: Vec<String> = ips
+            .iter()
+            .map(|ip| match ip {
+                IpAddr::V4(ip) => format!("ip4={ip}"),
+                IpAddr::V6(ip) => format!("ip6={ip}"),
+            })
+            .collect();
+        format!("{}:{}", self.net_name, addrs.join(","))
     }
 }
 
@@ -198,6 +200,34 @@ pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), PodError
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_short_form_shows_every_address_of_a_dual_stack_network() {
+        let mut n = NetSummary {
+            net_name: "ds".into(),
+            net_conf: "net/10-ds.conflist".into(),
+            plugin_path: "/usr/lib/cni/ptp".into(),
+            if_name: "eth0".into(),
+            ip: None,
+            args: String::new(),
+            mask: None,
+            ips: Vec::new(),
+        };
+        assert_eq!(n.short(), "ds");
+        n.ip = Some("10.0.0.2".parse().unwrap());
+        assert_eq!(n.short(), "ds:ip4=10.0.0.2");
+        n.ip = Some("fd00::2".parse().unwrap());
+        assert_eq!(n.short(), "ds:ip6=fd00::2");
+        n.ips = vec!["10.0.0.2".parse().unwrap(), "fd00::2".parse().unwrap()];
+        assert_eq!(n.short(), "ds:ip4=10.0.0.2,ip6=fd00::2");
+        // Records written before `ips` existed, and single-address ones, have none.
+        let old: NetSummary = serde_json::from_str(
+            r#"{"netName":"ds","netConf":"c","pluginPath":"p","ifName":"eth0","ip":"10.0.0.2","args":"","mask":null}"#,
+        )
+        .unwrap();
+        assert_eq!(old.short(), "ds:ip4=10.0.0.2");
+        assert!(!serde_json::to_string(&old).unwrap().contains("ips"));
+    }
 
     #[test]
     fn store_then_load_round_trips_and_leaves_no_temporary_file() {

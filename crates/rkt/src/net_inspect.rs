@@ -5,6 +5,9 @@
 //!
 //! A network is *usable* when its version negotiates and every plugin (and IPAM plugin) is
 //! found in the search path and, asked with VERSION, supports that version.
+//!
+//! Takes from [`crate::networking`] (the candidates and plans); nothing takes from it but
+//! the command line. May not touch: pods or their records; it never sets a network up.
 
 use std::path::{Path, PathBuf};
 
@@ -12,8 +15,8 @@ use cni::api::CniConfig;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::plan::{self, PlannedNet};
-use super::NetError;
+use crate::networking::plan::{self, PlannedNet};
+use crate::networking::NetError;
 
 /// One plugin of a network, as it would be run.
 #[derive(Debug, Clone, Serialize)]
@@ -252,11 +255,14 @@ pub struct NetworkStatus {
 const STATUS_VERSION: &str = "1.1.0";
 
 /// Runs CNI STATUS for every network in effect (built-ins included). Networks whose version
-/// predates STATUS are reported ready, with a note.
+/// predates STATUS are reported ready, with a note. Each plugin runs from the binary in
+/// `checked` (what [`crate::networking::check_ownership`] examined) when the network is
+/// there, else from the one found in `plugin_path`.
 pub fn status(
     conf_dir: &Path,
     plugin_path: &[PathBuf],
     cache_dir: &Path,
+    checked: &[PlannedNet],
 ) -> Result<Vec<NetworkStatus>, NetError> {
     let cands = plan::candidates(conf_dir)?;
     let cni = CniConfig::new(plugin_path.to_vec(), cache_dir.to_path_buf());
@@ -281,6 +287,12 @@ pub fn status(
             let has_status =
                 cni::version::Version::parse(&version).is_ok_and(|v| v.at_least(STATUS_VERSION));
             st.cni_version = Some(version.clone());
+            // The binaries the ownership check examined, when it ran; else found now, once.
+            let binaries = match checked.iter().find(|c| c.list.name == n.list.name) {
+                Some(c) => c.binaries.clone(),
+                None => plan::resolve(&n.list, plugin_path),
+            };
+            let cni = cni.clone().with_plugin_binaries(binaries);
             match cni.get_status_network_list(&n.list) {
                 Ok(()) => {
                     st.ready = true;
@@ -376,7 +388,7 @@ mod tests {
             r#"{"cniVersion":"1.1.0","name":"b","type":"missing"}"#,
         )
         .unwrap();
-        let st = status(&conf, &[], &tmp.path().join("cache")).unwrap();
+        let st = status(&conf, &[], &tmp.path().join("cache"), &[]).unwrap();
         assert!(st[0].ready);
         assert_eq!(
             st[0].message.as_deref(),

@@ -1,0 +1,639 @@
+//! The import graph of `crates/rkt` (library and binary) and `crates/cni` has no cycles, at
+//! two levels: between rooms (the crate root's modules: `pod`, `networking`, …) and between
+//! module files.
+//!
+//! An edge is a path that goes up or across: `crate::…`, `super::…` or `self::…`, in a `use`
+//! declaration or inline, in code and in test code (comments and strings are skipped). It
+//! points at the module file that defines the named item, following `use` re-exports (so
+//! `super::NetError` from a `networking` file points at `networking/error.rs`, where
+//! `networking/mod.rs` takes it from). A module calling into its own submodules by their
+//! bare names is how a room is built from its parts, and is not an edge.
+//!
+//! When this test fails it names the modules in the cycle and the references that make it;
+//! see docs/ARCHITECTURE.md for which room may take what from which.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+#[test]
+fn rkt_library_has_no_import_cycles() {
+    assert_acyclic(&crate_dir().join("src/lib.rs"));
+}
+
+#[test]
+fn rkt_binary_has_no_import_cycles() {
+    assert_acyclic(&crate_dir().join("src/main.rs"));
+}
+
+#[test]
+fn cni_library_has_no_import_cycles() {
+    assert_acyclic(&crate_dir().join("../cni/src/lib.rs"));
+}
+
+/// The checker finds the kinds of cycle it is for, and leaves parents and children alone.
+#[test]
+fn cycles_between_rooms_and_between_files_are_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |rel: &str, text: &str| {
+        let p = dir.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    write("lib.rs", "pub mod net;\npub mod pod;\npub mod trust;\n");
+    write(
+        "pod/mod.rs",
+        "pub mod state;\npub mod store;\npub use store::is_uuid;\n",
+    );
+    write(
+        "pod/state.rs",
+        "// crate::trust::x in a comment is no edge\nuse super::store::Pod;\nuse crate::net::NetInfo;\nconst S: &str = \"crate::trust::x\";\n",
+    );
+    write(
+        "pod/store.rs",
+        "pub struct Pod;\npub fn is_uuid() {}\n#[cfg(test)]\nmod tests {\n    use super::*;\n}\n",
+    );
+    write(
+        "net/mod.rs",
+        "pub mod error;\npub mod plan;\npub mod record;\npub use error::NetError;\npub use record::NetInfo;\nfn f() { plan::plan(); crate::trust::check(); }\n",
+    );
+    write("net/record.rs", "pub struct NetInfo;\n");
+    write(
+        "net/plan.rs",
+        "use super::NetError;\npub fn plan() { let _ = crate::pod::is_uuid; }\n",
+    );
+    write(
+        "net/error.rs",
+        "pub enum NetError { Untrusted(crate::trust::TrustError) }\n",
+    );
+    write(
+        "trust.rs",
+        "pub struct TrustError;\npub fn check() { crate::net::plan::plan(); }\n",
+    );
+    let graph = Graph::load(&dir.path().join("lib.rs"));
+    let report = graph.cycles();
+    // Rooms: pod -> net (state.rs), net -> pod (plan.rs); net <-> trust.
+    assert!(report.contains("rooms net, pod, trust"), "{report}");
+    assert!(
+        report.contains("pod/state.rs:3 -> net/record.rs (crate::net::NetInfo)"),
+        "{report}"
+    );
+    // Files: plan.rs -> error.rs (through the re-export) -> trust.rs -> plan.rs.
+    assert!(
+        report.contains("files net/error.rs, net/plan.rs, trust.rs"),
+        "{report}"
+    );
+    assert!(
+        report.contains("net/plan.rs:1 -> net/error.rs (super::NetError)"),
+        "{report}"
+    );
+    // Comments, strings, a parent's calls into its children and a test module's
+    // `super::*` make no edges.
+    assert!(
+        !report.contains("state.rs:1") && !report.contains("state.rs:4"),
+        "{report}"
+    );
+    assert!(!report.contains("pod/store.rs:"), "{report}");
+    assert!(!report.contains("net/mod.rs:6 -> net/plan.rs"), "{report}");
+
+    // Without the two back references, nothing is reported.
+    write("net/plan.rs", "use super::NetError;\npub fn plan() {}\n");
+    write("trust.rs", "pub struct TrustError;\npub fn check() {}\n");
+    let report = Graph::load(&dir.path().join("lib.rs")).cycles();
+    assert_eq!(report, "");
+}
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn assert_acyclic(root: &Path) {
+    let graph = Graph::load(root);
+    assert!(
+        graph.files.len() > 3,
+        "found only {} modules under {}",
+        graph.files.len(),
+        root.display()
+    );
+    let report = graph.cycles();
+    assert!(
+        report.is_empty(),
+        "import cycles in {}:\n{report}",
+        root.display()
+    );
+}
+
+/// A module: its path from the crate root (empty for the root) and what it binds.
+#[derive(Debug, Default)]
+struct Module {
+    /// The file, relative to the crate's `src/`.
+    file: String,
+    /// Submodules declared in the file (`mod x;`), by name.
+    children: BTreeSet<String>,
+    /// Names bound by `use` (any visibility): name -> absolute path, when it is in the crate.
+    uses: BTreeMap<String, Vec<String>>,
+    /// Paths going up or across, with the line they are on.
+    refs: Vec<(usize, Vec<String>, String)>,
+}
+
+struct Graph {
+    /// Module path (joined with `::`) -> module.
+    modules: BTreeMap<String, Module>,
+    /// Module files in load order, as module paths.
+    files: Vec<String>,
+}
+
+impl Graph {
+    fn load(root: &Path) -> Graph {
+        let src = root.parent().unwrap().to_path_buf();
+        let mut graph = Graph {
+            modules: BTreeMap::new(),
+            files: Vec::new(),
+        };
+        let mut todo = vec![(Vec::<String>::new(), root.to_path_buf())];
+        while let Some((path, file)) = todo.pop() {
+            let text = std::fs::read_to_string(&file)
+                .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+            let rel = file
+                .strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let module = scan(&text, &path, rel);
+            // `x.rs` and `x/mod.rs` keep their submodules in `x/`; the root in `src/`.
+            let base = match file.file_name().and_then(|n| n.to_str()) {
+                Some("mod.rs" | "lib.rs" | "main.rs") => file.parent().unwrap().to_path_buf(),
+                _ => file.with_extension(""),
+            };
+            for child in &module.children {
+                let flat = base.join(format!("{child}.rs"));
+                let nested = base.join(child).join("mod.rs");
+                let found = if flat.exists() { flat } else { nested };
+                let mut child_path = path.clone();
+                child_path.push(child.clone());
+                todo.push((child_path, found));
+            }
+            graph.files.push(path.join("::"));
+            graph.modules.insert(path.join("::"), module);
+        }
+        graph
+    }
+
+    /// The module file that `path` (absolute, without `crate`) names: as deep as the path
+    /// goes through modules, following `use` bindings for the rest.
+    fn resolve(&self, path: &[String], depth: usize) -> Option<String> {
+        let mut current: Vec<String> = Vec::new();
+        for (i, seg) in path.iter().enumerate() {
+            let module = self.modules.get(&current.join("::"))?;
+            if module.children.contains(seg) {
+                current.push(seg.clone());
+                continue;
+            }
+            if let Some(target) = module.uses.get(seg) {
+                if depth < 16 {
+                    let mut full = target.clone();
+                    full.extend(path[i + 1..].iter().cloned());
+                    if let Some(found) = self.resolve(&full, depth + 1) {
+                        return Some(found);
+                    }
+                }
+            }
+            break;
+        }
+        Some(current.join("::"))
+    }
+
+    /// The file edges: (from, to) -> the references that make it.
+    fn edges(&self) -> BTreeMap<(String, String), Vec<String>> {
+        let mut edges: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+        for (from, module) in &self.modules {
+            for (line, path, written) in &module.refs {
+                let Some(to) = self.resolve(path, 0) else {
+                    continue;
+                };
+                if &to != from {
+                    edges
+                        .entry((from.clone(), to.clone()))
+                        .or_default()
+                        .push(format!(
+                            "{}:{line} -> {} ({written})",
+                            module.file, self.modules[&to].file
+                        ));
+                }
+            }
+        }
+        edges
+    }
+
+    /// Every cycle between rooms and between files, one paragraph each; empty when none.
+    fn cycles(&self) -> String {
+        let edges = self.edges();
+        let room = |m: &str| m.split("::").next().unwrap_or("").to_string();
+        let mut room_edges: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+        for ((from, to), why) in &edges {
+            let (a, b) = (room(from), room(to));
+            if a != b && !a.is_empty() && !b.is_empty() {
+                room_edges
+                    .entry((a, b))
+                    .or_default()
+                    .extend(why.iter().cloned());
+            }
+        }
+        let mut out = String::new();
+        for scc in components(&room_edges) {
+            let _ = writeln!(out, "cycle between rooms {}:", scc.join(", "));
+            describe(&mut out, &scc, &room_edges);
+        }
+        for scc in components(&edges) {
+            let files: Vec<String> = scc.iter().map(|m| self.modules[m].file.clone()).collect();
+            let _ = writeln!(out, "cycle between files {}:", files.join(", "));
+            describe(&mut out, &scc, &edges);
+        }
+        out
+    }
+}
+
+/// The references that make the cycle `scc`.
+fn describe(out: &mut String, scc: &[String], edges: &BTreeMap<(String, String), Vec<String>>) {
+    for ((from, to), why) in edges {
+        if scc.contains(from) && scc.contains(to) {
+            for w in why {
+                let _ = writeln!(out, "  {w}");
+            }
+        }
+    }
+}
+
+/// The strongly connected components with more than one node, each sorted (Tarjan).
+fn components(edges: &BTreeMap<(String, String), Vec<String>>) -> Vec<Vec<String>> {
+    let mut nodes: BTreeSet<&String> = BTreeSet::new();
+    let mut next: BTreeMap<&String, Vec<&String>> = BTreeMap::new();
+    for (from, to) in edges.keys() {
+        nodes.insert(from);
+        nodes.insert(to);
+        next.entry(from).or_default().push(to);
+    }
+    struct State<'a> {
+        index: BTreeMap<&'a String, usize>,
+        low: BTreeMap<&'a String, usize>,
+        stack: Vec<&'a String>,
+        on_stack: BTreeSet<&'a String>,
+        found: Vec<Vec<String>>,
+    }
+    fn visit<'a>(v: &'a String, next: &BTreeMap<&'a String, Vec<&'a String>>, s: &mut State<'a>) {
+        let i = s.index.len();
+        s.index.insert(v, i);
+        s.low.insert(v, i);
+        s.stack.push(v);
+        s.on_stack.insert(v);
+        for w in next.get(v).into_iter().flatten() {
+            if !s.index.contains_key(w) {
+                visit(w, next, s);
+                let low = s.low[v].min(s.low[w]);
+                s.low.insert(v, low);
+            } else if s.on_stack.contains(w) {
+                let low = s.low[v].min(s.index[w]);
+                s.low.insert(v, low);
+            }
+        }
+        if s.low[v] == s.index[v] {
+            let mut scc = Vec::new();
+            loop {
+                let w = s.stack.pop().unwrap();
+                s.on_stack.remove(w);
+                scc.push(w.clone());
+                if w == v {
+                    break;
+                }
+            }
+            if scc.len() > 1 {
+                scc.sort();
+                s.found.push(scc);
+            }
+        }
+    }
+    let mut state = State {
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        found: Vec::new(),
+    };
+    for v in nodes {
+        if !state.index.contains_key(v) {
+            visit(v, &next, &mut state);
+        }
+    }
+    state.found.sort();
+    state.found
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Ident(String),
+    Colons,
+    Punct(char),
+}
+
+/// Rust source as identifiers, `::` and punctuation, with their lines; comments, strings
+/// and character literals dropped.
+fn tokens(text: &str) -> Vec<(usize, Tok)> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let (mut i, mut line) = (0, 1);
+    let at = |i: usize| chars.get(i).copied().unwrap_or('\0');
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '\n' {
+            line += 1;
+            i += 1;
+        } else if c.is_whitespace() {
+            i += 1;
+        } else if c == '/' && at(i + 1) == '/' {
+            while i < chars.len() && chars[i] != '\n' {
+                i += 1;
+            }
+        } else if c == '/' && at(i + 1) == '*' {
+            let mut depth = 0;
+            while i < chars.len() {
+                if chars[i] == '/' && at(i + 1) == '*' {
+                    depth += 1;
+                    i += 2;
+                } else if chars[i] == '*' && at(i + 1) == '/' {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    line += usize::from(chars[i] == '\n');
+                    i += 1;
+                }
+            }
+        } else if c == '"' || ((c == 'r' || c == 'b') && matches!(at(i + 1), '"' | '#' | 'r')) {
+            // "…", r"…", r#"…"#, b"…", br#"…"#; an identifier starting with r or b otherwise.
+            let start = i;
+            let mut j = i;
+            if chars[j] == 'b' {
+                j += 1;
+            }
+            let raw = at(j) == 'r';
+            if raw {
+                j += 1;
+            }
+            let mut hashes = 0;
+            while raw && at(j) == '#' {
+                hashes += 1;
+                j += 1;
+            }
+            if at(j) != '"' {
+                // An identifier such as `raw` or `bytes`.
+                i = start;
+                let mut ident = String::new();
+                while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                    ident.push(chars[i]);
+                    i += 1;
+                }
+                out.push((line, Tok::Ident(ident)));
+                continue;
+            }
+            j += 1;
+            loop {
+                if j >= chars.len() {
+                    break;
+                }
+                let d = chars[j];
+                if d == '\n' {
+                    line += 1;
+                }
+                if !raw && d == '\\' {
+                    line += usize::from(at(j + 1) == '\n');
+                    j += 2;
+                    continue;
+                }
+                if d == '"' && (0..hashes).all(|k| at(j + 1 + k) == '#') {
+                    j += 1 + hashes;
+                    break;
+                }
+                j += 1;
+            }
+            i = j;
+        } else if c == '\'' {
+            // A character literal ('x', '\n', '\u{..}') or a lifetime ('a).
+            if at(i + 1) == '\\' {
+                i += 2;
+                while i < chars.len() && chars[i] != '\'' {
+                    i += 1;
+                }
+                i += 1;
+            } else if at(i + 2) == '\'' {
+                i += 3;
+            } else {
+                i += 1;
+            }
+        } else if c.is_alphabetic() || c == '_' {
+            let mut ident = String::new();
+            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                ident.push(chars[i]);
+                i += 1;
+            }
+            out.push((line, Tok::Ident(ident)));
+        } else if c == ':' && at(i + 1) == ':' {
+            out.push((line, Tok::Colons));
+            i += 2;
+        } else {
+            out.push((line, Tok::Punct(c)));
+            i += 1;
+        }
+    }
+    out
+}
+
+fn ident(t: Option<&(usize, Tok)>) -> Option<&str> {
+    match t {
+        Some((_, Tok::Ident(s))) => Some(s),
+        _ => None,
+    }
+}
+
+/// One leaf of a `use` tree: its path as written and the name it binds.
+fn use_tree(
+    toks: &[(usize, Tok)],
+    i: &mut usize,
+    prefix: &[String],
+    out: &mut Vec<(Vec<String>, Option<String>)>,
+) {
+    let mut path = prefix.to_vec();
+    loop {
+        match toks.get(*i).map(|t| &t.1) {
+            Some(Tok::Ident(s)) => {
+                path.push(s.clone());
+                *i += 1;
+            }
+            Some(Tok::Punct('{')) => {
+                *i += 1;
+                loop {
+                    match toks.get(*i).map(|t| &t.1) {
+                        Some(Tok::Punct('}')) | None => {
+                            *i += 1;
+                            return;
+                        }
+                        Some(Tok::Punct(',')) => *i += 1,
+                        _ => use_tree(toks, i, &path, out),
+                    }
+                }
+            }
+            Some(Tok::Punct('*')) => {
+                *i += 1;
+                out.push((path, None));
+                return;
+            }
+            _ => {}
+        }
+        if toks.get(*i).map(|t| &t.1) == Some(&Tok::Colons) {
+            *i += 1;
+            continue;
+        }
+        break;
+    }
+    // `a::b::{self}` binds `b`.
+    if path.last().is_some_and(|s| s == "self") && path.len() > prefix.len() {
+        path.pop();
+    }
+    let mut name = path.last().cloned();
+    if ident(toks.get(*i)) == Some("as") {
+        name = ident(toks.get(*i + 1)).map(str::to_string);
+        *i += 2;
+    }
+    out.push((path, name));
+}
+
+/// The module `file` at `module_path`: its submodules, bindings and references.
+fn scan(text: &str, module_path: &[String], file: String) -> Module {
+    let toks = tokens(text);
+    let mut module = Module {
+        file,
+        ..Module::default()
+    };
+    // Inline modules (`mod tests { … }`): (name, brace depth inside them).
+    let mut inline: Vec<(String, usize)> = Vec::new();
+    let mut depth = 0usize;
+    let mut i = 0;
+    // An absolute path for `written`, seen from inside the inline modules `inside`.
+    let absolute = |written: &[String], inside: &[(String, usize)]| -> Option<Vec<String>> {
+        let mut base: Vec<String> = module_path.to_vec();
+        base.extend(inside.iter().map(|(n, _)| n.clone()));
+        let mut rest = written;
+        match rest.first().map(String::as_str) {
+            Some("crate") => {
+                base.clear();
+                rest = &rest[1..];
+            }
+            Some("self") => rest = &rest[1..],
+            Some("super") => {
+                while rest.first().map(String::as_str) == Some("super") {
+                    base.pop()?;
+                    rest = &rest[1..];
+                }
+            }
+            _ => return None,
+        }
+        base.extend(rest.iter().cloned());
+        // Paths inside inline modules of this file point into this file.
+        let own = module_path.len();
+        if base.len() > own && base[..own] == *module_path {
+            let mut k = own;
+            for (n, _) in inside {
+                if base.get(k) == Some(n) {
+                    k += 1;
+                } else {
+                    break;
+                }
+            }
+            if k > own {
+                base.drain(own..k);
+            }
+        }
+        Some(base)
+    };
+    while i < toks.len() {
+        let (line, tok) = &toks[i];
+        match tok {
+            Tok::Punct('{') => {
+                depth += 1;
+                i += 1;
+            }
+            Tok::Punct('}') => {
+                if inline.last().is_some_and(|(_, d)| *d == depth) {
+                    inline.pop();
+                }
+                depth = depth.saturating_sub(1);
+                i += 1;
+            }
+            Tok::Ident(kw) if kw == "mod" => {
+                let name = ident(toks.get(i + 1)).unwrap_or_default().to_string();
+                match toks.get(i + 2).map(|t| &t.1) {
+                    Some(Tok::Punct(';')) if inline.is_empty() => {
+                        module.children.insert(name);
+                        i += 3;
+                    }
+                    Some(Tok::Punct('{')) => {
+                        depth += 1;
+                        inline.push((name, depth));
+                        i += 3;
+                    }
+                    _ => i += 1,
+                }
+            }
+            Tok::Ident(kw) if kw == "use" => {
+                let first_line = *line;
+                i += 1;
+                let mut leaves = Vec::new();
+                use_tree(&toks, &mut i, &[], &mut leaves);
+                for (written, name) in leaves {
+                    let abs = if matches!(
+                        written.first().map(String::as_str),
+                        Some("crate" | "super" | "self")
+                    ) {
+                        let abs = absolute(&written, &inline);
+                        if let Some(abs) = &abs {
+                            module
+                                .refs
+                                .push((first_line, abs.clone(), written.join("::")));
+                        }
+                        abs
+                    } else if written.first().is_some_and(|s| module.children.contains(s)) {
+                        // A submodule's item, brought up (often re-exported).
+                        let mut abs = module_path.to_vec();
+                        abs.extend(written.iter().cloned());
+                        Some(abs)
+                    } else {
+                        None
+                    };
+                    if let (Some(abs), Some(name), true) = (abs, name, inline.is_empty()) {
+                        module.uses.insert(name, abs);
+                    }
+                }
+            }
+            Tok::Ident(first) if matches!(first.as_str(), "crate" | "super" | "self") => {
+                let mut written = vec![first.clone()];
+                let mut j = i + 1;
+                while toks.get(j).map(|t| &t.1) == Some(&Tok::Colons) {
+                    match ident(toks.get(j + 1)) {
+                        Some(s) => written.push(s.to_string()),
+                        None => break,
+                    }
+                    j += 2;
+                }
+                if written.len() > 1 {
+                    if let Some(abs) = absolute(&written, &inline) {
+                        module.refs.push((*line, abs, written.join("::")));
+                    }
+                }
+                i = j.max(i + 1);
+            }
+            _ => i += 1,
+        }
+    }
+    module
+}
