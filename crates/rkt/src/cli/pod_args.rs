@@ -36,13 +36,9 @@ pub struct AppArgs {
     #[arg(long)]
     pub inherit_env: bool,
 
-    /// The command to run and its arguments (put them after `--` if they start with '-').
-    #[arg(
-        value_name = "COMMAND",
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
+    /// The command to run and its arguments: from `--` or the first word that is not an
+    /// option. Before it, a word starting with '-' must be one of rkt's options.
+    #[arg(value_name = "COMMAND", required = true, trailing_var_arg = true)]
     pub command: Vec<String>,
 }
 
