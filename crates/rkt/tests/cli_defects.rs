@@ -8,6 +8,8 @@ mod leaks;
 mod pod_support;
 mod support;
 
+use std::fs;
+
 use pod_support::World;
 
 /// Issue 16, defect 1: a word starting with '-' before the command is a known option or a
@@ -61,4 +63,96 @@ fn unknown_or_misplaced_option_the_command_starts_at_double_dash_or_first_word()
     let manifest =
         std::fs::read_to_string(world.path(&format!("data/pods/{uuid}/pod.json"))).unwrap();
     assert!(manifest.contains("\"--weird\""), "{manifest}");
+}
+
+/// A user network on the real `bridge` plugin (bridge and network names unique to the test,
+/// subnet `10.113.<n>.0/24`); dropping it deletes the bridge and host-local's directory,
+/// which the plugins leave by design.
+struct BridgeNet {
+    bridge: String,
+    name: String,
+    subnet: String,
+}
+
+impl BridgeNet {
+    fn new(world: &World, n: u8, extra: serde_json::Value) -> BridgeNet {
+        let seed = uuid::Uuid::new_v4().as_u128() as u32;
+        let net = BridgeNet {
+            bridge: format!("rktcd{:x}", seed & 0xfffff),
+            name: format!("cd-{seed:x}"),
+            subnet: format!("10.113.{n}.0/24"),
+        };
+        let mut plugin = serde_json::json!({
+            "type": "bridge", "bridge": net.bridge, "isGateway": true,
+            "ipam": {"type": "host-local", "subnet": net.subnet}
+        });
+        for (k, v) in extra.as_object().into_iter().flatten() {
+            plugin[k] = v.clone();
+        }
+        let conf_dir = world.path("local/net.d");
+        fs::create_dir_all(&conf_dir).unwrap();
+        fs::write(
+            conf_dir.join(format!("10-{}.conflist", net.name)),
+            serde_json::json!({"cniVersion": "1.0.0", "name": net.name, "plugins": [plugin]})
+                .to_string(),
+        )
+        .unwrap();
+        net
+    }
+
+    fn ctx(&self, world: &World) -> leaks::Ctx {
+        world
+            .leak_ctx()
+            .network(&self.name)
+            .subnet(&self.subnet)
+            .link(&self.bridge)
+    }
+}
+
+impl Drop for BridgeNet {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("ip")
+            .args(["link", "del", &self.bridge])
+            .status();
+        let _ = fs::remove_dir_all(format!("/var/lib/cni/networks/{}", self.name));
+    }
+}
+
+/// Issue 16, defect 6: `--net=NET:IP=...` works with the real bridge plugin, which refuses
+/// unknown CNI_ARGS keys unless `IgnoreUnknown` is set; and a user's own `IgnoreUnknown`
+/// is sent instead of rkt's.
+#[test]
+fn cni_args_lead_with_ignore_unknown_so_the_real_bridge_plugin_takes_ip() {
+    require_root!();
+    let world = World::new();
+    let net = BridgeNet::new(&world, 1, serde_json::json!({}));
+    let g = leaks::Guard::new(net.ctx(&world));
+    let out = world
+        .rkt(&[
+            "run",
+            &format!("--net={}:IP=10.113.1.9", net.name),
+            "--",
+            "ip",
+            "-4",
+            "-o",
+            "addr",
+            "show",
+            "eth0",
+        ])
+        .run();
+    out.assert_success()
+        .assert_stdout_contains("inet 10.113.1.9/24");
+    // With the user's IgnoreUnknown=0 (sent as given, not overridden), bridge refuses the
+    // key it does not know, as it did for every arg before.
+    let out = world
+        .rkt(&[
+            "run",
+            &format!("--net={}:IP=10.113.1.10;K=V;IgnoreUnknown=0", net.name),
+            "--",
+            "true",
+        ])
+        .run();
+    out.assert_failure().assert_stderr_contains("unknown args");
+    drop(net);
+    g.check();
 }

@@ -55,7 +55,7 @@ fn networks_are_set_up_in_file_order_on_eth0_eth1_with_args_and_recorded() {
     assert_eq!(calls[0].env["CNI_CONTAINERID"], w.uuid.as_str());
     assert_eq!(calls[0].env["CNI_NETNS"], netns.display().to_string());
     assert_eq!(calls[0].env["CNI_ARGS"].as_str().unwrap_or(""), "");
-    assert_eq!(calls[1].env["CNI_ARGS"], "IP=fd00::1;X=y");
+    assert_eq!(calls[1].env["CNI_ARGS"], "IgnoreUnknown=1;IP=fd00::1;X=y");
     assert_eq!(calls[1].stdin["marker"], "a");
 
     assert_eq!(nets.len(), 2);
@@ -214,7 +214,7 @@ fn teardown_uses_the_record_after_config_and_plugins_dir_changed() {
     assert_eq!(del.short(), "DEL pa eth0");
     assert_eq!(del.stdin["marker"], "a");
     assert_eq!(del.stdin["name"], "a");
-    assert_eq!(del.env["CNI_ARGS"], "K=V");
+    assert_eq!(del.env["CNI_ARGS"], "IgnoreUnknown=1;K=V");
     assert_eq!(del.env["CNI_PATH"], w.plugin_dir().display().to_string());
     // the ADD result came back as prevResult from the recorded cache directory
     assert_eq!(del.stdin["prevResult"]["ips"][0]["address"], "10.99.0.2/24");
