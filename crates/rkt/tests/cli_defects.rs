@@ -156,3 +156,114 @@ fn cni_args_lead_with_ignore_unknown_so_the_real_bridge_plugin_takes_ip() {
     drop(net);
     g.check();
 }
+
+/// The names of the entries of `dir` (empty when it does not exist), sorted.
+fn entries(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .map(|it| {
+            it.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// Runs `sh -c 'cat /etc/resolv.conf; echo ---; cat /etc/hosts'` in a `--rootfs` pod with
+/// `flags`; returns (resolv.conf, hosts) as the app saw them.
+fn rootfs_etc_files(world: &World, rootfs: &std::path::Path, flags: &[&str]) -> (String, String) {
+    let root_arg = format!("--rootfs={}", rootfs.display());
+    let mut args = vec!["run", root_arg.as_str()];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&[
+        "--",
+        "/bin/sh",
+        "-c",
+        "cat /etc/resolv.conf && echo --- && cat /etc/hosts",
+    ]);
+    let out = world.rkt(&args).run();
+    out.assert_success();
+    let stdout = out.stdout();
+    let (resolv, hosts) = stdout
+        .split_once("---\n")
+        .unwrap_or_else(|| panic!("rkt {args:?}: {stdout}"));
+    (resolv.to_string(), hosts.to_string())
+}
+
+/// Issue 16, defect 2: a `--rootfs` pod always gets /etc/resolv.conf and /etc/hosts, from
+/// the host's files where the pod has none of its own (`--dns=host`, `--hosts-entry=host`,
+/// `--net=host`, no DNS at all), and nothing is written into the user's directory, whether
+/// its /etc lacks the files, has them, or is missing.
+#[test]
+fn rootfs_pods_get_resolv_conf_and_hosts_without_writing_into_the_rootfs() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let rootfs = world.path("rootfs");
+    pod_support::tiny_rootfs(&rootfs);
+    fs::write(rootfs.join("etc/os-release"), "ID=tiny\n").unwrap();
+    let host_resolv = fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
+    let host_hosts = fs::read_to_string("/etc/hosts").unwrap_or_default();
+
+    // No DNS setting: the host's resolv.conf (what a pod on the host's root sees), the
+    // pod's own hosts; the rootfs's other /etc entries stay visible.
+    let (resolv, hosts) = rootfs_etc_files(&world, &rootfs, &["--net=none", "--hostname=tiny1"]);
+    assert_eq!(resolv, host_resolv);
+    assert!(hosts.contains("tiny1"), "{hosts}");
+    let out = world
+        .rkt(&[
+            "run",
+            "--net=none",
+            &format!("--rootfs={}", rootfs.display()),
+            "--",
+            "/bin/cat",
+            "/etc/os-release",
+        ])
+        .run();
+    out.assert_success().assert_stdout_contains("ID=tiny");
+
+    let (resolv, hosts) = rootfs_etc_files(
+        &world,
+        &rootfs,
+        &["--net=none", "--dns=host", "--hosts-entry=host"],
+    );
+    assert_eq!(
+        (resolv.as_str(), hosts.as_str()),
+        (host_resolv.as_str(), host_hosts.as_str())
+    );
+    let (resolv, hosts) = rootfs_etc_files(&world, &rootfs, &["--net=host"]);
+    assert_eq!(
+        (resolv.as_str(), hosts.as_str()),
+        (host_resolv.as_str(), host_hosts.as_str())
+    );
+    let (resolv, _) = rootfs_etc_files(&world, &rootfs, &["--net=none", "--dns=192.0.2.53"]);
+    assert!(resolv.contains("nameserver 192.0.2.53"), "{resolv}");
+    assert_eq!(entries(&rootfs.join("etc")), ["os-release"]);
+
+    // The rootfs has its own files: the pod's are mounted over them, which stay unchanged.
+    fs::write(rootfs.join("etc/resolv.conf"), "# mine\n").unwrap();
+    fs::write(rootfs.join("etc/hosts"), "# my hosts\n").unwrap();
+    let (resolv, hosts) = rootfs_etc_files(&world, &rootfs, &["--net=none", "--dns=192.0.2.53"]);
+    assert!(resolv.contains("nameserver 192.0.2.53"), "{resolv}");
+    assert!(hosts.contains("localhost"), "{hosts}");
+    assert_eq!(
+        fs::read_to_string(rootfs.join("etc/resolv.conf")).unwrap(),
+        "# mine\n"
+    );
+    assert_eq!(
+        fs::read_to_string(rootfs.join("etc/hosts")).unwrap(),
+        "# my hosts\n"
+    );
+
+    // No /etc at all: the pod still gets both, and the rootfs gets no /etc.
+    fs::remove_dir_all(rootfs.join("etc")).unwrap();
+    let (resolv, hosts) = rootfs_etc_files(&world, &rootfs, &["--net=none", "--dns=192.0.2.54"]);
+    assert!(resolv.contains("nameserver 192.0.2.54"), "{resolv}");
+    assert!(hosts.contains("localhost"), "{hosts}");
+    assert!(
+        !rootfs.join("etc").exists(),
+        "rkt created {}/etc",
+        rootfs.display()
+    );
+}
