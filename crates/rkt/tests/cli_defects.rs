@@ -267,3 +267,73 @@ fn rootfs_pods_get_resolv_conf_and_hosts_without_writing_into_the_rootfs() {
         rootfs.display()
     );
 }
+
+/// Issue 16, defect 5: `--port` with a host address of a family the pod gets no address of
+/// is refused naming the flag: before anything is created when the network's IPAM says
+/// which families it gives (the built-in `default`), else right after the ADD, with the pod
+/// rolled back.
+#[test]
+fn port_with_a_host_address_of_a_family_the_pod_has_none_of_is_refused() {
+    require_root!();
+    let world = World::new();
+    let subnet = "10.113.2.0/24";
+    let name = format!(
+        "cd-static-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    );
+    let g = leaks::Guard::new(
+        world
+            .leak_ctx()
+            .shared_network("default")
+            .network(&name)
+            .subnet(subnet),
+    );
+    for (value, shown) in [
+        ("[::1]:18080:80", "[::1]:18080:80"),
+        ("::1:18080:80/udp", "[::1]:18080:80/udp"),
+    ] {
+        world
+            .rkt(&["run", &format!("--port={value}"), "--", "true"])
+            .run()
+            .assert_failure()
+            .assert_stderr_contains(&format!("--port={shown}:"))
+            .assert_stderr_contains("IPv6")
+            .assert_stderr_contains("\"default\"");
+        assert_eq!(world.pods(), Vec::<String>::new());
+    }
+
+    // A network whose IPAM (static) cannot be read ahead: refused after its ADD.
+    let conf_dir = world.path("local/net.d");
+    fs::create_dir_all(&conf_dir).unwrap();
+    fs::write(
+        conf_dir.join("10-static.conflist"),
+        serde_json::json!({
+            "cniVersion": "1.0.0", "name": name,
+            "plugins": [
+                {"type": "ptp", "ipMasq": false,
+                 "ipam": {"type": "static", "addresses": [{"address": "10.113.2.2/24", "gateway": "10.113.2.1"}]}},
+                {"type": "portmap", "capabilities": {"portMappings": true}}
+            ]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let uuid_file = world.path("uuid-static");
+    let out = world
+        .rkt(&[
+            "run",
+            &format!("--uuid-file-save={}", uuid_file.display()),
+            &format!("--net={name}"),
+            "--port=[::1]:18081:80",
+            "--",
+            "true",
+        ])
+        .run();
+    out.assert_failure()
+        .assert_stderr_contains("--port=[::1]:18081:80:")
+        .assert_stderr_contains(&format!("{name:?}"));
+    let uuid = fs::read_to_string(&uuid_file).unwrap();
+    pod_support::assert_no_netns(&uuid);
+    assert_eq!(world.status_json(&uuid)["state"], "exited");
+    g.check();
+}

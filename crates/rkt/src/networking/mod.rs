@@ -99,11 +99,14 @@ fn check_ports_possible(opts: &NetOptions, planned: &[PlannedNet]) -> Result<(),
         }
         .into());
     }
-    if !planned.iter().any(forwards_ports) {
+    let Some(forwarder) = planned.iter().find(|n| forwards_ports(n)) else {
         return Err(PortError::NoCapableNetwork {
             nets: planned.iter().map(|n| n.list.name.clone()).collect(),
         }
         .into());
+    };
+    if let Some(families) = ports::ipam_families(&forwarder.list.plugins) {
+        ports::check_families(&opts.ports, &forwarder.list.name, &families)?;
     }
     Ok(())
 }
@@ -255,6 +258,12 @@ fn add_all(
                 entry.result = Some(added.result);
                 if let Err(e) = record::update(pod.pod_dir, &entries) {
                     return Err(abort(pod, entries, e.into()));
+                }
+                if forwarder == Some(i) {
+                    // What the configuration could not tell before: the addresses given.
+                    if let Err(e) = ports::check_families(&opts.ports, &net.list.name, &added.ips) {
+                        return Err(abort(pod, entries, e.into()));
+                    }
                 }
             }
             Err(source) => {

@@ -58,6 +58,8 @@ impl<'a> Attachment<'a> {
 #[derive(Debug, Clone)]
 pub struct Added {
     pub ip: Option<IpAddr>,
+    /// Every address the result gives the pod.
+    pub ips: Vec<IpAddr>,
     pub mask: Option<IpAddr>,
     pub result: Value,
 }
@@ -131,6 +133,7 @@ fn added(result: &CniResult) -> Added {
     let mask = chosen.and_then(|c| Some(prefix_to_mask(&c.ip()?, c.prefix_len()?)));
     Added {
         ip,
+        ips: current.ips.iter().filter_map(|c| c.ip()).collect(),
         mask,
         result: result.to_value(),
     }
