@@ -337,3 +337,98 @@ fn port_with_a_host_address_of_a_family_the_pod_has_none_of_is_refused() {
     assert_eq!(world.status_json(&uuid)["state"], "exited");
     g.check();
 }
+
+/// Issue 16, defect 4: `rkt net list` refuses a configuration directory that `rkt run`
+/// refuses (writable by others), with the same error and exit status; the insecure option
+/// lets both through.
+#[test]
+fn net_list_refuses_an_unsafe_directory_as_run_does() {
+    use std::os::unix::fs::PermissionsExt;
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let conf = world.path("local/net.d");
+    fs::create_dir_all(&conf).unwrap();
+    fs::set_permissions(&conf, fs::Permissions::from_mode(0o777)).unwrap();
+    let run = world.rkt(&["run", "--net=default", "--", "true"]).run();
+    run.assert_failure()
+        .assert_stderr_contains("writable by group or others");
+    assert_eq!(world.pods(), Vec::<String>::new());
+    for cmd in [
+        &["net", "list"][..],
+        &["net", "list", "--format=json"],
+        &["net", "status"],
+    ] {
+        let out = world.rkt(cmd).run();
+        out.assert_failure();
+        assert_eq!(out.stderr(), run.stderr(), "rkt {cmd:?} and rkt run differ");
+    }
+    world
+        .rkt(&["net", "list", "--insecure-options=net-plugins"])
+        .run()
+        .assert_success();
+}
+
+/// Issue 16, defect 4: `rkt net status` says "not ready" for a network whose plugin is
+/// missing or does not speak the network's version (also below 1.1.0, where no STATUS
+/// runs), naming the network and the plugin; STATUS gets none of the variables the spec
+/// says it must not (container id, netns, interface, args).
+#[test]
+fn net_status_reports_missing_and_too_old_plugins_and_sends_status_only_what_the_spec_allows() {
+    let world = World::new();
+    let conf = world.path("local/net.d");
+    let plugins = world.path("plugins");
+    fs::create_dir_all(&conf).unwrap();
+    fs::create_dir_all(&plugins).unwrap();
+    let log = world.path("calls.jsonl");
+    for name in ["tp", "tpold"] {
+        std::os::unix::fs::symlink(support::test_plugin(), plugins.join(name)).unwrap();
+    }
+    fs::write(
+        plugins.join("tp.script"),
+        serde_json::json!({"log": log}).to_string(),
+    )
+    .unwrap();
+    fs::write(
+        plugins.join("tpold.script"),
+        serde_json::json!({"versions": ["0.4.0", "1.0.0"]}).to_string(),
+    )
+    .unwrap();
+    let conf_file = |file: &str, v: serde_json::Value| {
+        fs::write(conf.join(file), v.to_string()).unwrap();
+    };
+    conf_file(
+        "10-gone.conf",
+        serde_json::json!({"cniVersion": "0.4.0", "name": "gone", "type": "no-such-plugin"}),
+    );
+    conf_file(
+        "20-old.conf",
+        serde_json::json!({"cniVersion": "1.1.0", "name": "old", "type": "tpold"}),
+    );
+    conf_file(
+        "30-new.conf",
+        serde_json::json!({"cniVersion": "1.1.0", "name": "new", "type": "tp"}),
+    );
+    let plugin_flag = format!("--net-plugin-dir={}", plugins.display());
+    let out = world.rkt(&["net", "status", &plugin_flag]).run();
+    out.assert_exit_code(1)
+        .assert_stdout_contains("gone: not ready: plugin \"no-such-plugin\": not found in ")
+        .assert_stdout_contains(
+            "old: not ready: plugin \"tpold\": does not support cniVersion 1.1.0",
+        )
+        .assert_stdout_contains("new: ready\n");
+    let calls: Vec<serde_json::Value> = fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let status = calls
+        .iter()
+        .find(|c| c["command"] == "STATUS")
+        .expect("no STATUS call");
+    let env = status["env"].as_object().unwrap();
+    for var in ["CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME", "CNI_ARGS"] {
+        assert!(!env.contains_key(var), "STATUS got {var}: {env:?}");
+    }
+    assert_eq!(env["CNI_COMMAND"], "STATUS");
+}

@@ -110,8 +110,20 @@ fn plugin_path_origins(dirs: &EffectiveDirs) -> Vec<(PathBuf, String)> {
     out
 }
 
+/// The ownership and mode checks `rkt run` makes before using the networks (unless
+/// `--insecure-options=net-plugins`), for every network in effect: `list` and `status` run
+/// the plugins too (VERSION, STATUS), and refuse what `run` refuses, with its error.
+fn check_trusted(args: &NetDirArgs, dirs: &EffectiveDirs) -> anyhow::Result<()> {
+    if !rkt::security::insecure_net_plugins(&args.insecure_options)? {
+        let every = rkt::networking::NetSelection::parse(&["all".to_string()])?;
+        rkt::security::check_net_setup(&every, &dirs.net_conf.value, &dirs.plugin_path())?;
+    }
+    Ok(())
+}
+
 fn list(global: &GlobalArgs, args: &NetListArgs) -> anyhow::Result<ExitCode> {
     let dirs = global.effective_dirs(&args.net)?;
+    check_trusted(&args.net, &dirs)?;
     let listing = inspect::list(&dirs.net_conf.value, &dirs.plugin_path())?;
     let path = plugin_path_origins(&dirs);
     match args.format {
@@ -248,10 +260,7 @@ fn check(global: &GlobalArgs, args: &NetCheckArgs) -> anyhow::Result<ExitCode> {
 
 fn status(global: &GlobalArgs, args: &NetStatusArgs) -> anyhow::Result<ExitCode> {
     let dirs = global.effective_dirs(&args.net)?;
-    if !rkt::security::insecure_net_plugins(&args.net.insecure_options)? {
-        let every = rkt::networking::NetSelection::parse(&["all".to_string()])?;
-        rkt::security::check_net_setup(&every, &dirs.net_conf.value, &dirs.plugin_path())?;
-    }
+    check_trusted(&args.net, &dirs)?;
     let nets: Vec<NetworkStatus> = inspect::status(
         &dirs.net_conf.value,
         &dirs.plugin_path(),
