@@ -432,3 +432,134 @@ fn net_status_reports_missing_and_too_old_plugins_and_sends_status_only_what_the
     }
     assert_eq!(env["CNI_COMMAND"], "STATUS");
 }
+
+fn stderr_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Issue 16, defect 7: an error about a pod names it once (a failed teardown said
+/// `pod X: pod X: teardown failed`).
+#[test]
+fn smaller_defects_errors_name_the_pod_once() {
+    require_root!();
+    let lab = leaks::lab::Lab::new();
+    let net = lab.plain_net("once", "tpdel");
+    let g = leaks::Guard::new(lab.ctx(&[&net]));
+    lab.plugin(
+        "tpdel",
+        serde_json::json!({"DEL": {"error": {"code": 11, "msg": "busy"}}}),
+    );
+    let uuid_file = lab.path("uuid-once");
+    let out = lab.run(&[
+        &format!("--uuid-file-save={}", uuid_file.display()),
+        &format!("--net={net}"),
+        "--",
+        "true",
+    ]);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(254), "{err}");
+    let uuid = fs::read_to_string(&uuid_file).unwrap();
+    assert!(err.contains("teardown failed"), "{err}");
+    for line in err.lines() {
+        assert!(
+            line.matches(uuid.as_str()).count() <= 1,
+            "the pod is named twice: {line}"
+        );
+    }
+    lab.plugin("tpdel", serde_json::json!({}));
+    assert!(lab.gc().status.success());
+    g.check();
+}
+
+/// Issue 16, defect 7: `--debug run` prints its directories once; a repeated
+/// `--net-plugin-dir` is searched and listed once.
+#[test]
+fn smaller_defects_debug_line_once_and_repeated_plugin_dir_once() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let out = world
+        .rkt(&["--debug", "run", "--net=none", "--", "true"])
+        .run();
+    out.assert_success();
+    assert_eq!(
+        out.stderr().matches("rkt: debug: data dir").count(),
+        1,
+        "{}",
+        out.stderr()
+    );
+    let plugins = world.path("plugins");
+    fs::create_dir_all(&plugins).unwrap();
+    let flag = format!("--net-plugin-dir={}", plugins.display());
+    let out = world.rkt(&["config", &flag, &flag]).run();
+    out.assert_success();
+    assert_eq!(
+        out.json()["stage0"][0]["net-plugin"],
+        serde_json::json!([plugins.display().to_string()])
+    );
+}
+
+/// Issue 16, defect 7: `--net=host` with a flag that would write the pod's resolv.conf or
+/// hosts (which a host-network pod does not have) is refused, naming the flag; nothing is
+/// created.
+#[test]
+fn smaller_defects_net_host_refuses_dns_and_hosts_flags() {
+    let world = World::new();
+    for flag in [
+        "--dns=192.0.2.53",
+        "--dns-search=example.org",
+        "--hosts-entry=192.0.2.1=db",
+    ] {
+        world
+            .rkt(&["run", "--net=host", flag, "--", "true"])
+            .run()
+            .assert_failure()
+            .assert_stderr_contains(&format!("{flag} cannot be used with --net=host"));
+    }
+    assert_eq!(world.pods(), Vec::<String>::new());
+}
+
+/// Issue 16, defect 7: `networks not found` names the configuration directory searched.
+#[test]
+fn smaller_defects_networks_not_found_names_the_directory() {
+    let world = World::new();
+    world
+        .rkt(&["run", "--net=a,b", "--", "true"])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains(&format!(
+            "networks not found: a, b (searched {} and the built-in networks)",
+            world.path("local/net.d").display()
+        ));
+}
+
+/// Issue 16, defect 7: a pod that failed to start shows as `exited (failed)` in `rkt list`.
+#[test]
+fn smaller_defects_a_failed_pod_shows_as_failed_in_list() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    world
+        .rkt(&["run", "--net=none", "--", "no-such-command-xyz"])
+        .run()
+        .assert_failure();
+    world
+        .rkt(&["run", "--net=none", "--name=fine", "--", "true"])
+        .run()
+        .assert_success();
+    let out = world.rkt(&["list", "--no-legend"]).run();
+    out.assert_success();
+    let stdout = out.stdout();
+    let line = |app: &str| {
+        stdout
+            .lines()
+            .find(|l| l.contains(app))
+            .unwrap_or_else(|| panic!("no {app} in {stdout}"))
+            .to_string()
+    };
+    assert!(
+        line("no-such-command-xyz").contains("exited (failed)"),
+        "{stdout}"
+    );
+    assert!(!line("fine").contains("failed"), "{stdout}");
+}

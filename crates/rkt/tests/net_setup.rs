@@ -281,7 +281,13 @@ fn unknown_networks_fail_before_anything_is_set_up() {
     let pod_dir = w.pod_dir();
     let pod = w.pod(&pod_dir, Some(&netns));
     let err = networking::setup(&pod, &w.opts(&["a,nope", "missing"])).unwrap_err();
-    assert_eq!(err.to_string(), "networks not found: nope, missing");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "networks not found: nope, missing (searched {} and the built-in networks)",
+            w.conf_dir().display()
+        )
+    );
     assert!(w.calls().is_empty());
     assert_eq!(fs::read_dir(&pod_dir).unwrap().count(), 0);
 }

@@ -73,7 +73,10 @@ pub fn run(global: &GlobalArgs, args: &ListArgs) -> anyhow::Result<ExitCode> {
             rows.push([
                 uuid,
                 s.manifest.app.name.clone(),
-                s.state.to_string(),
+                match (&s.state, &s.record.error) {
+                    (rkt::pod::State::Exited, Some(_)) => "exited (failed)".to_string(),
+                    (state, _) => state.to_string(),
+                },
                 when(Some(s.manifest.created), args.full),
                 when(s.record.started, args.full),
                 s.networks_short(),

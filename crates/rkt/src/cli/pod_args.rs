@@ -144,12 +144,13 @@ pub struct PodNetArgs {
 }
 
 impl PodNetArgs {
-    /// The run options, with the directories in effect now.
+    /// The run options, with the directories in effect now, and the pod store of the data
+    /// directory in effect (the directories are worked out, and shown with `--debug`, once).
     pub fn run_options(
         &self,
         global: &GlobalArgs,
         uuid_file_save: Option<PathBuf>,
-    ) -> anyhow::Result<RunOptions> {
+    ) -> anyhow::Result<(RunOptions, PodStore)> {
         let selection = NetSelection::parse(&self.net)?;
         let ports = rkt::networking::ports::parse_all(&self.port)?;
         let dirs = global.effective_dirs(&self.dirs)?;
@@ -161,7 +162,8 @@ impl PodNetArgs {
                 bail!("--hostname={name:?}: a hostname has 1 to 64 characters, each a letter, digit, '-', '.' or '_'");
             }
         }
-        Ok(RunOptions {
+        let store = PodStore::new(dirs.pods_dir());
+        let opts = RunOptions {
             net: NetOptions {
                 selection,
                 conf_dir: dirs.net_conf.value.clone(),
@@ -182,7 +184,8 @@ impl PodNetArgs {
             },
             exe: PathBuf::from("/proc/self/exe"),
             uuid_file_save,
-        })
+        };
+        Ok((opts, store))
     }
 }
 

@@ -36,6 +36,9 @@ pub enum DnsError {
     /// A `--hosts-entry` that is not `IP=NAME[,NAME…]`.
     #[error("--hosts-entry: {value:?} is not IP=NAME[,NAME...] or \"host\": {reason}")]
     BadHostsEntry { value: String, reason: &'static str },
+    /// A DNS or hosts flag with `--net=host`, which has no files of its own.
+    #[error("{flag} cannot be used with --net=host: a pod on the host's network sees the host's /etc/resolv.conf and /etc/hosts (drop {flag}, or use a network of its own)")]
+    WithHostNet { flag: String },
     /// Writing `path` failed.
     #[error("cannot write {path}: {source}")]
     Write {
@@ -117,6 +120,29 @@ impl DnsOptions {
                 .collect::<Result<Vec<_>, _>>()
                 .map(DnsMode::Servers),
         }
+    }
+}
+
+/// Refuses the flags that would write the pod's resolv.conf or hosts with `--net=host`,
+/// where the pod sees the host's files (`--dns=host|none` and `--hosts-entry=host` agree
+/// with that and pass).
+pub fn check_host_net(dns: &DnsOptions, hosts: &HostsOptions) -> Result<(), DnsError> {
+    let flag = dns
+        .servers
+        .iter()
+        .find(|s| *s != HOST && *s != NONE)
+        .map(|s| format!("--dns={s}"))
+        .or_else(|| dns.search.first().map(|s| format!("--dns-search={s}")))
+        .or_else(|| dns.options.first().map(|s| format!("--dns-opt={s}")))
+        .or_else(|| dns.domain.as_ref().map(|s| format!("--dns-domain={s}")))
+        .or_else(|| {
+            (!hosts.is_host())
+                .then(|| hosts.entries.first().map(|e| format!("--hosts-entry={e}")))
+                .flatten()
+        });
+    match flag {
+        Some(flag) => Err(DnsError::WithHostNet { flag }),
+        None => Ok(()),
     }
 }
 

@@ -76,6 +76,9 @@ pub struct NetOptions {
 pub fn preflight(opts: &NetOptions) -> Result<Vec<PlannedNet>, NetError> {
     opts.dns.validate()?;
     opts.hosts.validate()?;
+    if opts.selection.is_host() {
+        dns::check_host_net(&opts.dns, &opts.hosts)?;
+    }
     let check = opts.check_ownership && security::applies(&opts.selection);
     if check {
         security::check_dirs(&opts.conf_dir, &opts.plugin_path)?;

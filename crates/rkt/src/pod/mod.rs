@@ -31,6 +31,16 @@ pub use status::PodStatus;
 pub use store::{Pod, PodStore};
 pub use time::Timestamp;
 
+/// `pod <uuid>: <error>`, or the error alone when it already starts by naming the pod (a
+/// networking error such as `pod <uuid>: teardown failed ...`): a pod is named once.
+pub(crate) fn about_pod(uuid: &str, error: &dyn std::fmt::Display) -> String {
+    let text = error.to_string();
+    match text.strip_prefix("pod ") {
+        Some(rest) if rest.starts_with(uuid) => text,
+        _ => format!("pod {uuid}: {text}"),
+    }
+}
+
 impl From<crate::fsutil::WriteError> for PodError {
     fn from(e: crate::fsutil::WriteError) -> Self {
         PodError::Io {

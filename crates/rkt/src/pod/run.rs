@@ -61,14 +61,14 @@ pub enum RunError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("pod {uuid}: {source}")]
+    #[error("{}", super::about_pod(uuid, source))]
     Netns { uuid: String, source: NetnsError },
-    #[error("pod {uuid}: {source}")]
+    #[error("{}", super::about_pod(uuid, source))]
     Network { uuid: String, source: NetError },
     /// Bad network, DNS or hosts options, found before any pod was created.
     #[error(transparent)]
     Options(NetError),
-    #[error("pod {uuid}: {source}")]
+    #[error("{}", super::about_pod(uuid, source))]
     Stage { uuid: String, source: StageError },
     #[error("pod {uuid}: interrupted by {signal} before the app started")]
     Interrupted { uuid: String, signal: Signal },
