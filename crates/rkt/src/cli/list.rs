@@ -14,11 +14,11 @@ use super::GlobalArgs;
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// Show whole UUIDs and absolute times.
-    #[arg(long)]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
     pub full: bool,
 
     /// Do not print the header line.
-    #[arg(long)]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
     pub no_legend: bool,
 
     /// Output format.

@@ -86,8 +86,15 @@ pub struct GlobalArgs {
     pub user_config: Option<PathBuf>,
 
     /// Print debugging information and configuration warnings to stderr.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
     pub debug: bool,
+
+    /// Accept insecure settings. `net-plugins`: use network configurations, plugin
+    /// directories and plugins that a user other than root can change (run as root, rkt
+    /// refuses them otherwise). Comma-separated; may be repeated; before or after the
+    /// command, as upstream rkt.
+    #[arg(long, global = true, value_name = "OPTION[,OPTION...]")]
+    pub insecure_options: Vec<String>,
 }
 
 /// Where to read network configurations and find CNI plugins; flattened into the commands
@@ -107,12 +114,6 @@ pub struct NetDirArgs {
     /// that exist) are always searched last.
     #[arg(long, value_name = "DIR[:DIR...]", value_delimiter = ':')]
     pub net_plugin_dir: Vec<PathBuf>,
-
-    /// Accept insecure settings. `net-plugins`: use network configurations, plugin
-    /// directories and plugins that a user other than root can change (run as root, rkt
-    /// refuses them otherwise). Comma-separated; may be repeated.
-    #[arg(long, value_name = "OPTION[,OPTION...]")]
-    pub insecure_options: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]

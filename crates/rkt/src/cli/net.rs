@@ -113,8 +113,8 @@ fn plugin_path_origins(dirs: &EffectiveDirs) -> Vec<(PathBuf, String)> {
 /// The ownership and mode checks `rkt run` makes before using the networks (unless
 /// `--insecure-options=net-plugins`), for every network in effect: `list` and `status` run
 /// the plugins too (VERSION, STATUS), and refuse what `run` refuses, with its error.
-fn check_trusted(args: &NetDirArgs, dirs: &EffectiveDirs) -> anyhow::Result<()> {
-    if !rkt::security::insecure_net_plugins(&args.insecure_options)? {
+fn check_trusted(global: &GlobalArgs, dirs: &EffectiveDirs) -> anyhow::Result<()> {
+    if !rkt::security::insecure_net_plugins(&global.insecure_options)? {
         let every = rkt::networking::NetSelection::parse(&["all".to_string()])?;
         rkt::security::check_net_setup(&every, &dirs.net_conf.value, &dirs.plugin_path())?;
     }
@@ -123,7 +123,7 @@ fn check_trusted(args: &NetDirArgs, dirs: &EffectiveDirs) -> anyhow::Result<()> 
 
 fn list(global: &GlobalArgs, args: &NetListArgs) -> anyhow::Result<ExitCode> {
     let dirs = global.effective_dirs(&args.net)?;
-    check_trusted(&args.net, &dirs)?;
+    check_trusted(global, &dirs)?;
     let listing = inspect::list(&dirs.net_conf.value, &dirs.plugin_path())?;
     let path = plugin_path_origins(&dirs);
     match args.format {
@@ -260,7 +260,7 @@ fn check(global: &GlobalArgs, args: &NetCheckArgs) -> anyhow::Result<ExitCode> {
 
 fn status(global: &GlobalArgs, args: &NetStatusArgs) -> anyhow::Result<ExitCode> {
     let dirs = global.effective_dirs(&args.net)?;
-    check_trusted(&args.net, &dirs)?;
+    check_trusted(global, &dirs)?;
     let nets: Vec<NetworkStatus> = inspect::status(
         &dirs.net_conf.value,
         &dirs.plugin_path(),

@@ -33,7 +33,7 @@ pub struct AppArgs {
 
     /// Give the app the environment of the process that runs the pod, instead of a minimal
     /// one (PATH, HOME=/root, and TERM if set).
-    #[arg(long)]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
     pub inherit_env: bool,
 
     /// The command to run and its arguments: from `--` or the first word that is not an
@@ -154,7 +154,7 @@ impl PodNetArgs {
         let selection = NetSelection::parse(&self.net)?;
         let ports = rkt::networking::ports::parse_all(&self.port)?;
         let dirs = global.effective_dirs(&self.dirs)?;
-        let insecure = rkt::security::insecure_net_plugins(&self.dirs.insecure_options)?;
+        let insecure = rkt::security::insecure_net_plugins(&global.insecure_options)?;
         if let Some(name) = &self.hostname {
             // It goes into /etc/hosts and the UTS namespace: no whitespace or shell text.
             let word = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');

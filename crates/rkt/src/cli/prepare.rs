@@ -18,6 +18,11 @@ pub struct PrepareArgs {
     #[arg(long, value_name = "FILE", help_heading = "Pod")]
     pub uuid_file_save: Option<PathBuf>,
 
+    /// Print only the UUID on stdout, as upstream rkt's --quiet; this rkt prints nothing else
+    /// on stdout anyway, so scripts written for `rkt prepare --quiet` work unchanged.
+    #[arg(long, value_name = "BOOL", help_heading = "Pod", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
+    pub quiet: bool,
+
     #[command(flatten)]
     pub app: AppArgs,
 }

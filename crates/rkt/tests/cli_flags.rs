@@ -1,0 +1,171 @@
+//! rkt 1.30's flags, as scripts written for upstream rkt use them (issue 16, "Flags"):
+//! booleans with `=true`/`=false`, comma lists, the `--hosts-entry` grammar, `enter`
+//! without `--`, `prepare --quiet`, `status --wait-ready`, a global `--insecure-options`,
+//! the app flags rkt had (`--set-env-file`, `--environment`, `--ipc`, `--interactive`,
+//! `--oom-score-adjust`) and the ones this rkt refuses by name. Tests that run pods need
+//! root (skipped otherwise) and end with the leak checker.
+
+mod leaks;
+mod pod_support;
+mod support;
+
+use std::fs;
+
+use pod_support::World;
+use serde_json::Value;
+
+/// The manifest (`pod.json`) of the pod `rkt prepare <args>` makes.
+fn prepared_manifest(world: &World, args: &[&str]) -> Value {
+    let mut full = vec!["prepare"];
+    full.extend_from_slice(args);
+    let out = world.rkt(&full).run();
+    out.assert_success();
+    let uuid = out.stdout().trim().to_string();
+    let text = fs::read_to_string(world.path(&format!("data/pods/{uuid}/pod.json")))
+        .unwrap_or_else(|e| panic!("pod {uuid}'s manifest: {e}"));
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Flags: every boolean flag takes `=true` and `=false` (and stays a bare switch), before
+/// and after the command name for the global ones.
+#[test]
+fn flags_every_boolean_flag_accepts_true_and_false() {
+    let world = World::new();
+    let debug_lines = |args: &[&str]| {
+        let out = world.rkt(args).run();
+        out.assert_success();
+        out.stderr().matches("rkt: debug:").count()
+    };
+    assert!(debug_lines(&["--debug", "config"]) > 0);
+    assert!(debug_lines(&["--debug=true", "config"]) > 0);
+    assert!(debug_lines(&["config", "--debug=1"]) > 0);
+    assert_eq!(debug_lines(&["--debug=false", "config"]), 0);
+
+    let origins = |flag: &str| {
+        let out = world.rkt(&["config", flag]).run();
+        out.assert_success();
+        out.json()["stage0"][0].get("origins").is_some()
+    };
+    assert!(origins("--show-origin"));
+    assert!(origins("--show-origin=true"));
+    assert!(!origins("--show-origin=false"));
+
+    let inherit = |args: &[&str]| prepared_manifest(&world, args)["app"]["inheritEnv"].clone();
+    assert_eq!(inherit(&["--inherit-env", "true"]), true);
+    assert_eq!(inherit(&["--inherit-env=true", "true"]), true);
+    assert_eq!(inherit(&["--inherit-env=false", "true"]), false);
+
+    let header = |flag: &str| {
+        let out = world.rkt(&["list", flag]).run();
+        out.assert_success();
+        out.stdout().starts_with("UUID")
+    };
+    assert!(!header("--no-legend"));
+    assert!(!header("--no-legend=true"));
+    assert!(header("--no-legend=false"));
+    let out = world.rkt(&["list", "--full=true"]).run();
+    out.assert_success();
+    world
+        .rkt(&["list", "--full=maybe"])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains("--full");
+
+    // A prepared pod: --wait=false does not wait, --force=false is a plain stop.
+    let out = world.rkt(&["prepare", "true"]).run();
+    let uuid = out.stdout().trim().to_string();
+    world
+        .rkt(&["status", "--wait=false", &uuid])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("state=prepared");
+    world
+        .rkt(&["stop", "--force=false", &uuid])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains("is not running");
+}
+
+/// Flags: `status --wait=true` waits for the pod to exit, as a bare `--wait`.
+#[test]
+fn flags_status_wait_true_waits_for_the_pod_to_exit() {
+    require_root!();
+    let mut world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let (uuid, index) = world.spawn_run(&["--net=none", "--", "sleep", "0.5"]);
+    world
+        .rkt(&["status", "--wait=true", &uuid])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("state=exited");
+    assert_eq!(world.wait_child(index).0, Some(0));
+}
+
+/// Flags: `status --wait-ready[=DURATION]` returns once the pod runs its app; it fails when
+/// the pod does not become ready in time, or ended first.
+#[test]
+fn flags_status_wait_ready() {
+    require_root!();
+    let mut world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let prepared = world.rkt(&["prepare", "true"]).run().stdout();
+    let prepared = prepared.trim();
+    world
+        .rkt(&["status", "--wait-ready=200ms", prepared])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains("still not ready after --wait-ready");
+
+    let (uuid, index) = world.spawn_run(&["--net=none", "--", "sleep", "30"]);
+    let out = world.rkt(&["status", "--wait-ready", &uuid]).run();
+    out.assert_success()
+        .assert_stdout_contains("state=running")
+        .assert_stdout_contains("pid=");
+    world
+        .rkt(&["status", "--wait-ready=10s", &uuid])
+        .run()
+        .assert_success();
+    world.rkt(&["stop", &uuid]).run().assert_success();
+    world.wait_child(index);
+    world
+        .rkt(&["status", "--wait-ready=true", &uuid])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains("ended before it was ready");
+}
+
+/// Flags: `--insecure-options` is accepted before the subcommand, as upstream's global flag.
+#[test]
+fn flags_insecure_options_accepted_before_the_subcommand() {
+    use std::os::unix::fs::PermissionsExt;
+    require_root!();
+    let world = World::new();
+    let conf = world.path("local/net.d");
+    fs::create_dir_all(&conf).unwrap();
+    fs::set_permissions(&conf, fs::Permissions::from_mode(0o777)).unwrap();
+    world.rkt(&["net", "list"]).run().assert_failure();
+    world
+        .rkt(&["--insecure-options=net-plugins", "net", "list"])
+        .run()
+        .assert_success();
+    world
+        .rkt(&["net", "status", "--insecure-options=net-plugins"])
+        .run()
+        .assert_success();
+}
+
+/// Flags: `prepare --quiet` prints the UUID and nothing else.
+#[test]
+fn flags_prepare_quiet_prints_only_the_uuid() {
+    let world = World::new();
+    for flag in ["--quiet", "--quiet=true"] {
+        let out = world.rkt(&["prepare", flag, "--", "true"]).run();
+        out.assert_success();
+        let stdout = out.stdout();
+        assert_eq!(stdout.lines().count(), 1, "{stdout}");
+        assert!(
+            world.pods().contains(&stdout.trim().to_string()),
+            "{stdout}"
+        );
+    }
+}
