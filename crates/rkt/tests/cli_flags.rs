@@ -169,3 +169,54 @@ fn flags_prepare_quiet_prints_only_the_uuid() {
         );
     }
 }
+
+/// `rkt run --net=none <flags> -- cat FILE` as root; returns what the app printed.
+fn cat_in_pod(world: &World, flags: &[&str], file: &str) -> String {
+    let mut args = vec!["run", "--net=none"];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&["--", "cat", file]);
+    let out = world.rkt(&args).run();
+    out.assert_success();
+    out.stdout()
+}
+
+/// Flags: `--dns` takes a comma list; `--dns-search`, `--dns-opt` and `--dns-domain` work
+/// without `--dns=IP` (on the host's name servers when no network gives DNS); and
+/// `--hosts-entry` takes rkt's `IP=HOST[,IP=HOST...]`.
+#[test]
+fn flags_dns_lists_dns_search_alone_and_hosts_entry_grammar() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let resolv = cat_in_pod(&world, &["--dns=192.0.2.1,192.0.2.2"], "/etc/resolv.conf");
+    assert!(
+        resolv.contains("nameserver 192.0.2.1\nnameserver 192.0.2.2\n"),
+        "{resolv}"
+    );
+
+    let resolv = cat_in_pod(
+        &world,
+        &[
+            "--dns-search=a.example,b.example",
+            "--dns-opt=ndots:2",
+            "--dns-domain=d.example",
+        ],
+        "/etc/resolv.conf",
+    );
+    assert!(resolv.contains("search a.example b.example\n"), "{resolv}");
+    assert!(resolv.contains("options ndots:2\n"), "{resolv}");
+    assert!(resolv.contains("domain d.example\n"), "{resolv}");
+    let host = fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
+    for ns in host.lines().filter(|l| l.starts_with("nameserver")) {
+        assert!(resolv.contains(ns), "{ns:?} of the host is not in {resolv}");
+    }
+
+    let hosts = cat_in_pod(
+        &world,
+        &["--hosts-entry=198.51.100.0=host1,198.51.100.1=host2"],
+        "/etc/hosts",
+    );
+    assert!(hosts.contains("\n198.51.100.0\thost1\n"), "{hosts}");
+    assert!(hosts.contains("\n198.51.100.1\thost2\n"), "{hosts}");
+    assert!(!hosts.contains("198.51.100.1=host2"), "{hosts}");
+}

@@ -104,27 +104,48 @@ pub struct PodNetArgs {
     #[command(flatten)]
     pub dirs: NetDirArgs,
 
-    /// Name server for the pod's /etc/resolv.conf; may be repeated. `host` uses the host's
-    /// file, `none` ignores DNS from the networks (each must be the only --dns).
-    #[arg(long, value_name = "IP|host|none", help_heading = "Networking")]
+    /// Name servers for the pod's /etc/resolv.conf; comma-separated, may be repeated. `host`
+    /// uses the host's file, `none` ignores DNS from the networks (each must be the only
+    /// --dns).
+    #[arg(
+        long,
+        value_name = "IP[,IP...]|host|none",
+        value_delimiter = ',',
+        help_heading = "Networking"
+    )]
     pub dns: Vec<String>,
 
-    /// DNS search domain for the pod's /etc/resolv.conf; may be repeated.
-    #[arg(long, value_name = "DOMAIN", help_heading = "Networking")]
+    /// DNS search domains for the pod's /etc/resolv.conf; comma-separated, may be repeated.
+    /// Without --dns=IP they replace the search list of the file the pod would get (the
+    /// network's DNS, else the host's).
+    #[arg(
+        long,
+        value_name = "DOMAIN[,DOMAIN...]",
+        value_delimiter = ',',
+        help_heading = "Networking"
+    )]
     pub dns_search: Vec<String>,
 
-    /// DNS option for the pod's /etc/resolv.conf; may be repeated.
-    #[arg(long, value_name = "OPTION", help_heading = "Networking")]
+    /// DNS options for the pod's /etc/resolv.conf; comma-separated, may be repeated (as
+    /// --dns-search without --dns=IP).
+    #[arg(
+        long,
+        value_name = "OPTION[,OPTION...]",
+        value_delimiter = ',',
+        help_heading = "Networking"
+    )]
     pub dns_opt: Vec<String>,
 
-    /// DNS domain for the pod's /etc/resolv.conf.
+    /// DNS domain for the pod's /etc/resolv.conf (as --dns-search without --dns=IP).
     #[arg(long, value_name = "DOMAIN", help_heading = "Networking")]
     pub dns_domain: Option<String>,
 
-    /// Extra /etc/hosts entry for the pod; may be repeated. `host` uses the host's file.
+    /// Extra /etc/hosts entries for the pod, rkt's grammar: IP=HOST, comma-separated
+    /// (a part without '=' is one more name for the IP before it); may be repeated.
+    /// `host` uses the host's file.
     #[arg(
         long,
-        value_name = "IP=NAME[,NAME...]|host",
+        value_name = "IP=HOST[,IP=HOST...]|host",
         help_heading = "Networking"
     )]
     pub hosts_entry: Vec<String>,

@@ -158,11 +158,6 @@ pub fn setup_planned(
     planned: Vec<PlannedNet>,
 ) -> Result<Vec<NetInfo>, NetError> {
     let dns_mode = opts.dns.mode()?;
-    let extras =
-        !opts.dns.search.is_empty() || !opts.dns.options.is_empty() || opts.dns.domain.is_some();
-    if extras && !matches!(dns_mode, dns::DnsMode::Servers(_)) {
-        eprintln!("rkt: warning: --dns-search, --dns-opt and --dns-domain only apply with --dns=IP; ignoring them");
-    }
     let hosts = opts.hosts.parse()?;
     if !opts.ports.is_empty() && (opts.selection.is_host() || opts.selection.is_none()) {
         check_ports_possible(opts, &[])?;
@@ -332,6 +327,7 @@ fn write_dns_files(
                 };
                 match chosen {
                     None => {
+                        let rc = rc.with_flags(&opts.dns);
                         let text = rc.render(&dns::network_header(&net.net_name));
                         dns::write_resolv_conf(pod.pod_dir, &text)?;
                         chosen = Some(&net.net_name);
@@ -342,6 +338,12 @@ fn write_dns_files(
                     ),
                 }
             }
+            if chosen.is_none() && opts.dns.has_extras() {
+                write_host_resolv_conf_with_flags(pod, opts)?;
+            }
+        }
+        dns::DnsMode::Host | dns::DnsMode::None if opts.dns.has_extras() => {
+            write_host_resolv_conf_with_flags(pod, opts)?;
         }
         dns::DnsMode::Host | dns::DnsMode::None => {}
     }
@@ -350,6 +352,18 @@ fn write_dns_files(
     }
     Ok(())
 }
+
+/// `--dns-search`, `--dns-opt` or `--dns-domain` where the pod would see the host's
+/// resolv.conf: the host's settings (its name servers) with those flags applied.
+fn write_host_resolv_conf_with_flags(pod: &PodNet, opts: &NetOptions) -> Result<(), NetError> {
+    let host = std::fs::read_to_string(HOST_RESOLV_CONF).unwrap_or_default();
+    let rc = dns::ResolvConf::parse(&host).with_flags(&opts.dns);
+    dns::write_resolv_conf(pod.pod_dir, &rc.render(dns::HOST_FLAGS_HEADER))?;
+    Ok(())
+}
+
+/// The host's resolver configuration.
+const HOST_RESOLV_CONF: &str = "/etc/resolv.conf";
 
 /// The pod's recorded networks (empty when it has none), for `status` and `list`.
 pub fn load_record(pod_dir: &Path) -> Result<Vec<NetInfo>, NetError> {
