@@ -220,3 +220,84 @@ fn flags_dns_lists_dns_search_alone_and_hosts_entry_grammar() {
     assert!(hosts.contains("\n198.51.100.1\thost2\n"), "{hosts}");
     assert!(!hosts.contains("198.51.100.1=host2"), "{hosts}");
 }
+
+/// `rkt enter <args>` with `input` on stdin; returns (exit code, stdout, stderr).
+fn enter_with_stdin(world: &World, args: &[&str], input: &str) -> (Option<i32>, String, String) {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut full = vec!["enter"];
+    full.extend_from_slice(args);
+    let mut child = world
+        .command(&full)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Flags: `rkt enter UUID CMD ARGS` without `--`, `--app=NAME`, `--uuid-file=F CMD`, and a
+/// default shell of /bin/bash falling back to /bin/sh when the pod's root has no bash.
+#[test]
+fn flags_enter_command_without_double_dash_app_and_default_shell() {
+    require_root!();
+    let mut world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let (uuid, index) = world.spawn_run(&["--net=none", "--name=idle", "--", "sleep", "1000"]);
+    world.wait_running(&uuid);
+    let out = world.rkt(&["enter", &uuid, "echo", "-n", "hi"]).run();
+    out.assert_success();
+    assert_eq!(out.stdout(), "hi");
+    world
+        .rkt(&["enter", "--app=idle", &uuid, "--", "echo", "two"])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("two\n");
+    world
+        .rkt(&["enter", "--app=other", &uuid, "true"])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains("--app=other")
+        .assert_stderr_contains("\"idle\"");
+    let uuid_file = world.path("uuid-bg-0");
+    world
+        .rkt(&[
+            "enter",
+            &format!("--uuid-file={}", uuid_file.display()),
+            "echo",
+            "from-file",
+        ])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("from-file\n");
+    // The host's root has bash: the default shell is bash.
+    let (code, stdout, stderr) = enter_with_stdin(&world, &[&uuid], "echo \"bash=$BASH\"\n");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.starts_with("bash=/"), "{stdout}");
+    world.rkt(&["stop", &uuid]).run().assert_success();
+    world.wait_child(index);
+
+    // A rootfs without bash: /bin/sh.
+    let rootfs = world.path("rootfs");
+    pod_support::tiny_rootfs(&rootfs);
+    let root_arg = format!("--rootfs={}", rootfs.display());
+    let (uuid, index) = world.spawn_run(&["--net=none", &root_arg, "--", "/bin/sleep", "1000"]);
+    world.wait_running(&uuid);
+    let (code, stdout, stderr) = enter_with_stdin(&world, &[&uuid], "echo \"bash=$BASH\"\n");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout, "bash=\n");
+    world.rkt(&["stop", &uuid]).run().assert_success();
+    world.wait_child(index);
+}
