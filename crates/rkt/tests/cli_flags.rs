@@ -301,3 +301,189 @@ fn flags_enter_command_without_double_dash_app_and_default_shell() {
     world.rkt(&["stop", &uuid]).run().assert_success();
     world.wait_child(index);
 }
+
+/// `rkt run --net=none <flags> -- sh -c SCRIPT` with `input` on stdin; returns the outcome.
+fn run_sh(world: &World, flags: &[&str], script: &str, input: &str) -> std::process::Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut args = vec!["run", "--net=none"];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&["--", "sh", "-c", script]);
+    let mut child = world
+        .command(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn stdout_of(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Flags: `--set-env-file` (NAME=VALUE lines, comments and blank lines skipped),
+/// overridden by `--set-env`, overridden by `--environment`; a bad line is named.
+#[test]
+fn flags_set_env_file_and_environment() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let file = world.path("app.env");
+    fs::write(
+        &file,
+        "# settings\nA=from-file\n\nB=two words\nC=from-file\n",
+    )
+    .unwrap();
+    let file_flag = format!("--set-env-file={}", file.display());
+    let out = run_sh(
+        &world,
+        &[
+            &file_flag,
+            "--set-env=C=from-set-env",
+            "--set-env=D=d",
+            "--environment=D=from-environment",
+        ],
+        "echo \"$A|$B|$C|$D\"",
+        "",
+    );
+    assert_eq!(
+        stdout_of(&out),
+        "from-file|two words|from-set-env|from-environment\n"
+    );
+
+    fs::write(&file, "A=1\nnot a variable\n").unwrap();
+    let before = world.pods().len();
+    world
+        .rkt(&["prepare", &file_flag, "true"])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains("line 2")
+        .assert_stderr_contains(&file.display().to_string());
+    assert_eq!(world.pods().len(), before);
+}
+
+/// Flags: `--ipc=private|auto` (the default) gives the pod its own IPC namespace,
+/// `--ipc=parent` the caller's; `--oom-score-adjust` sets the app's oom_score_adj.
+#[test]
+fn flags_ipc_and_oom_score_adjust() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let host_ipc = fs::read_link("/proc/self/ns/ipc").unwrap();
+    let host_ipc = host_ipc.to_string_lossy();
+    let ipc = |flags: &[&str]| stdout_of(&run_sh(&world, flags, "readlink /proc/self/ns/ipc", ""));
+    assert_ne!(ipc(&[]).trim(), host_ipc);
+    assert_ne!(ipc(&["--ipc=private"]).trim(), host_ipc);
+    assert_ne!(ipc(&["--ipc=auto"]).trim(), host_ipc);
+    assert_eq!(ipc(&["--ipc=parent"]).trim(), host_ipc);
+    world
+        .rkt(&["run", "--ipc=shared", "--", "true"])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains("--ipc");
+
+    let oom =
+        |flags: &[&str]| stdout_of(&run_sh(&world, flags, "cat /proc/self/oom_score_adj", ""));
+    assert_eq!(oom(&["--oom-score-adjust=500"]), "500\n");
+    assert_eq!(oom(&["--oom-score-adjust", "300"]), "300\n");
+    // Prepared pods keep it for run-prepared.
+    let prepared = world
+        .rkt(&[
+            "prepare",
+            "--oom-score-adjust=700",
+            "--ipc=parent",
+            "--",
+            "sh",
+            "-c",
+            "cat /proc/self/oom_score_adj; readlink /proc/self/ns/ipc",
+        ])
+        .run();
+    prepared.assert_success();
+    let out = world
+        .rkt(&["run-prepared", "--net=none", prepared.stdout().trim()])
+        .run();
+    out.assert_success();
+    assert_eq!(out.stdout(), format!("700\n{host_ipc}\n"));
+    world
+        .rkt(&["run", "--oom-score-adjust=1001", "--", "true"])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains("--oom-score-adjust");
+}
+
+/// Flags: `--interactive` (the app reads rkt's stdin, as by default), `--interactive=false`
+/// and `--stdin=null` (it reads /dev/null), `--stdout=null`; other stream modes refused.
+#[test]
+fn flags_interactive_and_null_streams() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let cat = |flags: &[&str]| stdout_of(&run_sh(&world, flags, "cat; echo end", "typed\n"));
+    assert_eq!(cat(&[]), "typed\nend\n");
+    assert_eq!(cat(&["--interactive"]), "typed\nend\n");
+    assert_eq!(cat(&["--interactive=true"]), "typed\nend\n");
+    assert_eq!(cat(&["--interactive=false"]), "end\n");
+    assert_eq!(cat(&["--stdin=null"]), "end\n");
+    assert_eq!(cat(&["--stdout=null"]), "");
+    let before = world.pods().len();
+    for flag in ["--stdin=tty", "--stdout=stream", "--stderr=log"] {
+        world
+            .rkt(&["run", flag, "--", "true"])
+            .run()
+            .assert_failure()
+            .assert_stderr_contains(&format!("{flag}: not supported by this rkt: "));
+    }
+    assert_eq!(world.pods().len(), before);
+}
+
+/// Flags: upstream's `--mds-register` and `--stage1-*` are recognised and refused with
+/// "not supported by this rkt: <why>" before anything is created (never taken for the
+/// command); `--mds-register=false` is accepted.
+#[test]
+fn flags_mds_register_and_stage1_are_refused_by_name() {
+    let world = World::new();
+    for cmd in ["run", "prepare"] {
+        for flag in [
+            "--mds-register",
+            "--mds-register=true",
+            "--stage1-url=docker://x",
+            "--stage1-path=/usr/lib/rkt/stage1.aci",
+            "--stage1-name=coreos.com/rkt/stage1-coreos",
+            "--stage1-hash=sha512-0",
+            "--stage1-from-dir=stage1-fly.aci",
+        ] {
+            let name = flag.split('=').next().unwrap();
+            world
+                .rkt(&[cmd, flag, "--", "true"])
+                .run()
+                .assert_failure()
+                .assert_stderr_contains(&format!("{name}"))
+                .assert_stderr_contains("not supported by this rkt: ");
+        }
+    }
+    assert_eq!(world.pods(), Vec::<String>::new());
+    let out = world
+        .rkt(&["prepare", "--mds-register=false", "--", "true"])
+        .run();
+    out.assert_success();
+    let prepared = out.stdout().trim().to_string();
+    world
+        .rkt(&["run-prepared", "--stage1-path=/x", &prepared])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains("--stage1-path=/x: not supported by this rkt: ");
+}

@@ -10,7 +10,8 @@ use clap::Args;
 
 use rkt::networking::{DnsOptions, HostsOptions, NetOptions, NetSelection};
 use rkt::pod::run::{RunOptions, RunOutcome};
-use rkt::pod::{App, Pod, PodStore};
+use rkt::pod::{App, IpcMode, Pod, PodStore};
+use rkt::stage::NullStdio;
 
 use super::{GlobalArgs, NetDirArgs, FAILURE};
 
@@ -27,9 +28,36 @@ pub struct AppArgs {
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
 
-    /// Set an environment variable for the app; may be repeated. Overrides inherited ones.
+    /// Set an environment variable for the app; may be repeated. Overrides inherited ones
+    /// and --set-env-file.
     #[arg(long, value_name = "NAME=VALUE")]
     pub set_env: Vec<String>,
+
+    /// Read environment variables for the app from FILE: one NAME=VALUE per line (empty
+    /// lines and lines starting with '#' are skipped); may be repeated. Overrides inherited
+    /// ones; --set-env and --environment override it.
+    #[arg(long, value_name = "FILE")]
+    pub set_env_file: Vec<PathBuf>,
+
+    /// Set an environment variable for the app, overriding --set-env (upstream rkt's
+    /// per-app form); may be repeated.
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub environment: Vec<String>,
+
+    /// The pod's IPC namespace: `auto` or `private`, one of its own (the default);
+    /// `parent`, the one of the process that runs it (the host's).
+    #[arg(long, value_name = "auto|private|parent", default_value = "auto", value_parser = ["auto", "private", "parent"])]
+    pub ipc: String,
+
+    /// The app's OOM score adjustment, -1000 (never killed for lack of memory) to 1000
+    /// (killed first); written to its /proc/PID/oom_score_adj [default: the runner's].
+    #[arg(
+        long,
+        value_name = "N",
+        allow_negative_numbers = true,
+        value_parser = clap::value_parser!(i16).range(-1000..=1000)
+    )]
+    pub oom_score_adjust: Option<i16>,
 
     /// Give the app the environment of the process that runs the pod, instead of a minimal
     /// one (PATH, HOME=/root, and TERM if set).
@@ -44,12 +72,22 @@ pub struct AppArgs {
 
 impl AppArgs {
     /// The app, checked: variables are `NAME=VALUE`, the rootfs is an existing directory.
+    /// The variables are in order of precedence, lowest first (--set-env-file, --set-env,
+    /// --environment): the stage lets a later one win.
     pub fn app(&self) -> anyhow::Result<App> {
         let mut env = Vec::new();
-        for kv in &self.set_env {
-            match kv.split_once('=') {
-                Some((k, v)) if !k.is_empty() => env.push((k.to_string(), v.to_string())),
-                _ => bail!("--set-env={kv:?}: expected NAME=VALUE"),
+        for file in &self.set_env_file {
+            env.extend(read_env_file(file)?);
+        }
+        for (flag, values) in [
+            ("--set-env", &self.set_env),
+            ("--environment", &self.environment),
+        ] {
+            for kv in values {
+                match kv.split_once('=') {
+                    Some((k, v)) if !k.is_empty() => env.push((k.to_string(), v.to_string())),
+                    _ => bail!("{flag}={kv:?}: expected NAME=VALUE"),
+                }
             }
         }
         let rootfs = match &self.rootfs {
@@ -79,8 +117,38 @@ impl AppArgs {
             env,
             inherit_env: self.inherit_env,
             rootfs,
+            ipc: match self.ipc.as_str() {
+                "parent" => IpcMode::Parent,
+                _ => IpcMode::Private,
+            },
+            oom_score_adjust: self.oom_score_adjust,
         })
     }
+}
+
+/// The variables of a `--set-env-file`: `NAME=VALUE` lines; empty lines and `#` comments
+/// are skipped; anything else is an error naming the file and line.
+fn read_env_file(file: &Path) -> anyhow::Result<Vec<(String, String)>> {
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("--set-env-file={}: cannot read it", file.display()))?;
+    let mut env = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        match line.split_once('=') {
+            Some((k, v)) if !k.is_empty() && !k.contains(char::is_whitespace) => {
+                env.push((k.to_string(), v.to_string()))
+            }
+            _ => bail!(
+                "--set-env-file={}: line {}: expected NAME=VALUE, got {line:?}",
+                file.display(),
+                n + 1
+            ),
+        }
+    }
+    Ok(env)
 }
 
 /// The pod's networking: which networks, where their configurations and plugins are, DNS,
@@ -170,8 +238,10 @@ impl PodNetArgs {
     pub fn run_options(
         &self,
         global: &GlobalArgs,
+        stdio: &StdioArgs,
         uuid_file_save: Option<PathBuf>,
     ) -> anyhow::Result<(RunOptions, PodStore)> {
+        let null_stdio = stdio.null_stdio()?;
         let selection = NetSelection::parse(&self.net)?;
         let ports = rkt::networking::ports::parse_all(&self.port)?;
         let dirs = global.effective_dirs(&self.dirs)?;
@@ -205,8 +275,106 @@ impl PodNetArgs {
             },
             exe: PathBuf::from("/proc/self/exe"),
             uuid_file_save,
+            null_stdio,
         };
         Ok((opts, store))
+    }
+}
+
+/// The app's standard streams (`run`, `run-prepared`). By default the app has rkt's stdin,
+/// stdout, stderr and terminal.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "App streams")]
+pub struct StdioArgs {
+    /// The app reads rkt's stdin and terminal (what it does by default; upstream rkt's
+    /// pods did only with --interactive). `=false`: its stdin is /dev/null.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    pub interactive: Option<bool>,
+
+    /// The app's stdin: `null` for /dev/null. (Upstream's `tty` and `stream` are not
+    /// supported: the app has rkt's own stdin without this flag.)
+    #[arg(long, value_name = "null")]
+    pub stdin: Option<String>,
+
+    /// The app's stdout: `null` for /dev/null (upstream's `tty`, `stream`, `log` are not
+    /// supported).
+    #[arg(long, value_name = "null")]
+    pub stdout: Option<String>,
+
+    /// The app's stderr: `null` for /dev/null (upstream's `tty`, `stream`, `log` are not
+    /// supported).
+    #[arg(long, value_name = "null")]
+    pub stderr: Option<String>,
+}
+
+impl StdioArgs {
+    /// Which streams are /dev/null; any other mode is refused, naming the flag.
+    pub fn null_stdio(&self) -> anyhow::Result<NullStdio> {
+        let null = |flag: &str, value: &Option<String>| match value.as_deref() {
+            None => Ok(false),
+            Some("null") => Ok(true),
+            Some(other) => bail!(
+                "--{flag}={other}: not supported by this rkt: the app has rkt's own {flag} (a \
+                 terminal included) unless --{flag}=null; there is no attach service for \
+                 `tty`, `stream` or `log`"
+            ),
+        };
+        Ok(NullStdio {
+            stdin: null("stdin", &self.stdin)? || self.interactive == Some(false),
+            stdout: null("stdout", &self.stdout)?,
+            stderr: null("stderr", &self.stderr)?,
+        })
+    }
+}
+
+/// Upstream rkt's pod options this rkt recognises only to refuse them by name, so that a
+/// script passing them fails clearly instead of having them taken for something else.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Upstream rkt options refused here")]
+pub struct UnsupportedArgs {
+    /// Not supported: there is no metadata service. `--mds-register=false` (upstream's
+    /// usual scripted value) is accepted.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    pub mds_register: Option<bool>,
+
+    /// Not supported: pods run with rkt's built-in stage, there are no stage1 images.
+    #[arg(long, value_name = "URL")]
+    pub stage1_url: Option<String>,
+
+    /// Not supported (see --stage1-url).
+    #[arg(long, value_name = "PATH")]
+    pub stage1_path: Option<String>,
+
+    /// Not supported (see --stage1-url).
+    #[arg(long, value_name = "NAME")]
+    pub stage1_name: Option<String>,
+
+    /// Not supported (see --stage1-url).
+    #[arg(long, value_name = "HASH")]
+    pub stage1_hash: Option<String>,
+
+    /// Not supported (see --stage1-url).
+    #[arg(long, value_name = "PATH")]
+    pub stage1_from_dir: Option<String>,
+}
+
+impl UnsupportedArgs {
+    /// Refuses the first option given, saying why.
+    pub fn refuse(&self) -> anyhow::Result<()> {
+        if self.mds_register == Some(true) {
+            bail!("--mds-register: not supported by this rkt: there is no metadata service to register pods with (--mds-register=false is accepted)");
+        }
+        let stage1 = [
+            ("--stage1-url", &self.stage1_url),
+            ("--stage1-path", &self.stage1_path),
+            ("--stage1-name", &self.stage1_name),
+            ("--stage1-hash", &self.stage1_hash),
+            ("--stage1-from-dir", &self.stage1_from_dir),
+        ];
+        if let Some((flag, Some(value))) = stage1.iter().find(|(_, v)| v.is_some()) {
+            bail!("{flag}={value}: not supported by this rkt: pods run with its built-in stage, not a stage1 image");
+        }
+        Ok(())
     }
 }
 

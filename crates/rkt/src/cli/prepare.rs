@@ -7,7 +7,7 @@ use clap::Args;
 
 use rkt::pod::{PodState, State};
 
-use super::pod_args::{store, AppArgs};
+use super::pod_args::{store, AppArgs, UnsupportedArgs};
 use super::GlobalArgs;
 
 /// Create a pod for a command without running it, and print its UUID. Networking options
@@ -24,10 +24,14 @@ pub struct PrepareArgs {
     pub quiet: bool,
 
     #[command(flatten)]
+    pub unsupported: UnsupportedArgs,
+
+    #[command(flatten)]
     pub app: AppArgs,
 }
 
 pub fn run(global: &GlobalArgs, args: &PrepareArgs) -> anyhow::Result<ExitCode> {
+    args.unsupported.refuse()?;
     let app = args.app.app()?;
     let store = store(global)?;
     let (pod, lock) = store.create(app, &PodState::new(State::Prepared))?;

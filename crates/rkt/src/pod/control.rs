@@ -144,6 +144,8 @@ mod tests {
             env: vec![],
             inherit_env: false,
             rootfs: None,
+            ipc: Default::default(),
+            oom_score_adjust: None,
         };
         let (pod, lock) = store.create(app, &PodState::new(State::Prepared)).unwrap();
         drop(lock);

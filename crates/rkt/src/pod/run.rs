@@ -38,6 +38,8 @@ pub struct RunOptions {
     pub exe: PathBuf,
     /// `--uuid-file-save`: where to write the UUID once the pod exists.
     pub uuid_file_save: Option<PathBuf>,
+    /// The app's standard streams that are `/dev/null` instead of the runner's.
+    pub null_stdio: stage::NullStdio,
 }
 
 /// How a pod run ended.
@@ -318,6 +320,7 @@ fn start(
         pod_dir: &pod.dir,
         hostname: &net.hostname,
         netns: netns_path,
+        null_stdio: opts.null_stdio,
     })
     .map_err(|source| RunError::Stage {
         uuid: uuid(),

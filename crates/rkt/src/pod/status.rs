@@ -154,6 +154,8 @@ mod tests {
             env: vec![],
             inherit_env: false,
             rootfs: None,
+            ipc: Default::default(),
+            oom_score_adjust: None,
         };
         let mut st = PodState::new(State::Exited);
         st.started = Some(Timestamp::now());
@@ -221,6 +223,8 @@ mod tests {
             env: vec![],
             inherit_env: false,
             rootfs: None,
+            ipc: Default::default(),
+            oom_score_adjust: None,
         };
         let (pod, lock) = store.create(app, &PodState::new(State::Running)).unwrap();
         assert_eq!(PodStatus::read(&pod).unwrap().state, State::Running);
