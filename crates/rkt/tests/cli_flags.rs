@@ -471,7 +471,7 @@ fn flags_mds_register_and_stage1_are_refused_by_name() {
                 .rkt(&[cmd, flag, "--", "true"])
                 .run()
                 .assert_failure()
-                .assert_stderr_contains(&format!("{name}"))
+                .assert_stderr_contains(name)
                 .assert_stderr_contains("not supported by this rkt: ");
         }
     }
