@@ -1,11 +1,13 @@
 //! The runtime operations over a network configuration list, shaped like libcni's
 //! `CNIConfig` (`libcni/api.go`): add, del, check, status, gc, validate, version info and
-//! the cached attachments.
+//! the cached attachments; and the single-network forms (`add_network` and the others),
+//! which run the list operations on a one-plugin list.
 //!
 //! # What each operation sends
 //! * ADD, CHECK, DEL: plugins get their config with `name`, `cniVersion` (the negotiated
 //!   version), `prevResult` and `runtimeConfig` (the capability arguments the plugin declares)
-//!   injected, and `CNI_COMMAND`, `CNI_CONTAINERID`, `CNI_NETNS` (when known), `CNI_IFNAME`,
+//!   injected, and `CNI_COMMAND`, `CNI_CONTAINERID`, `CNI_NETNS` (required for ADD and
+//!   CHECK, [`Error::MissingNetns`] without it; DEL may go without), `CNI_IFNAME`,
 //!   `CNI_ARGS` (`K=V;K=V`, when there are any) and `CNI_PATH` (every plugin directory,
 //!   `:`-joined).
 //! * STATUS and GC: the config with `name` and `cniVersion` only (GC adds the valid
@@ -54,15 +56,21 @@ const UNKNOWN_VERSION_COMMAND: &str = "unknown CNI_COMMAND: VERSION";
 /// `RuntimeConf`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RuntimeConf {
+    /// `CNI_CONTAINERID`: the container's ID.
     pub container_id: String,
-    /// The network namespace path; `None` is only valid for DEL.
+    /// `CNI_NETNS`: the network namespace path. ADD and CHECK require it
+    /// ([`Error::MissingNetns`]); DEL may go without it.
     pub netns: Option<PathBuf>,
+    /// `CNI_IFNAME`: the interface to create inside the namespace.
     pub ifname: String,
     /// `CNI_ARGS`, passed as `K=V;K=V`.
     pub args: Vec<(String, String)>,
     /// Capability arguments (`portMappings`, `ips`, `mac`, `dns`, `bandwidth`, `ipRanges`,
     /// `aliases`, `cgroupPath`, ...); each plugin gets, in `runtimeConfig`, those it declares.
     pub capability_args: Map<String, Value>,
+    /// The cache directory for this call, instead of [`CniConfig::cache_dir`] (libcni
+    /// `RuntimeConf.CacheDir`).
+    pub cache_dir: Option<PathBuf>,
 }
 
 impl RuntimeConf {
@@ -160,6 +168,33 @@ impl CniConfig {
         Cache::new(&self.cache_dir)
     }
 
+    /// The cache of one call: [`RuntimeConf::cache_dir`] when set, else the runtime's.
+    fn cache_for(&self, rt: &RuntimeConf) -> Cache {
+        Cache::new(rt.cache_dir.as_deref().unwrap_or(&self.cache_dir))
+    }
+
+    /// The opening checks of ADD, CHECK and DEL, before any plugin runs: the container
+    /// ID, network name and interface name are valid, ADD and CHECK have a network
+    /// namespace, and a version can be negotiated, which is returned.
+    fn begin(
+        &self,
+        command: &'static str,
+        list: &NetworkConfigList,
+        rt: &RuntimeConf,
+    ) -> Result<String, Error> {
+        validate::container_id(&rt.container_id)?;
+        validate::network_name(&list.name)?;
+        validate::interface_name(&rt.ifname)?;
+        let no_netns = rt.netns.as_deref().is_none_or(|p| p.as_os_str().is_empty());
+        if no_netns && command != cmd::DEL {
+            return Err(Error::MissingNetns {
+                network: list.name.clone(),
+                command,
+            });
+        }
+        negotiated(list)
+    }
+
     /// Adds the container to the network: every plugin's ADD in order, each given the
     /// previous plugin's result; the final result (in the negotiated version) is cached,
     /// atomically, before it is returned.
@@ -171,10 +206,7 @@ impl CniConfig {
         list: &NetworkConfigList,
         rt: &RuntimeConf,
     ) -> Result<CniResult, Error> {
-        validate::container_id(&rt.container_id)?;
-        validate::network_name(&list.name)?;
-        validate::interface_name(&rt.ifname)?;
-        let version = negotiated(list)?;
+        let version = self.begin(cmd::ADD, list, rt)?;
 
         let mut prev: Option<CniResult> = None;
         for plugin in &list.plugins {
@@ -214,7 +246,7 @@ impl CniConfig {
             capability_args: rt.capability_args.clone(),
             result: Some(result.to_value()),
         };
-        self.cache()
+        self.cache_for(rt)
             .save(&entry)
             .map_err(|e| Error::cache(&list.name, e))?;
         Ok(result)
@@ -234,10 +266,7 @@ impl CniConfig {
         list: &NetworkConfigList,
         rt: &RuntimeConf,
     ) -> Result<(), Error> {
-        validate::container_id(&rt.container_id)?;
-        validate::network_name(&list.name)?;
-        validate::interface_name(&rt.ifname)?;
-        let version = negotiated(list)?;
+        let version = self.begin(cmd::DEL, list, rt)?;
 
         let prev = if at_least(&version, "0.4.0") {
             // A cached result that cannot be read or converted is not a reason to leave the
@@ -266,7 +295,7 @@ impl CniConfig {
             }
         }
         Error::from_all(missing)?;
-        self.cache()
+        self.cache_for(rt)
             .remove(&list.name, &rt.container_id, &rt.ifname)
             .map_err(|e| Error::cache(&list.name, e))?;
         Ok(())
@@ -281,10 +310,7 @@ impl CniConfig {
         list: &NetworkConfigList,
         rt: &RuntimeConf,
     ) -> Result<(), Error> {
-        validate::container_id(&rt.container_id)?;
-        validate::network_name(&list.name)?;
-        validate::interface_name(&rt.ifname)?;
-        let version = negotiated(list)?;
+        let version = self.begin(cmd::CHECK, list, rt)?;
         if !at_least(&version, "0.4.0") {
             return Err(Error::CheckUnsupported {
                 network: list.name.clone(),
@@ -367,6 +393,7 @@ impl CniConfig {
                 ifname: entry.ifname.clone(),
                 args: entry.cni_args.clone(),
                 capability_args: entry.capability_args.clone(),
+                cache_dir: None,
             };
             if valid.contains(&rt.attachment()) {
                 continue;
@@ -451,6 +478,53 @@ impl CniConfig {
         Ok(caps.into_iter().collect())
     }
 
+    /// ADD of a single-plugin network (libcni `AddNetwork`), such as a `.conf` file's
+    /// plugin: the network's name and `cniVersion` come from the plugin's own object.
+    /// It runs as [`Self::add_network_list`] of the one-plugin list
+    /// [`conf::conf_list_from_conf`] makes, so both cache the same entry.
+    pub fn add_network(&self, net: &NetworkConfig, rt: &RuntimeConf) -> Result<CniResult, Error> {
+        self.add_network_list(&single(net)?, rt)
+    }
+
+    /// CHECK of a single-plugin network (libcni `CheckNetwork`); see
+    /// [`Self::check_network_list`].
+    pub fn check_network(&self, net: &NetworkConfig, rt: &RuntimeConf) -> Result<(), Error> {
+        self.check_network_list(&single(net)?, rt)
+    }
+
+    /// DEL of a single-plugin network (libcni `DelNetwork`); see
+    /// [`Self::del_network_list`].
+    pub fn del_network(&self, net: &NetworkConfig, rt: &RuntimeConf) -> Result<(), Error> {
+        self.del_network_list(&single(net)?, rt)
+    }
+
+    /// The cached result of a single-plugin network's attachment (libcni
+    /// `GetNetworkCachedResult`); see [`Self::get_network_list_cached_result`].
+    pub fn get_network_cached_result(
+        &self,
+        net: &NetworkConfig,
+        rt: &RuntimeConf,
+    ) -> Result<Option<CniResult>, Error> {
+        self.get_network_list_cached_result(&single(net)?, rt)
+    }
+
+    /// The cached configuration of a single-plugin network's attachment (libcni
+    /// `GetNetworkCachedConfig`); see [`Self::get_network_list_cached_config`].
+    pub fn get_network_cached_config(
+        &self,
+        net: &NetworkConfig,
+        rt: &RuntimeConf,
+    ) -> Result<Option<(Vec<u8>, RuntimeConf)>, Error> {
+        self.get_network_list_cached_config(&single(net)?, rt)
+    }
+
+    /// Checks that a single-plugin network's plugin exists and supports its version
+    /// (libcni `ValidateNetwork`); returns the capabilities it declares. See
+    /// [`Self::validate_network_list`].
+    pub fn validate_network(&self, net: &NetworkConfig) -> Result<Vec<String>, Error> {
+        self.validate_network_list(&single(net)?)
+    }
+
     /// Asks the plugin which versions it supports. A plugin that does not know the VERSION
     /// command is taken to support only 0.1.0, as libcni does.
     pub fn get_version_info(&self, plugin_type: &str) -> Result<VersionInfo, Error> {
@@ -515,7 +589,7 @@ impl CniConfig {
         rt: &RuntimeConf,
     ) -> Result<Option<(Vec<u8>, RuntimeConf)>, Error> {
         let entry = self
-            .cache()
+            .cache_for(rt)
             .load(&list.name, &rt.container_id, &rt.ifname)
             .map_err(|e| Error::cache(&list.name, e))?;
         Ok(entry.map(|e| {
@@ -538,7 +612,7 @@ impl CniConfig {
         version: &str,
     ) -> Result<Option<CniResult>, Error> {
         let entry = self
-            .cache()
+            .cache_for(rt)
             .load(&list.name, &rt.container_id, &rt.ifname)
             .map_err(|e| Error::cache(&list.name, e))?;
         let Some(value) = entry.and_then(|e| e.result) else {
@@ -642,6 +716,11 @@ fn cached_config_bytes(list: &NetworkConfigList) -> Vec<u8> {
         }
         _ => list.bytes.clone(),
     }
+}
+
+/// The one-plugin list a single-network operation runs as.
+fn single(net: &NetworkConfig) -> Result<NetworkConfigList, Error> {
+    Ok(conf::conf_list_from_conf(net)?)
 }
 
 fn negotiated(list: &NetworkConfigList) -> Result<String, Error> {

@@ -35,12 +35,15 @@ pub const RESULTS_DIR: &str = "results";
 /// One cached attachment of a network list to a container interface.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CachedAttachment {
+    /// `CNI_CONTAINERID` of the ADD.
     pub container_id: String,
     /// The network list's name.
     pub network: String,
+    /// `CNI_IFNAME` of the ADD.
     pub ifname: String,
     /// The bytes of the network list as it was when added.
     pub config: Vec<u8>,
+    /// `CNI_NETNS` of the ADD, if it had one.
     pub netns: Option<PathBuf>,
     /// `CNI_ARGS` of the ADD, in order.
     pub cni_args: Vec<(String, String)>,
@@ -56,21 +59,32 @@ pub enum CacheError {
     /// A name would not make a safe file name in the results directory.
     #[error("cannot name a cache entry for network {network:?}, container {container_id:?}, interface {ifname:?}: {reason}")]
     InvalidKey {
+        /// The network.
         network: String,
+        /// The container ID.
         container_id: String,
+        /// The interface name.
         ifname: String,
+        /// Why not.
         reason: &'static str,
     },
+    /// A file operation on the cache failed.
     #[error("{op} {}: {source}", path.display())]
     Io {
+        /// What was being done (`reading`, `writing`, ...).
         op: &'static str,
+        /// The file.
         path: PathBuf,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
+    /// An entry is not valid JSON.
     #[error("cache entry {} is not valid JSON: {source}", path.display())]
     Decode {
+        /// The file.
         path: PathBuf,
+        /// The underlying error.
         #[source]
         source: serde_json::Error,
     },
@@ -146,6 +160,7 @@ pub struct Cache {
 }
 
 impl Cache {
+    /// The cache in `dir` (entries live in `<dir>/results`).
     pub fn new(dir: impl Into<PathBuf>) -> Cache {
         Cache { dir: dir.into() }
     }

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use crate::cache::CacheError;
 use crate::conf::ConfError;
 use crate::invoke::{signal_name, ExecError, FindError};
+use crate::types::codes;
 use crate::validate::ValidateError;
 use crate::version::VersionError;
 
@@ -50,17 +51,25 @@ pub enum Error {
     /// printed; `code` is 0 when it printed none (then `msg` says what it printed).
     #[error("{}plugin {plugin:?} failed ({command}): {}", on(network), failure(*code, msg, details))]
     Plugin {
+        /// The network; empty when the operation is not about one.
         network: String,
+        /// The plugin's `type`.
         plugin: String,
+        /// The CNI command (`ADD`, `DEL`, ...).
         command: &'static str,
+        /// The CNI error code, 0 when the plugin printed none.
         code: u32,
+        /// The message.
         msg: String,
+        /// The details, if any.
         details: String,
     },
     /// The plugin's binary was not found, or its `type` is not a valid file name.
     #[error("{}{source}", on(network))]
     PluginNotFound {
+        /// The network; empty when the operation is not about one.
         network: String,
+        /// The underlying error.
         #[source]
         source: FindError,
     },
@@ -70,25 +79,37 @@ pub enum Error {
         on(network)
     )]
     Timeout {
+        /// The network; empty when the operation is not about one.
         network: String,
+        /// The plugin's `type`.
         plugin: String,
+        /// The CNI command (`ADD`, `DEL`, ...).
         command: &'static str,
+        /// The timeout, in seconds.
         secs: f64,
     },
     /// The plugin was killed by a signal.
     #[error("{}plugin {plugin:?} ({command}) was killed by signal {signal} ({})", on(network), signal_name(*signal))]
     Signal {
+        /// The network; empty when the operation is not about one.
         network: String,
+        /// The plugin's `type`.
         plugin: String,
+        /// The CNI command (`ADD`, `DEL`, ...).
         command: &'static str,
+        /// The signal number.
         signal: i32,
     },
     /// The plugin could not be started or talked to.
     #[error("{}plugin {plugin:?} ({command}): {source}", on(network))]
     Exec {
+        /// The network; empty when the operation is not about one.
         network: String,
+        /// The plugin's `type`.
         plugin: String,
+        /// The CNI command (`ADD`, `DEL`, ...).
         command: &'static str,
+        /// The underlying error.
         #[source]
         source: Box<ExecError>,
     },
@@ -99,9 +120,13 @@ pub enum Error {
         on(network)
     )]
     InvalidResult {
+        /// The network; empty when the operation is not about one.
         network: String,
+        /// The plugin's `type`.
         plugin: String,
+        /// The CNI command (`ADD`, `DEL`, ...).
         command: &'static str,
+        /// The underlying error.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
@@ -111,28 +136,56 @@ pub enum Error {
         on(network)
     )]
     CachedResult {
+        /// The network; empty when the operation is not about one.
         network: String,
+        /// The container ID.
         container_id: String,
+        /// The interface name.
         ifname: String,
+        /// The underlying error.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// An operation that needs the ADD's cached result (CHECK) found none.
     #[error("{}no cached result for container {container_id:?} interface {ifname:?}: the attachment was never added, or was deleted", on(network))]
     NotAdded {
+        /// The network; empty when the operation is not about one.
         network: String,
+        /// The container ID.
         container_id: String,
+        /// The interface name.
         ifname: String,
+    },
+    /// ADD or CHECK was asked without a network namespace (`CNI_NETNS`, which the spec
+    /// requires for both); no plugin ran.
+    #[error(
+        "{}{command} needs the network namespace (CNI_NETNS), and none was given",
+        on(network)
+    )]
+    MissingNetns {
+        /// The network.
+        network: String,
+        /// `ADD` or `CHECK`.
+        command: &'static str,
     },
     /// CHECK is not defined for the network's version (it needs 0.4.0 or later).
     #[error("{}configuration version {version:?} does not support the CHECK command (it needs 0.4.0 or later)", on(network))]
-    CheckUnsupported { network: String, version: String },
+    CheckUnsupported {
+        /// The network.
+        network: String,
+        /// The network's negotiated version.
+        version: String,
+    },
     /// A plugin does not support the version negotiated for the network.
     #[error("{}plugin {plugin:?} does not support CNI version {version:?} (it supports {})", on(network), supported.join(", "))]
     UnsupportedByPlugin {
+        /// The network; empty when the operation is not about one.
         network: String,
+        /// The plugin's `type`.
         plugin: String,
+        /// The negotiated version.
         version: String,
+        /// The versions the plugin supports.
         supported: Vec<String>,
     },
     /// A stale attachment could not be deleted during GC.
@@ -141,9 +194,13 @@ pub enum Error {
         on(network)
     )]
     StaleAttachment {
+        /// The network; empty when the operation is not about one.
         network: String,
+        /// The container ID.
         container_id: String,
+        /// The interface name.
         ifname: String,
+        /// The underlying error.
         #[source]
         source: Box<Error>,
     },
@@ -153,7 +210,9 @@ pub enum Error {
     /// No version could be negotiated for the network.
     #[error("{}{source}", on(network))]
     Version {
+        /// The network; empty when the operation is not about one.
         network: String,
+        /// The underlying error.
         #[source]
         source: VersionError,
     },
@@ -163,15 +222,20 @@ pub enum Error {
     /// Reading or writing the attachment cache failed.
     #[error("{}result cache: {source}", on(network))]
     Cache {
+        /// The network; empty when the operation is not about one.
         network: String,
+        /// The file or directory.
         path: Option<PathBuf>,
+        /// The underlying error.
         #[source]
         source: Box<CacheError>,
     },
     /// A file operation failed.
     #[error("{}: {source}", path.display())]
     Io {
+        /// The file or directory.
         path: PathBuf,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
@@ -181,10 +245,18 @@ pub enum Error {
 }
 
 impl Error {
-    /// The CNI error code a plugin reported, if any (for [`Error::Multiple`], the first).
+    /// The CNI error code: the one a plugin reported, or, for a request rejected before
+    /// any plugin ran, the one libcni gives the same mistake (3 for a missing container ID,
+    /// 4 for a malformed container ID or interface name or a missing `CNI_NETNS`, 7 for a
+    /// missing or malformed network name). For [`Error::Multiple`], the first.
     pub fn code(&self) -> Option<u32> {
         match self {
             Error::Plugin { code, .. } if *code != 0 => Some(*code),
+            Error::Validate(e) => e.code(),
+            Error::MissingNetns { .. } => Some(codes::INVALID_ENVIRONMENT),
+            Error::Conf(ConfError::MissingName { .. } | ConfError::InvalidName { .. }) => {
+                Some(codes::INVALID_CONFIG)
+            }
             Error::StaleAttachment { source, .. } => source.code(),
             Error::Multiple(errors) => errors.iter().find_map(Error::code),
             _ => None,

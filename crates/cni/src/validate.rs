@@ -2,6 +2,8 @@
 //! interface names and plugin types. Invalid values are rejected before any plugin runs,
 //! so a name can never smuggle a path or a separator into a plugin's environment.
 
+use crate::types::codes;
+
 /// A value that breaks one of the naming rules. The message names the value and the rule.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ValidateError {
@@ -37,6 +39,25 @@ pub enum ValidateError {
         /// The rule it breaks.
         rule: &'static str,
     },
+}
+
+impl ValidateError {
+    /// The CNI error code libcni gives the same mistake: 3 (unknown container) for a
+    /// missing container ID, 4 (invalid environment variables) for a malformed container
+    /// ID or interface name, 7 (invalid network configuration) for a network name.
+    /// Plugin types get none (libcni reports them without a code).
+    pub fn code(&self) -> Option<u32> {
+        match self {
+            ValidateError::ContainerId { id, .. } if id.is_empty() => {
+                Some(codes::UNKNOWN_CONTAINER)
+            }
+            ValidateError::ContainerId { .. } | ValidateError::InterfaceName { .. } => {
+                Some(codes::INVALID_ENVIRONMENT)
+            }
+            ValidateError::NetworkName { .. } => Some(codes::INVALID_CONFIG),
+            ValidateError::PluginType { .. } => None,
+        }
+    }
 }
 
 const NAME_EMPTY: &str = "must not be empty";
@@ -172,6 +193,19 @@ mod tests {
         for bad in ["", ".", "..", "a:b", "a b", "a/b", "a\tb", "a\u{a0}b"] {
             assert!(interface_name(bad).is_err(), "{bad:?}");
         }
+    }
+
+    /// The codes libcni's `ValidateContainerID`, `ValidateNetworkName` and
+    /// `ValidateInterfaceName` return for the same mistakes.
+    #[test]
+    fn codes_match_libcni() {
+        assert_eq!(container_id("").unwrap_err().code(), Some(3));
+        assert_eq!(container_id("a/b").unwrap_err().code(), Some(4));
+        assert_eq!(network_name("").unwrap_err().code(), Some(7));
+        assert_eq!(network_name("../x").unwrap_err().code(), Some(7));
+        assert_eq!(interface_name("").unwrap_err().code(), Some(4));
+        assert_eq!(interface_name(&"x".repeat(16)).unwrap_err().code(), Some(4));
+        assert_eq!(plugin_type("a/b").unwrap_err().code(), None);
     }
 
     #[test]

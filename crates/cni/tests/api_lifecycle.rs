@@ -601,7 +601,9 @@ fn containers_can_be_added_and_deleted_from_many_threads() {
         for i in 0..12 {
             let (cni, l) = (&cni, &l);
             s.spawn(move || {
-                let r = cni::api::RuntimeConf::new(format!("c{i}"), None, "eth0");
+                // ADD needs a netns (the spec says so); DEL below goes without one.
+                let netns = Some("/run/netns/test-ns".into());
+                let r = cni::api::RuntimeConf::new(format!("c{i}"), netns, "eth0");
                 cni.add_network_list(l, &r).unwrap();
             });
         }

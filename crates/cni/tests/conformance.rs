@@ -423,6 +423,7 @@ impl Scenario {
             ifname: self.ifname.clone(),
             args: self.args.clone(),
             capability_args: self.cap_args.clone(),
+            cache_dir: None,
         }
     }
 
@@ -884,6 +885,7 @@ fn gc_1_1_0_dels_the_stale_attachment_and_sends_both_attachment_keys() {
             .as_object()
             .unwrap()
             .clone(),
+        cache_dir: None,
     };
     cni.add_network_list(&list, &live).unwrap();
     let stale_result = cni.add_network_list(&list, &stale).unwrap().to_value();

@@ -1,7 +1,7 @@
 //! Cache interoperability with the reference Go libcni (v1.1.2, through
 //! `tools/libcni-driver`): each side reads what the other wrote, and both write the same
 //! entry for the same ADD. Skipped, with a note, when Go or Debian's libcni sources are
-//! not installed.
+//! not installed, unless `CI` or `RKT_REQUIRE_REFERENCE=1` is set: then they fail.
 
 mod support;
 
@@ -12,39 +12,71 @@ use std::sync::OnceLock;
 use serde_json::{json, Value};
 use support::World;
 
-/// Builds the driver once; `None` when it cannot be built here.
+/// True when the environment says the reference must be available (as in
+/// `conformance.rs`).
+fn reference_required() -> bool {
+    std::env::var_os("CI").is_some_and(|v| !v.is_empty())
+        || std::env::var("RKT_REQUIRE_REFERENCE").is_ok_and(|v| v == "1")
+}
+
+/// Builds the driver once; `Err` says why it cannot be built here. A toolchain and
+/// sources that are present but fail to build the driver are a failure, never a skip.
+fn build_driver() -> Result<PathBuf, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let have_go = Command::new("go")
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have_go {
+        return Err("`go` is not installed (Debian package golang-go)".into());
+    }
+    let libcni = "/usr/share/gocode/src/github.com/containernetworking/cni/libcni";
+    if !Path::new(libcni).is_dir() {
+        return Err(format!(
+            "{libcni} is missing (Debian package golang-github-appc-cni-dev)"
+        ));
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let out = target.join("libcni-driver-test");
+    let result = Command::new("sh")
+        .arg(root.join("tools/libcni-driver/build.sh"))
+        .arg(&out)
+        .output()
+        .expect("running tools/libcni-driver/build.sh");
+    assert!(
+        result.status.success(),
+        "building the reference driver failed: {}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    Ok(out)
+}
+
+/// The driver, built once per test process; `None` (after a note on stderr) when it
+/// cannot be built here and the reference is not required; a panic when it is required
+/// (`CI`, or `RKT_REQUIRE_REFERENCE=1`).
 fn driver() -> Option<&'static Path> {
-    static DRIVER: OnceLock<Option<PathBuf>> = OnceLock::new();
-    DRIVER
-        .get_or_init(|| {
-            let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-            if !Path::new("/usr/share/gocode/src/github.com/containernetworking/cni/libcni")
-                .is_dir()
-            {
-                return None;
-            }
-            let target = std::env::var_os("CARGO_TARGET_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| root.join("target"));
-            let out = target.join("libcni-driver-test");
-            let status = Command::new("sh")
-                .arg(root.join("tools/libcni-driver/build.sh"))
-                .arg(&out)
-                .status()
-                .ok()?;
-            status.success().then_some(out)
-        })
-        .as_deref()
+    static DRIVER: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    match DRIVER.get_or_init(build_driver) {
+        Ok(path) => Some(path),
+        Err(why) if reference_required() => {
+            panic!(
+                "reference libcni unavailable but required (CI / RKT_REQUIRE_REFERENCE=1): {why}"
+            )
+        }
+        Err(why) => {
+            eprintln!("skipping: {why}");
+            None
+        }
+    }
 }
 
 macro_rules! driver_or_skip {
     () => {
         match driver() {
             Some(d) => d,
-            None => {
-                eprintln!("skipping: Go libcni driver cannot be built (needs golang-go and golang-github-appc-cni-dev)");
-                return;
-            }
+            None => return,
         }
     };
 }

@@ -1,19 +1,25 @@
-//! `rkt list`: every pod, as a table or JSON.
+//! `rkt list`: every pod, as rkt 1.30's table or as JSON.
 
 use std::process::ExitCode;
 
 use clap::Args;
 
+use rkt::pod::status::RktState;
 use rkt::pod::{PodStatus, Timestamp};
 
 use super::pod_args::store;
 use super::status::Format;
 use super::GlobalArgs;
 
-/// List pods: UUID, APP, STATE, CREATED, STARTED, NETWORKS.
+/// List pods, oldest first, one row per app.
+///
+/// As rkt 1.30 did: UUID, APP, IMAGE NAME, STATE,
+/// CREATED, STARTED, NETWORKS, separated by exactly one tab (so `cut -f` picks a column).
+/// IMAGE NAME is `-` for a host command and the root directory for a --rootfs app.
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// Show whole UUIDs and absolute times.
+    /// Show whole UUIDs, an IMAGE ID column, and absolute times (Go's layout
+    /// `2006-01-02 15:04:05.999 -0700 MST`) instead of relative ones ("2 minutes ago").
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
     pub full: bool,
 
@@ -21,24 +27,59 @@ pub struct ListArgs {
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
     pub no_legend: bool,
 
-    /// Output format.
+    /// Output format: the table, or a JSON array of rkt's API v1 pod objects (`null` when
+    /// there are no pods, as rkt printed).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
 }
 
 fn when(t: Option<Timestamp>, full: bool) -> String {
     match t {
-        None => "-".into(),
-        Some(t) if full => t.to_string(),
-        Some(t) => {
-            let secs = t.age().as_secs();
-            let ago = humantime::format_duration(std::time::Duration::from_secs(secs));
-            let ago = ago.to_string();
-            // The largest unit only: "3h 12m 5s" → "3h".
-            let first = ago.split(' ').next().unwrap_or("0s");
-            format!("{first} ago")
-        }
+        None => String::new(),
+        Some(t) if full => t.go_layout(),
+        Some(t) => t.relative(),
     }
+}
+
+/// A cell's text with the characters that would break a tab-separated line made visible.
+fn cell(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
+/// The table rows (without the header) for `statuses`.
+fn rows(statuses: &[PodStatus], full: bool) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for s in statuses {
+        let uuid = if full {
+            s.uuid.clone()
+        } else {
+            s.uuid[..8].to_string()
+        };
+        let app = &s.manifest.app;
+        let image = match &app.rootfs {
+            Some(dir) => cell(&dir.to_string_lossy()),
+            None => "-".to_string(),
+        };
+        let mut row = vec![uuid, cell(&app.name), image];
+        if full {
+            row.push("-".to_string());
+        }
+        // A pod that failed to start says so (its error is in `status --format=json`).
+        let state = match (s.rkt_state(), &s.record.error) {
+            (RktState::Exited, Some(_)) => "exited (failed)".to_string(),
+            (state, _) => state.to_string(),
+        };
+        row.extend([
+            state,
+            when(Some(s.manifest.created), full),
+            when(s.record.started, full),
+            s.networks_short(),
+        ]);
+        rows.push(row);
+    }
+    rows
 }
 
 pub fn run(global: &GlobalArgs, args: &ListArgs) -> anyhow::Result<ExitCode> {
@@ -56,48 +97,45 @@ pub fn run(global: &GlobalArgs, args: &ListArgs) -> anyhow::Result<ExitCode> {
         }
     }
     statuses.sort_by_key(|s| s.manifest.created);
-    if args.format == Format::Json {
-        let all: Vec<_> = statuses.iter().map(PodStatus::to_json).collect();
-        println!("{}", serde_json::to_string_pretty(&all)?);
-    } else {
-        let mut rows: Vec<[String; 6]> = Vec::new();
+    if args.format == Format::Text {
+        let mut text = String::new();
         if !args.no_legend {
-            rows.push(["UUID", "APP", "STATE", "CREATED", "STARTED", "NETWORKS"].map(String::from));
-        }
-        for s in &statuses {
-            let uuid = if args.full {
-                s.uuid.clone()
+            let header: &[&str] = if args.full {
+                &[
+                    "UUID",
+                    "APP",
+                    "IMAGE NAME",
+                    "IMAGE ID",
+                    "STATE",
+                    "CREATED",
+                    "STARTED",
+                    "NETWORKS",
+                ]
             } else {
-                s.uuid[..8].to_string()
+                &[
+                    "UUID",
+                    "APP",
+                    "IMAGE NAME",
+                    "STATE",
+                    "CREATED",
+                    "STARTED",
+                    "NETWORKS",
+                ]
             };
-            rows.push([
-                uuid,
-                s.manifest.app.name.clone(),
-                match (&s.state, &s.record.error) {
-                    (rkt::pod::State::Exited, Some(_)) => "exited (failed)".to_string(),
-                    (state, _) => state.to_string(),
-                },
-                when(Some(s.manifest.created), args.full),
-                when(s.record.started, args.full),
-                s.networks_short(),
-            ]);
+            text.push_str(&header.join("\t"));
+            text.push('\n');
         }
-        let mut widths = [0usize; 6];
-        for row in &rows {
-            for (w, cell) in widths.iter_mut().zip(row) {
-                *w = (*w).max(cell.chars().count());
-            }
+        for row in rows(&statuses, args.full) {
+            text.push_str(&row.join("\t"));
+            text.push('\n');
         }
-        for row in &rows {
-            let mut line = String::new();
-            for (i, cell) in row.iter().enumerate() {
-                if i + 1 == row.len() {
-                    line.push_str(cell);
-                } else {
-                    line.push_str(&format!("{cell:<width$}  ", width = widths[i]));
-                }
-            }
-            println!("{}", line.trim_end());
+        super::output::print(&text)?;
+    } else {
+        let all: Vec<_> = statuses.iter().map(PodStatus::to_json).collect();
+        if all.is_empty() {
+            args.format.print_json(&serde_json::Value::Null)?;
+        } else {
+            args.format.print_json(&all)?;
         }
     }
     Ok(if failed {

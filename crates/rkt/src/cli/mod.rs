@@ -5,11 +5,16 @@
 //!
 //! To add a command: a module here, a variant in [`Command`], an arm in [`dispatch`].
 
+mod completion;
 mod config;
 mod enter;
+mod fetch;
 mod gc;
+mod image;
 mod list;
+mod man;
 mod net;
+mod output;
 mod pod_args;
 mod prepare;
 mod rm;
@@ -91,8 +96,8 @@ pub struct GlobalArgs {
 
     /// Accept insecure settings. `net-plugins`: use network configurations, plugin
     /// directories and plugins that a user other than root can change (run as root, rkt
-    /// refuses them otherwise). Comma-separated; may be repeated; before or after the
-    /// command, as upstream rkt.
+    /// refuses them otherwise). `http` (fetch): reach registries over plain HTTP.
+    /// Comma-separated; may be repeated; before or after the command, as upstream rkt.
     #[arg(long, global = true, value_name = "OPTION[,OPTION...]")]
     pub insecure_options: Vec<String>,
 }
@@ -130,9 +135,44 @@ pub enum Command {
     Stop(stop::StopArgs),
     Enter(enter::EnterArgs),
     Net(net::NetArgs),
+    Completion(completion::CompletionArgs),
+    #[command(hide = true)]
+    Man(man::ManArgs),
+    Fetch(fetch::FetchArgs),
+    Image(image::ImageArgs),
 }
 
+/// What `--insecure-options` allows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Insecure {
+    /// `net-plugins`: network configurations and plugins others can change.
+    pub net_plugins: bool,
+    /// `http`: registries over plain HTTP.
+    pub http: bool,
+}
+
+/// `--insecure-options=http`.
+const INSECURE_HTTP: &str = "http";
+
 impl GlobalArgs {
+    /// The `--insecure-options` values (each possibly a comma-separated list), checked: one
+    /// flag for every command, as upstream rkt's, so each value is known to all of them.
+    pub fn insecure(&self) -> anyhow::Result<Insecure> {
+        let mut out = Insecure::default();
+        for opt in self.insecure_options.iter().flat_map(|o| o.split(',')) {
+            match opt.trim() {
+                rkt::security::INSECURE_NET_PLUGINS => out.net_plugins = true,
+                INSECURE_HTTP => out.http = true,
+                "" => {}
+                other => anyhow::bail!(
+                    "--insecure-options={other:?}: unknown option (known: {}, {INSECURE_HTTP})",
+                    rkt::security::INSECURE_NET_PLUGINS
+                ),
+            }
+        }
+        Ok(out)
+    }
+
     /// Prints a warning to stderr when `--debug` is on.
     pub fn warn(&self, message: impl std::fmt::Display) {
         if self.debug {
@@ -271,6 +311,10 @@ fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Stop(args) => stop::run(global, args),
         Command::Enter(args) => enter::run(global, args),
         Command::Net(args) => net::run(global, args),
+        Command::Completion(args) => completion::run(global, args),
+        Command::Man(args) => man::run(global, args),
+        Command::Fetch(args) => fetch::run(global, args),
+        Command::Image(args) => image::run(global, args),
     }
 }
 

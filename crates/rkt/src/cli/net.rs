@@ -114,7 +114,7 @@ fn plugin_path_origins(dirs: &EffectiveDirs) -> Vec<(PathBuf, String)> {
 /// `--insecure-options=net-plugins`), for every network in effect: `list` and `status` run
 /// the plugins too (VERSION, STATUS), and refuse what `run` refuses, with its error.
 fn check_trusted(global: &GlobalArgs, dirs: &EffectiveDirs) -> anyhow::Result<()> {
-    if !rkt::security::insecure_net_plugins(&global.insecure_options)? {
+    if !global.insecure()?.net_plugins {
         let every = rkt::networking::NetSelection::parse(&["all".to_string()])?;
         rkt::security::check_net_setup(&every, &dirs.net_conf.value, &dirs.plugin_path())?;
     }
@@ -127,7 +127,7 @@ fn list(global: &GlobalArgs, args: &NetListArgs) -> anyhow::Result<ExitCode> {
     let listing = inspect::list(&dirs.net_conf.value, &dirs.plugin_path())?;
     let path = plugin_path_origins(&dirs);
     match args.format {
-        Format::Json => {
+        json_format @ (Format::Json | Format::JsonPretty) => {
             let out = json!({
                 "netConfDir": {"path": dirs.net_conf.value, "origin": dirs.net_conf.origin.to_string()},
                 "pluginPath": path.iter().map(|(d, o)| json!({"path": d, "origin": o})).collect::<Vec<_>>(),
@@ -136,7 +136,7 @@ fn list(global: &GlobalArgs, args: &NetListArgs) -> anyhow::Result<ExitCode> {
                 "failed": listing.failed,
                 "usable": listing.all_usable(),
             });
-            println!("{}", serde_json::to_string_pretty(&out)?);
+            json_format.print_json(&out)?;
         }
         Format::Text => print_listing(&dirs, &path, &listing),
     }
@@ -223,7 +223,7 @@ fn check(global: &GlobalArgs, args: &NetCheckArgs) -> anyhow::Result<ExitCode> {
     })?;
     let ok = reports.iter().all(|r| r.result.is_ok());
     match args.format {
-        Format::Json => {
+        json_format @ (Format::Json | Format::JsonPretty) => {
             let out: Vec<_> = reports
                 .iter()
                 .map(|r| {
@@ -236,7 +236,7 @@ fn check(global: &GlobalArgs, args: &NetCheckArgs) -> anyhow::Result<ExitCode> {
                     })
                 })
                 .collect();
-            println!("{}", serde_json::to_string_pretty(&out)?);
+            json_format.print_json(&out)?;
         }
         Format::Text => {
             if reports.is_empty() {
@@ -268,7 +268,7 @@ fn status(global: &GlobalArgs, args: &NetStatusArgs) -> anyhow::Result<ExitCode>
     )?;
     let ok = nets.iter().all(|n| n.ready);
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&nets)?),
+        json_format @ (Format::Json | Format::JsonPretty) => json_format.print_json(&nets)?,
         Format::Text => {
             for n in &nets {
                 let builtin = if n.builtin { " (built-in)" } else { "" };

@@ -9,6 +9,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 
 use rkt::networking::{DnsOptions, HostsOptions, NetOptions, NetSelection};
+use rkt::pod::manifest::parse_user_meta;
 use rkt::pod::run::{RunOptions, RunOutcome};
 use rkt::pod::{App, IpcMode, Pod, PodStore};
 use rkt::stage::NullStdio;
@@ -63,6 +64,16 @@ pub struct AppArgs {
     /// one (PATH, HOME=/root, and TERM if set).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
     pub inherit_env: bool,
+
+    /// Attach an annotation to the app (free-form, for your tools; shown by status and in
+    /// JSON as `user_annotations`); may be repeated.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub user_annotation: Vec<String>,
+
+    /// Attach a label to the app (shown by status and in JSON as `user_labels`); may be
+    /// repeated.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub user_label: Vec<String>,
 
     /// The command to run and its arguments: from `--` or the first word that is not an
     /// option. Before it, a word starting with '-' must be one of rkt's options.
@@ -122,6 +133,8 @@ impl AppArgs {
                 _ => IpcMode::Private,
             },
             oom_score_adjust: self.oom_score_adjust,
+            user_annotations: parse_user_meta("user-annotation", &self.user_annotation)?,
+            user_labels: parse_user_meta("user-label", &self.user_label)?,
         })
     }
 }
@@ -245,7 +258,7 @@ impl PodNetArgs {
         let selection = NetSelection::parse(&self.net)?;
         let ports = rkt::networking::ports::parse_all(&self.port)?;
         let dirs = global.effective_dirs(&self.dirs)?;
-        let insecure = rkt::security::insecure_net_plugins(&global.insecure_options)?;
+        let insecure = global.insecure()?.net_plugins;
         if let Some(name) = &self.hostname {
             // It goes into /etc/hosts and the UTS namespace: no whitespace or shell text.
             let word = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');

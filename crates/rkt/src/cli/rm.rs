@@ -1,4 +1,5 @@
-//! `rkt rm`: delete pods that are not running.
+//! `rkt rm`: delete pods that are not running. Prints `"<uuid>"` for each pod removed, as
+//! rkt 1.30 did.
 
 use std::process::ExitCode;
 
@@ -10,8 +11,9 @@ use rkt::pod::gc::remove;
 use super::pod_args::{store, PodRefs};
 use super::GlobalArgs;
 
-/// Remove pods (prepared or exited; a pod whose `rkt run` died is torn down first). Every
-/// pod given is tried.
+/// Remove pods (prepared or exited; a pod whose `rkt run` died is torn down first).
+///
+/// Every pod given is tried; each one removed is printed as `"<uuid>"` (in quotes, as rkt did).
 #[derive(Debug, Args)]
 pub struct RmArgs {
     #[command(flatten)]
@@ -27,7 +29,7 @@ pub fn run(global: &GlobalArgs, args: &RmArgs) -> anyhow::Result<ExitCode> {
             .map_err(anyhow::Error::from)
             .and_then(|pod| remove(&store, &pod).map(|()| pod).map_err(Into::into));
         match result {
-            Ok(pod) => println!("{}", pod.uuid),
+            Ok(pod) => println!("{:?}", pod.uuid),
             Err(e) => {
                 eprintln!("rkt: rm: {e:#}");
                 failures += 1;
@@ -35,7 +37,7 @@ pub fn run(global: &GlobalArgs, args: &RmArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if failures > 0 {
-        bail!("rm: {failures} pod(s) could not be removed");
+        bail!("failed to remove one or more pods ({failures})");
     }
     Ok(ExitCode::SUCCESS)
 }

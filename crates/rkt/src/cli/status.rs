@@ -12,17 +12,39 @@ use rkt::pod::PodStatus;
 use super::pod_args::{store, PodRef};
 use super::GlobalArgs;
 
-/// Output formats of status and list.
+/// Output formats of status, list and net.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     /// rkt's human-readable form.
     Text,
-    /// JSON.
+    /// JSON on one line.
     Json,
+    /// JSON indented with tabs, as rkt's `json-pretty`.
+    JsonPretty,
 }
 
-/// Print a pod's status as `key=value` lines: state, created, started, networks (of running
-/// and exited pods), pid (while running), exited, and app-<name>=<exit status>.
+impl Format {
+    /// Prints `value` as this JSON format (`Text` prints it as `json-pretty`).
+    pub fn print_json(self, value: &impl serde::Serialize) -> anyhow::Result<()> {
+        let text = if self == Format::Json {
+            serde_json::to_string(value)?
+        } else {
+            let mut out = Vec::new();
+            let indent = serde_json::ser::PrettyFormatter::with_indent(b"\t");
+            let mut ser = serde_json::Serializer::with_formatter(&mut out, indent);
+            value.serialize(&mut ser)?;
+            String::from_utf8(out)?
+        };
+        super::output::print(&format!("{text}\n"))
+    }
+}
+
+/// Print a pod's state, times, init PID, exit status and networks.
+///
+/// As rkt 1.30 did, `key=value` lines: state, created, started, networks (running and
+/// exited pods), pid, exited and app-<name>=<exit status> (pods that ran); then ours:
+/// ports, user-annotation-<key>, user-label-<key>. Times are local, in Go's layout
+/// `2006-01-02 15:04:05.999 -0700 MST`.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// Wait until the pod has exited before printing; with DURATION (e.g. 30s, 5m), at most
@@ -49,7 +71,7 @@ pub struct StatusArgs {
     )]
     pub wait_ready: Option<String>,
 
-    /// Output format.
+    /// Output format: rkt's `key=value` lines, or rkt's API v1 pod object as JSON.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
 
@@ -91,12 +113,15 @@ pub fn run(global: &GlobalArgs, args: &StatusArgs) -> anyhow::Result<ExitCode> {
     }
     let status = PodStatus::read(&pod)?;
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&status.to_json())?),
         Format::Text => {
-            for (key, value) in status.key_values() {
-                println!("{key}={value}");
-            }
+            let text: String = status
+                .key_values()
+                .into_iter()
+                .map(|(key, value)| format!("{key}={value}\n"))
+                .collect();
+            super::output::print(&text)?;
         }
+        json => json.print_json(&status.to_json())?,
     }
     Ok(ExitCode::SUCCESS)
 }

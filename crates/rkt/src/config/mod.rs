@@ -1,5 +1,6 @@
 //! rkt's configuration: the layered `paths` configuration and the effective directories.
 //!
+//! - [`auth`]: registry credentials from `auth.d/*.json`.
 //! - [`origin`]: where a value came from (a default, a file, a flag).
 //! - [`paths`]: loading `paths.d/*.json` from the system, local and user directories.
 //! - [`dirs`]: the one function, [`resolve`], that turns flags, configuration and
@@ -7,6 +8,7 @@
 //! - [`show`]: the JSON that `rkt config` prints.
 //! - [`error`]: what can go wrong, naming the file, field or flag involved.
 
+pub mod auth;
 pub mod dirs;
 pub mod error;
 pub mod origin;

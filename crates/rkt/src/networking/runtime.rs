@@ -95,6 +95,7 @@ fn runtime_conf(att: &Attachment) -> cni::api::RuntimeConf {
         ifname: att.if_name.to_string(),
         args: arg_pairs(att.args),
         capability_args: att.capability_args.clone(),
+        cache_dir: None,
     }
 }
 

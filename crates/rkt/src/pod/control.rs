@@ -146,6 +146,8 @@ mod tests {
             rootfs: None,
             ipc: Default::default(),
             oom_score_adjust: None,
+            user_annotations: Default::default(),
+            user_labels: Default::default(),
         };
         let (pod, lock) = store.create(app, &PodState::new(State::Prepared)).unwrap();
         drop(lock);

@@ -1,6 +1,7 @@
 //! The pod manifest (`<pod>/pod.json`): what to run. Written once when the pod is created
 //! (by `rkt run` or `rkt prepare`) and never changed afterwards.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -31,6 +32,13 @@ pub struct App {
     /// runner's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oom_score_adjust: Option<i16>,
+    /// `--user-annotation=K=V`: free-form facts about the app for the user's tools; rkt
+    /// only stores and shows them (status, JSON `user_annotations`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub user_annotations: BTreeMap<String, String>,
+    /// `--user-label=K=V`: like annotations, for selecting pods (JSON `user_labels`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub user_labels: BTreeMap<String, String>,
 }
 
 /// The pod's IPC namespace (`--ipc`, upstream rkt's values; its `auto` is `private`).
@@ -49,6 +57,45 @@ impl IpcMode {
     pub fn is_private(&self) -> bool {
         *self == IpcMode::Private
     }
+}
+
+/// A `--user-annotation` or `--user-label` that is not `KEY=VALUE` with a usable key/value.
+#[derive(Debug, thiserror::Error)]
+#[error("--{flag}={given:?}: {why}")]
+pub struct UserMetaError {
+    pub flag: &'static str,
+    pub given: String,
+    pub why: &'static str,
+}
+
+/// Parses repeated `--<flag>=KEY=VALUE` values (a later KEY replaces an earlier one). A key
+/// is a non-empty word of printable characters without whitespace; a value may be empty
+/// but holds no control characters, so that `rkt status` shows it on one line.
+pub fn parse_user_meta(
+    flag: &'static str,
+    given: &[String],
+) -> Result<BTreeMap<String, String>, UserMetaError> {
+    let mut map = BTreeMap::new();
+    for kv in given {
+        let err = |why| UserMetaError {
+            flag,
+            given: kv.clone(),
+            why,
+        };
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| err("expected KEY=VALUE"))?;
+        if k.is_empty() || k.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(err("the key must be a non-empty word without spaces"));
+        }
+        if v.chars().any(char::is_control) {
+            return Err(err(
+                "the value must not hold control characters (newlines, tabs)",
+            ));
+        }
+        map.insert(k.to_string(), v.to_string());
+    }
+    Ok(map)
 }
 
 impl App {
@@ -84,5 +131,17 @@ mod tests {
         assert_eq!(App::default_name("/bin/sleep"), "sleep");
         assert_eq!(App::default_name("true"), "true");
         assert_eq!(App::default_name("/"), "app");
+    }
+
+    #[test]
+    fn user_annotations_are_key_value_and_a_later_key_wins() {
+        let given = ["a=1", "b=x=y", "a=2", "empty="].map(String::from);
+        let map = parse_user_meta("user-annotation", &given).unwrap();
+        let pairs: Vec<_> = map.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(pairs, [("a", "2"), ("b", "x=y"), ("empty", "")]);
+        for bad in ["novalue", "=v", "a b=c", "k=line\nbreak"] {
+            let err = parse_user_meta("user-label", &[bad.to_string()]).unwrap_err();
+            assert!(err.to_string().starts_with("--user-label="), "{err}");
+        }
     }
 }

@@ -225,6 +225,7 @@ fn run_locked(
     };
 
     state.pid = Some(stage.init_pid);
+    state.init_pid = Some(stage.init_pid);
     // The pod runs whether or not this record could be written; stop/enter need it.
     let record_err = state.store(&pod.dir).err();
     let waited = stage.wait();

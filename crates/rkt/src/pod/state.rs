@@ -64,6 +64,10 @@ pub struct PodState {
     /// Host PID of the pod's init (PID 1 of its PID namespace) while it runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<i32>,
+    /// The host PID the pod's init had, kept after it exited so that `rkt status` shows
+    /// `pid=` for exited pods as rkt did. Never signalled: [`PodState::pid`] is the live one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_pid: Option<i32>,
     /// The app's exit status (128 + signal number when a signal killed it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_status: Option<i32>,
@@ -131,6 +135,7 @@ impl PodState {
             exited: None,
             garbage: None,
             pid: None,
+            init_pid: None,
             exit_status: None,
             netns: None,
             net: None,

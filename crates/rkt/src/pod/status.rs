@@ -65,10 +65,62 @@ impl PodStatus {
     }
 }
 
+/// A pod's state as rkt 1.30 named it in `status`, `list` and JSON. Pods are created whole
+/// (a temporary directory renamed into place) and deleted by gc or rm under the pod's lock,
+/// so rkt's `embryo`, `preparing` and `deleting` are never seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RktState {
+    Prepared,
+    Running,
+    Exited,
+    /// Marked garbage after it ran.
+    ExitedGarbage,
+    /// Marked garbage without having run.
+    Garbage,
+}
+
+impl RktState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RktState::Prepared => "prepared",
+            RktState::Running => "running",
+            RktState::Exited => "exited",
+            RktState::ExitedGarbage => "exited garbage",
+            RktState::Garbage => "garbage",
+        }
+    }
+}
+
+impl std::fmt::Display for RktState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl PodStatus {
-    /// Whether `networks=` applies: rkt shows networks of running and exited pods.
-    fn shows_networks(&self) -> bool {
-        matches!(self.state, State::Running | State::Exited)
+    /// The state under rkt 1.30's name.
+    pub fn rkt_state(&self) -> RktState {
+        match self.state {
+            State::Prepared => RktState::Prepared,
+            State::Running => RktState::Running,
+            State::Exited => RktState::Exited,
+            State::Garbage if self.record.started.is_some() => RktState::ExitedGarbage,
+            State::Garbage => RktState::Garbage,
+        }
+    }
+
+    /// Whether the pod ran and ended (`exited` or `exited garbage`).
+    fn has_exited(&self) -> bool {
+        matches!(self.rkt_state(), RktState::Exited | RktState::ExitedGarbage)
+    }
+
+    /// The PID of the pod's init: the live one while it runs, the last one after it exited.
+    fn shown_pid(&self) -> Option<i32> {
+        match self.state {
+            State::Running => self.record.pid.or(self.record.init_pid),
+            _ if self.has_exited() => self.record.init_pid,
+            _ => None,
+        }
     }
 
     /// rkt's short network list: `name:ip4=ADDR, …`.
@@ -80,62 +132,125 @@ impl PodStatus {
             .join(", ")
     }
 
-    /// `rkt status` lines, as `(key, value)` in rkt's order: `state`, `created`, `started`,
-    /// `networks`, `pid`, `exited`, `app-<name>`.
+    /// `rkt status` lines, as `(key, value)`, those rkt 1.30 printed first and in its order:
+    /// `state`, `created`, `started` (once started), `networks` (running and exited pods,
+    /// even when empty), then for pods that ran: `pid` (also after exit), `exited`, and
+    /// `app-<name>=<exit status>` (once exited). Ours follow: `ports` (while running),
+    /// `user-annotation-<key>` and `user-label-<key>`.
     pub fn key_values(&self) -> Vec<(String, String)> {
+        let state = self.rkt_state();
         let mut kv = vec![
-            ("state".to_string(), self.state.to_string()),
-            ("created".to_string(), self.manifest.created.to_string()),
+            ("state".to_string(), state.to_string()),
+            ("created".to_string(), self.manifest.created.go_layout()),
         ];
         if let Some(started) = self.record.started {
-            kv.push(("started".into(), started.to_string()));
+            kv.push(("started".into(), started.go_layout()));
         }
-        if self.shows_networks() && !self.networks.is_empty() {
+        if matches!(state, RktState::Running | RktState::Exited) {
             kv.push(("networks".into(), self.networks_short()));
+        }
+        if matches!(
+            state,
+            RktState::Running | RktState::Exited | RktState::ExitedGarbage
+        ) {
+            if let Some(pid) = self.shown_pid() {
+                kv.push(("pid".into(), pid.to_string()));
+            }
+            kv.push(("exited".into(), self.has_exited().to_string()));
+            if state != RktState::Running {
+                if let Some(code) = self.record.exit_status {
+                    kv.push((format!("app-{}", self.manifest.app.name), code.to_string()));
+                }
+            }
         }
         if self.state == State::Running && !self.ports.is_empty() {
             let ports: Vec<String> = self.ports.iter().map(ToString::to_string).collect();
             kv.push(("ports".into(), ports.join(", ")));
         }
-        if self.state == State::Running {
-            if let Some(pid) = self.record.pid {
-                kv.push(("pid".into(), pid.to_string()));
-            }
+        for (k, v) in &self.manifest.app.user_annotations {
+            kv.push((format!("user-annotation-{k}"), v.clone()));
         }
-        let exited = matches!(self.state, State::Exited | State::Garbage);
-        kv.push(("exited".into(), exited.to_string()));
-        if let Some(code) = self.record.exit_status {
-            kv.push((format!("app-{}", self.manifest.app.name), code.to_string()));
+        for (k, v) in &self.manifest.app.user_labels {
+            kv.push((format!("user-label-{k}"), v.clone()));
         }
         kv
     }
 
-    /// The JSON form of `rkt status --format=json` (one element of `rkt list --format=json`).
+    /// The app's state in rkt's API (`created`, `running`, `exited`).
+    fn app_state(&self) -> &'static str {
+        match self.state {
+            _ if self.record.exit_status.is_some() => "exited",
+            State::Prepared => "created",
+            State::Running => "running",
+            State::Exited | State::Garbage => "exited",
+        }
+    }
+
+    /// The JSON of `rkt status --format=json` (one element of `rkt list --format=json`):
+    /// rkt's API v1 pod object (`name` is the UUID; times of the pod in Unix seconds, of its
+    /// apps in Unix nanoseconds; empty fields left out as rkt did), plus our own keys:
+    /// `pid`, `hostname`, `ports`, `runner_died`, `error`, and the app's `exec` and
+    /// `rootfs`.
     pub fn to_json(&self) -> serde_json::Value {
-        let networks: Vec<_> = if self.shows_networks() {
-            self.networks.clone()
+        use serde_json::{json, Map, Value};
+        let app = &self.manifest.app;
+        let mut a = Map::new();
+        a.insert("name".into(), json!(app.name));
+        a.insert("state".into(), json!(self.app_state()));
+        a.insert(
+            "created_at".into(),
+            json!(self.manifest.created.unix_nanos() as u64),
+        );
+        if let Some(t) = self.record.started {
+            a.insert("started_at".into(), json!(t.unix_nanos() as u64));
+        }
+        let finished = match self.state {
+            State::Exited | State::Garbage => self.record.exited.or(self.record.garbage),
+            _ => None,
+        };
+        if let Some(t) = finished {
+            a.insert("finished_at".into(), json!(t.unix_nanos() as u64));
+        }
+        if let Some(code) = self.record.exit_status {
+            a.insert("exit_code".into(), json!(code));
+        }
+        // No images: the app runs a host command or a root directory.
+        a.insert("image_id".into(), json!(""));
+        if !app.user_annotations.is_empty() {
+            a.insert("user_annotations".into(), json!(app.user_annotations));
+        }
+        if !app.user_labels.is_empty() {
+            a.insert("user_labels".into(), json!(app.user_labels));
+        }
+        a.insert("exec".into(), json!(app.exec));
+        a.insert("rootfs".into(), json!(app.rootfs));
+
+        let mut pod = Map::new();
+        pod.insert("name".into(), json!(self.uuid));
+        pod.insert("state".into(), json!(self.rkt_state().as_str()));
+        if matches!(self.state, State::Running | State::Exited) && !self.networks.is_empty() {
+            pod.insert("networks".into(), json!(self.networks));
+        }
+        pod.insert("app_names".into(), json!([app.name]));
+        pod.insert("apps".into(), Value::Array(vec![Value::Object(a)]));
+        pod.insert(
+            "created_at".into(),
+            json!(self.manifest.created.unix_secs()),
+        );
+        if let Some(t) = self.record.started {
+            pod.insert("started_at".into(), json!(t.unix_secs()));
+        }
+        pod.insert("pid".into(), json!(self.shown_pid()));
+        pod.insert("hostname".into(), json!(self.record.hostname));
+        let ports = if self.state == State::Running {
+            self.ports.clone()
         } else {
             Vec::new()
         };
-        serde_json::json!({
-            "uuid": self.uuid,
-            "state": self.state,
-            "created": self.manifest.created,
-            "started": self.record.started,
-            "exitedAt": self.record.exited,
-            "pid": if self.state == State::Running { self.record.pid } else { None },
-            "exited": matches!(self.state, State::Exited | State::Garbage),
-            "hostname": self.record.hostname,
-            "apps": [{
-                "name": self.manifest.app.name,
-                "exec": self.manifest.app.exec,
-                "exitCode": self.record.exit_status,
-            }],
-            "networks": networks,
-            "ports": if self.state == State::Running { self.ports.clone() } else { Vec::new() },
-            "runnerDied": self.runner_died,
-            "error": self.record.error,
-        })
+        pod.insert("ports".into(), json!(ports));
+        pod.insert("runner_died".into(), json!(self.runner_died));
+        pod.insert("error".into(), json!(self.record.error));
+        Value::Object(pod)
     }
 }
 
@@ -145,10 +260,8 @@ mod tests {
     use crate::pod::state::NetSummary;
     use crate::pod::{App, PodStore, Timestamp};
 
-    fn exited_pod() -> (tempfile::TempDir, PodStatus) {
-        let tmp = tempfile::tempdir().unwrap();
-        let store = PodStore::new(tmp.path().join("pods"));
-        let app = App {
+    fn web_app() -> App {
+        let mut app = App {
             name: "web".into(),
             exec: vec!["/bin/true".into()],
             env: vec![],
@@ -156,12 +269,16 @@ mod tests {
             rootfs: None,
             ipc: Default::default(),
             oom_score_adjust: None,
+            user_annotations: Default::default(),
+            user_labels: Default::default(),
         };
-        let mut st = PodState::new(State::Exited);
-        st.started = Some(Timestamp::now());
-        st.exited = Some(Timestamp::now());
-        st.exit_status = Some(3);
-        st.networks = vec![NetSummary {
+        app.user_annotations.insert("team".into(), "net".into());
+        app.user_labels.insert("tier".into(), "front".into());
+        app
+    }
+
+    fn default_net() -> NetSummary {
+        NetSummary {
             net_name: "default".into(),
             net_conf: "net/99-default.conf".into(),
             plugin_path: "/usr/lib/cni/ptp".into(),
@@ -169,35 +286,153 @@ mod tests {
             ip: Some("172.16.28.5".parse().unwrap()),
             args: String::new(),
             mask: Some("255.255.255.0".parse().unwrap()),
-        }];
-        let (pod, lock) = store.create(app, &st).unwrap();
-        drop(lock);
+        }
+    }
+
+    /// A pod recorded in `state`, read while its lock is held (as a runner holds it).
+    fn pod_in(state: State, edit: impl FnOnce(&mut PodState)) -> (tempfile::TempDir, PodStatus) {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = PodStore::new(tmp.path().join("pods"));
+        let mut st = PodState::new(state);
+        edit(&mut st);
+        let (pod, _lock) = store.create(web_app(), &st).unwrap();
         let status = PodStatus::read(&pod).unwrap();
         (tmp, status)
     }
 
+    fn ran(st: &mut PodState) {
+        st.started = Some(Timestamp::now());
+        st.init_pid = Some(4242);
+        st.networks = vec![default_net()];
+    }
+
+    fn exited(st: &mut PodState) {
+        ran(st);
+        st.exited = Some(Timestamp::now());
+        st.exit_status = Some(3);
+    }
+
+    fn exited_pod() -> (tempfile::TempDir, PodStatus) {
+        pod_in(State::Exited, exited)
+    }
+
+    fn keys(status: &PodStatus) -> Vec<String> {
+        status.key_values().into_iter().map(|(k, _)| k).collect()
+    }
+
+    /// rkt 1.30's `status` of an exited pod: networks, pid (after exit too), exited and the
+    /// app's status in its order; our lines after them.
     #[test]
-    fn key_values_follow_rkt() {
+    fn status_text_of_an_exited_pod_has_rkts_lines_in_rkts_order() {
         let (_tmp, status) = exited_pod();
         let kv = status.key_values();
-        let keys: Vec<&str> = kv.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(
-            keys,
-            ["state", "created", "started", "networks", "exited", "app-web"]
+            keys(&status),
+            [
+                "state",
+                "created",
+                "started",
+                "networks",
+                "pid",
+                "exited",
+                "app-web",
+                "user-annotation-team",
+                "user-label-tier"
+            ]
         );
         let get = |k: &str| kv.iter().find(|(key, _)| key == k).unwrap().1.clone();
         assert_eq!(get("state"), "exited");
         assert_eq!(get("networks"), "default:ip4=172.16.28.5");
+        assert_eq!(get("pid"), "4242");
         assert_eq!(get("exited"), "true");
         assert_eq!(get("app-web"), "3");
+        assert_eq!(get("user-annotation-team"), "net");
+        assert_eq!(get("user-label-tier"), "front");
     }
 
+    /// rkt printed `networks=` for running and exited pods even when there were none.
     #[test]
-    fn json_carries_rkt_network_fields() {
+    fn status_text_prints_networks_even_when_empty() {
+        let (_tmp, status) = pod_in(State::Exited, |st| {
+            exited(st);
+            st.networks.clear();
+        });
+        let kv = status.key_values();
+        assert!(kv.contains(&("networks".into(), String::new())), "{kv:?}");
+    }
+
+    /// A running pod: pid, exited=false, and no app exit status yet.
+    #[test]
+    fn status_text_of_a_running_pod() {
+        let (_tmp, status) = pod_in(State::Running, |st| {
+            ran(st);
+            st.pid = Some(4242);
+        });
+        let kv = status.key_values();
+        assert_eq!(
+            &keys(&status)[..6],
+            ["state", "created", "started", "networks", "pid", "exited"]
+        );
+        assert!(kv.contains(&("exited".into(), "false".into())));
+        assert!(!keys(&status).iter().any(|k| k.starts_with("app-")));
+    }
+
+    /// A prepared pod shows only state and created (then ours), as rkt did.
+    #[test]
+    fn status_text_of_a_prepared_pod_stops_after_created() {
+        let (_tmp, status) = pod_in(State::Prepared, |_| {});
+        assert_eq!(
+            keys(&status),
+            [
+                "state",
+                "created",
+                "user-annotation-team",
+                "user-label-tier"
+            ]
+        );
+    }
+
+    /// rkt's state names for pods marked garbage: `exited garbage` once it ran (pid,
+    /// exited=true and the app's status still shown, networks not), else `garbage`.
+    #[test]
+    fn status_text_uses_rkts_garbage_state_names() {
+        let (_tmp, status) = pod_in(State::Garbage, exited);
+        assert_eq!(status.rkt_state(), RktState::ExitedGarbage);
+        let k = keys(&status);
+        assert!(k.contains(&"pid".to_string()) && k.contains(&"app-web".to_string()));
+        assert!(!k.contains(&"networks".to_string()));
+        let (_tmp, status) = pod_in(State::Garbage, |_| {});
+        assert_eq!(status.rkt_state(), RktState::Garbage);
+        assert_eq!(&keys(&status)[..2], ["state", "created"]);
+        assert!(!keys(&status).contains(&"exited".to_string()));
+    }
+
+    /// rkt's API v1 pod object: names and JSON types of every field it had, plus ours.
+    #[test]
+    fn status_json_has_rkt_api_v1_fields_and_types() {
         let (_tmp, status) = exited_pod();
         let json = status.to_json();
+        assert_eq!(json["name"], status.uuid.as_str());
         assert_eq!(json["state"], "exited");
-        assert_eq!(json["apps"][0]["exitCode"], 3);
+        assert_eq!(json["app_names"], serde_json::json!(["web"]));
+        let created = json["created_at"].as_i64().unwrap();
+        assert_eq!(created, status.manifest.created.unix_secs());
+        assert!(json["started_at"].as_i64().unwrap() >= created);
+        let app = &json["apps"][0];
+        assert_eq!(app["name"], "web");
+        assert_eq!(app["state"], "exited");
+        assert_eq!(app["exit_code"], 3);
+        assert_eq!(app["image_id"], "");
+        // Apps' times are nanoseconds, the pod's seconds.
+        let app_created = app["created_at"].as_u64().unwrap();
+        assert_eq!(app_created / 1_000_000_000, created as u64);
+        assert!(app["started_at"].is_u64() && app["finished_at"].is_u64());
+        assert!(app.get("mounts").is_none(), "rkt left out empty mounts");
+        assert_eq!(app["user_annotations"]["team"], "net");
+        assert_eq!(app["user_labels"]["tier"], "front");
+        // Ours, as extra keys.
+        assert_eq!(json["pid"], 4242);
+        assert_eq!(app["exec"][0], "/bin/true");
         let net = &json["networks"][0];
         for key in [
             "netName",
@@ -213,6 +448,23 @@ mod tests {
         assert_eq!(net["ip"], "172.16.28.5");
     }
 
+    /// rkt left out what a pod does not have yet (omitempty): a prepared pod has no
+    /// `started_at`, `networks` or app `exit_code`; its app is `created`.
+    #[test]
+    fn status_json_leaves_out_what_a_prepared_pod_lacks() {
+        let (_tmp, status) = pod_in(State::Prepared, |_| {});
+        let json = status.to_json();
+        assert_eq!(json["state"], "prepared");
+        for key in ["started_at", "networks"] {
+            assert!(json.get(key).is_none(), "{key} in {json}");
+        }
+        let app = &json["apps"][0];
+        assert_eq!(app["state"], "created");
+        for key in ["started_at", "finished_at", "exit_code"] {
+            assert!(app.get(key).is_none(), "{key} in {app}");
+        }
+    }
+
     #[test]
     fn a_running_record_without_a_runner_reads_as_exited() {
         let tmp = tempfile::tempdir().unwrap();
@@ -225,6 +477,8 @@ mod tests {
             rootfs: None,
             ipc: Default::default(),
             oom_score_adjust: None,
+            user_annotations: Default::default(),
+            user_labels: Default::default(),
         };
         let (pod, lock) = store.create(app, &PodState::new(State::Running)).unwrap();
         assert_eq!(PodStatus::read(&pod).unwrap().state, State::Running);

@@ -93,6 +93,8 @@ mod tests {
             rootfs: None,
             ipc: Default::default(),
             oom_score_adjust: None,
+            user_annotations: Default::default(),
+            user_labels: Default::default(),
         }
     }
 

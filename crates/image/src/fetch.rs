@@ -1,0 +1,146 @@
+//! Fetching by reference: turns an [`ImageRef`] into the right transport, applies the pull
+//! policy against the store, and runs the verified copy.
+
+use std::path::Path;
+
+use crate::copy::{copy_image, CopyError};
+use crate::platform::Platform;
+use crate::reference::{DockerRef, ImageRef};
+use crate::store::{ImageRecord, Store, StoreError};
+use crate::transport::docker_archive::DockerArchive;
+use crate::transport::layout::OciLayout;
+use crate::transport::registry::{Registry, RegistryOptions};
+use crate::transport::Source;
+
+/// When to go to the image's source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PullPolicy {
+    /// Only the store; a missing image is an error.
+    Never,
+    /// The store when the image is there under this name, else the source.
+    #[default]
+    New,
+    /// Always the source (blobs already stored are not read again).
+    Update,
+}
+
+/// How to fetch.
+#[derive(Debug, Clone)]
+pub struct FetchOptions {
+    pub policy: PullPolicy,
+    pub registry: RegistryOptions,
+    pub platform: Platform,
+}
+
+impl Default for FetchOptions {
+    fn default() -> Self {
+        FetchOptions {
+            policy: PullPolicy::New,
+            registry: RegistryOptions::default(),
+            platform: Platform::host(),
+        }
+    }
+}
+
+/// What fetching failed at.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    #[error(transparent)]
+    Copy(#[from] CopyError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("image {name:?} is not in the store and --pull-policy=never forbids fetching it")]
+    NotStored { name: String },
+}
+
+/// The name an image from `reference` is indexed under, when it has one.
+pub fn store_name(reference: &ImageRef) -> Option<String> {
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    match reference {
+        ImageRef::Docker(d) | ImageRef::Name(d) => Some(d.store_name()),
+        ImageRef::OciLayout { path, tag } => Some(format!(
+            "oci:{}{}",
+            abs(path).display(),
+            tag.as_ref().map(|t| format!(":{t}")).unwrap_or_default()
+        )),
+        ImageRef::OciArchive { path, tag } => Some(format!(
+            "oci-archive:{}{}",
+            abs(path).display(),
+            tag.as_ref().map(|t| format!(":{t}")).unwrap_or_default()
+        )),
+        ImageRef::DockerArchive { path } => Some(format!("docker-archive:{}", abs(path).display())),
+        ImageRef::Id(_) => None,
+    }
+}
+
+/// Stores the image `reference` names (subject to the pull policy) and returns its record.
+pub fn fetch(
+    store: &Store,
+    reference: &ImageRef,
+    text: &str,
+    options: &FetchOptions,
+) -> Result<ImageRecord, FetchError> {
+    let name = store_name(reference);
+    // An ID, or a bare name, can only come from the store.
+    if matches!(reference, ImageRef::Id(_) | ImageRef::Name(_)) {
+        let query = name.as_deref().unwrap_or(text);
+        let record = store.resolve(query).map_err(|e| match e {
+            StoreError::NotFound { .. } if matches!(reference, ImageRef::Name(_)) => {
+                StoreError::NotFound {
+                    query: format!("{text}\" (give a transport to fetch it, e.g. docker://{text}"),
+                }
+            }
+            e => e,
+        })?;
+        store.touch(&record.id)?;
+        return Ok(record);
+    }
+    let name = name.expect("transports have names");
+    if options.policy != PullPolicy::Update {
+        match store.resolve(&name) {
+            Ok(record) => {
+                store.touch(&record.id)?;
+                return Ok(record);
+            }
+            Err(StoreError::NotFound { .. }) if options.policy == PullPolicy::New => {}
+            Err(StoreError::NotFound { .. }) => return Err(FetchError::NotStored { name }),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let mut names = vec![name];
+    let record = match reference {
+        ImageRef::Docker(d) => {
+            let mut source = Registry::new(d, options.registry.clone()).map_err(CopyError::from)?;
+            copy_image(&mut source, store, &names, &options.platform)?
+        }
+        ImageRef::OciLayout { path, tag } => {
+            let mut source = OciLayout::dir(path, tag.clone(), text);
+            copy_image(&mut source, store, &names, &options.platform)?
+        }
+        ImageRef::OciArchive { path, tag } => {
+            let mut source =
+                OciLayout::archive(path, tag.clone(), text).map_err(CopyError::from)?;
+            copy_image(&mut source, store, &names, &options.platform)?
+        }
+        ImageRef::DockerArchive { path } => {
+            let mut source = DockerArchive::open(path, text).map_err(CopyError::from)?;
+            // RepoTags become names too, once the archive's manifest.json is read.
+            source.top().map_err(CopyError::from)?;
+            names.extend(
+                source
+                    .repo_tags
+                    .iter()
+                    .filter_map(|t| DockerRef::parse(t, t).ok())
+                    .map(|d| d.store_name()),
+            );
+            copy_image(
+                &mut source as &mut dyn Source,
+                store,
+                &names,
+                &options.platform,
+            )?
+        }
+        ImageRef::Id(_) | ImageRef::Name(_) => unreachable!("handled above"),
+    };
+    Ok(record)
+}

@@ -1,0 +1,714 @@
+//! The image store: a content-addressed, verified, crash-safe directory of blobs plus an
+//! index of images and their names.
+//!
+//! Layout under the store's root:
+//!
+//! ```text
+//! blobs/sha256/<hex>   every blob (layers, configs, manifests), named by its digest
+//! tmp/                 partial writes; whatever is here after a crash is garbage (gc)
+//! images.json          the index: one record per image (ID, manifest, names, times)
+//! lock                 shared while fetching or reading, exclusive for rm and gc
+//! index.lock           exclusive while images.json is read, changed and replaced
+//! ```
+//!
+//! A blob is written to a temporary file in `tmp/` while its digest and size are computed;
+//! only when both match what was expected is it fsynced and renamed into `blobs/`, so a
+//! blob in `blobs/` is always complete and correct. `images.json` is replaced the same way.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::digest::{Digest, HashingWriter};
+use crate::lock::{FileLock, LockKind};
+use crate::reference::{ImageRef, MIN_ID_PREFIX};
+
+/// What went wrong in the store; each variant names the path, blob or image at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("image store {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("blob {expected}: content has digest {actual} ({size} bytes); nothing was stored")]
+    DigestMismatch {
+        expected: Digest,
+        actual: Digest,
+        size: u64,
+    },
+    #[error("blob {digest}: expected {expected} bytes, got {actual}; nothing was stored")]
+    SizeMismatch {
+        digest: Digest,
+        expected: u64,
+        actual: u64,
+    },
+    #[error("blob {digest}: reading it failed: {source}; nothing was stored")]
+    Read {
+        digest: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("image store {path}: index is corrupt: {source}")]
+    CorruptIndex {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("image {query:?} is not in the store (see `rkt image list`)")]
+    NotFound { query: String },
+    #[error("image ID prefix {query:?} matches several images: {}", matches.join(", "))]
+    Ambiguous { query: String, matches: Vec<String> },
+    #[error("blob {digest} is not in the store")]
+    BlobMissing { digest: Digest },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// One image in the index.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ImageRecord {
+    /// The digest of the image's config: the image ID.
+    pub id: Digest,
+    /// The digest of its (single-platform) manifest.
+    pub manifest: Digest,
+    /// Names it was fetched under (`docker.io/library/busybox:latest`, `oci:/path:tag`).
+    pub names: Vec<String>,
+    /// Bytes of the manifest, config and layers as stored.
+    pub size: u64,
+    /// When it was first stored, seconds since the epoch.
+    pub imported: u64,
+    /// When it was last fetched or used, seconds since the epoch.
+    pub last_used: u64,
+}
+
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Index {
+    images: Vec<ImageRecord>,
+}
+
+/// What [`Store::gc`] removed, and what it could not.
+#[derive(Debug, Default)]
+pub struct GcReport {
+    /// IDs of the images removed.
+    pub images: Vec<Digest>,
+    /// Blobs removed because no image refers to them.
+    pub blobs: Vec<Digest>,
+    /// Partial downloads removed from `tmp/`.
+    pub partials: usize,
+    /// Every step that failed; gc goes on past each.
+    pub errors: Vec<StoreError>,
+}
+
+/// An image store rooted at a directory.
+#[derive(Debug, Clone)]
+pub struct Store {
+    root: PathBuf,
+}
+
+/// Seconds since the epoch, now.
+pub fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl Store {
+    /// Opens the store at `root`, creating its directories when missing.
+    pub fn open(root: impl Into<PathBuf>) -> Result<Store, StoreError> {
+        let store = Store { root: root.into() };
+        for dir in [store.blobs_dir(), store.tmp_dir()] {
+            fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        }
+        Ok(store)
+    }
+
+    /// The store's root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn blobs_dir(&self) -> PathBuf {
+        self.root.join("blobs/sha256")
+    }
+
+    /// The directory of partial writes.
+    pub fn tmp_dir(&self) -> PathBuf {
+        self.root.join("tmp")
+    }
+
+    fn index_path(&self) -> PathBuf {
+        self.root.join("images.json")
+    }
+
+    /// Takes the store lock: [`LockKind::Shared`] to fetch or read images,
+    /// [`LockKind::Exclusive`] to remove them.
+    pub fn lock(&self, kind: LockKind) -> Result<FileLock, StoreError> {
+        let path = self.root.join("lock");
+        FileLock::acquire(&path, kind).map_err(io_err(&path))
+    }
+
+    /// Where the blob with `digest` lives (whether or not it is there).
+    pub fn blob_path(&self, digest: &Digest) -> PathBuf {
+        self.blobs_dir().join(digest.hex())
+    }
+
+    /// True when the blob is stored.
+    pub fn has_blob(&self, digest: &Digest) -> bool {
+        self.blob_path(digest).is_file()
+    }
+
+    /// Opens a stored blob.
+    pub fn open_blob(&self, digest: &Digest) -> Result<File, StoreError> {
+        let path = self.blob_path(digest);
+        File::open(&path).map_err(|e| {
+            if e.kind() == io::ErrorKind::NotFound {
+                StoreError::BlobMissing {
+                    digest: digest.clone(),
+                }
+            } else {
+                io_err(&path)(e)
+            }
+        })
+    }
+
+    /// Reads a stored blob whole (manifests and configs).
+    pub fn read_blob(&self, digest: &Digest) -> Result<Vec<u8>, StoreError> {
+        let mut bytes = Vec::new();
+        self.open_blob(digest)?
+            .read_to_end(&mut bytes)
+            .map_err(io_err(&self.blob_path(digest)))?;
+        Ok(bytes)
+    }
+
+    /// Stores the blob that `reader` yields, which must have `expected` as digest and, when
+    /// given, `size` bytes. Returns the size. A blob already stored is not read again.
+    /// On any mismatch or read error nothing is stored.
+    pub fn put_blob(
+        &self,
+        expected: &Digest,
+        size: Option<u64>,
+        reader: &mut dyn Read,
+    ) -> Result<u64, StoreError> {
+        if let Ok(meta) = fs::metadata(self.blob_path(expected)) {
+            return Ok(meta.len());
+        }
+        // Read at most one byte more than announced, so an endless stream cannot fill the
+        // disk and a longer one is still caught.
+        let mut limited: Box<dyn Read> = match size {
+            Some(n) => Box::new(reader.take(n + 1)),
+            None => Box::new(reader),
+        };
+        let (tmp, actual, written) = self.write_temp(&mut limited, &expected.to_string())?;
+        if let Some(n) = size {
+            if written != n {
+                return Err(StoreError::SizeMismatch {
+                    digest: expected.clone(),
+                    expected: n,
+                    actual: written,
+                });
+            }
+        }
+        if &actual != expected {
+            return Err(StoreError::DigestMismatch {
+                expected: expected.clone(),
+                actual,
+                size: written,
+            });
+        }
+        self.commit(tmp, expected)?;
+        Ok(written)
+    }
+
+    /// Stores what `reader` yields under the digest computed while writing it, for content
+    /// whose digest is not known in advance (a `docker save` layer). Returns digest and size.
+    pub fn put_blob_computed(&self, reader: &mut dyn Read) -> Result<(Digest, u64), StoreError> {
+        let (tmp, digest, size) = self.write_temp(reader, "(computed)")?;
+        if !self.has_blob(&digest) {
+            self.commit(tmp, &digest)?;
+        }
+        Ok((digest, size))
+    }
+
+    /// Copies `reader` to a new temporary file in `tmp/`, hashing it; the file is fsynced.
+    /// Dropping the returned file removes it.
+    fn write_temp(
+        &self,
+        reader: &mut dyn Read,
+        what: &str,
+    ) -> Result<(tempfile::NamedTempFile, Digest, u64), StoreError> {
+        let tmp_dir = self.tmp_dir();
+        let tmp = tempfile::Builder::new()
+            .prefix("blob-")
+            .suffix(".partial")
+            .tempfile_in(&tmp_dir)
+            .map_err(io_err(&tmp_dir))?;
+        let mut writer = HashingWriter::new(io::BufWriter::with_capacity(1 << 17, tmp));
+        io::copy(reader, &mut writer).map_err(|source| StoreError::Read {
+            digest: what.to_string(),
+            source,
+        })?;
+        let (digest, size, buffered) = writer.finish();
+        let tmp = buffered.into_inner().map_err(|e| StoreError::Io {
+            path: tmp_dir.clone(),
+            source: e.into_error(),
+        })?;
+        tmp.as_file().sync_all().map_err(io_err(tmp.path()))?;
+        Ok((tmp, digest, size))
+    }
+
+    /// Renames a verified temporary file into place and makes the rename durable.
+    fn commit(&self, tmp: tempfile::NamedTempFile, digest: &Digest) -> Result<(), StoreError> {
+        let dest = self.blob_path(digest);
+        tmp.persist(&dest).map_err(|e| StoreError::Io {
+            path: dest.clone(),
+            source: e.error,
+        })?;
+        sync_dir(&self.blobs_dir())
+    }
+
+    /// All images in the index.
+    pub fn images(&self) -> Result<Vec<ImageRecord>, StoreError> {
+        Ok(self.read_index()?.images)
+    }
+
+    fn read_index(&self) -> Result<Index, StoreError> {
+        let path = self.index_path();
+        match fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|source| StoreError::CorruptIndex { path, source }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Index::default()),
+            Err(e) => Err(io_err(&path)(e)),
+        }
+    }
+
+    /// Reads, changes and atomically replaces the index under the index lock.
+    fn update_index<T>(
+        &self,
+        change: impl FnOnce(&mut Index) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let lock_path = self.root.join("index.lock");
+        let _lock =
+            FileLock::acquire(&lock_path, LockKind::Exclusive).map_err(io_err(&lock_path))?;
+        let mut index = self.read_index()?;
+        let out = change(&mut index)?;
+        let bytes = serde_json::to_vec_pretty(&index).expect("the index serialises");
+        write_atomic(&self.index_path(), &bytes)?;
+        Ok(out)
+    }
+
+    /// Records an image (its blobs must be stored). A name moves to this image from any
+    /// other that had it; an image already recorded gets the new names and `last_used` now.
+    pub fn add_image(
+        &self,
+        id: &Digest,
+        manifest: &Digest,
+        size: u64,
+        names: &[String],
+    ) -> Result<ImageRecord, StoreError> {
+        let now = now_secs();
+        self.update_index(|index| {
+            for other in index.images.iter_mut().filter(|r| &r.id != id) {
+                other.names.retain(|n| !names.contains(n));
+            }
+            let record = match index.images.iter_mut().find(|r| &r.id == id) {
+                Some(r) => {
+                    r.manifest = manifest.clone();
+                    r.size = size;
+                    r.last_used = now;
+                    r
+                }
+                None => {
+                    index.images.push(ImageRecord {
+                        id: id.clone(),
+                        manifest: manifest.clone(),
+                        names: Vec::new(),
+                        size,
+                        imported: now,
+                        last_used: now,
+                    });
+                    index.images.last_mut().expect("just pushed")
+                }
+            };
+            for name in names {
+                if !record.names.contains(name) {
+                    record.names.push(name.clone());
+                }
+            }
+            Ok(record.clone())
+        })
+    }
+
+    /// Sets an image's `last_used` to now.
+    pub fn touch(&self, id: &Digest) -> Result<(), StoreError> {
+        self.update_index(|index| {
+            if let Some(r) = index.images.iter_mut().find(|r| &r.id == id) {
+                r.last_used = now_secs();
+            }
+            Ok(())
+        })
+    }
+
+    /// Finds an image by ID, unique ID prefix (12+ hex digits) or name.
+    pub fn resolve(&self, query: &str) -> Result<ImageRecord, StoreError> {
+        let images = self.images()?;
+        find(&images, query).cloned()
+    }
+
+    /// Removes an image from the index (its blobs go at the next gc). Takes the store lock
+    /// exclusively, so it waits for fetches in progress.
+    pub fn remove_image(&self, query: &str) -> Result<ImageRecord, StoreError> {
+        let _lock = self.lock(LockKind::Exclusive)?;
+        self.update_index(|index| {
+            let id = find(&index.images, query)?.id.clone();
+            let pos = index.images.iter().position(|r| r.id == id).expect("found");
+            Ok(index.images.remove(pos))
+        })
+    }
+
+    /// Removes images not used for longer than `grace` that are not in `in_use`, then every
+    /// blob no remaining image refers to, then every partial write. Holds the store lock
+    /// exclusively, so no fetch is under way. Goes on past failures and reports them all.
+    pub fn gc(&self, grace: Duration, in_use: &BTreeSet<Digest>) -> GcReport {
+        let mut report = GcReport::default();
+        let _lock = match self.lock(LockKind::Exclusive) {
+            Ok(l) => l,
+            Err(e) => {
+                report.errors.push(e);
+                return report;
+            }
+        };
+        let cutoff = now_secs().saturating_sub(grace.as_secs());
+        let removed = self.update_index(|index| {
+            let (gone, kept): (Vec<_>, Vec<_>) = index
+                .images
+                .drain(..)
+                .partition(|r| r.last_used < cutoff && !in_use.contains(&r.id));
+            index.images = kept;
+            Ok(gone)
+        });
+        let kept = match removed {
+            Ok(gone) => {
+                report.images = gone.into_iter().map(|r| r.id).collect();
+                match self.images() {
+                    Ok(kept) => kept,
+                    Err(e) => {
+                        report.errors.push(e);
+                        return report;
+                    }
+                }
+            }
+            Err(e) => {
+                // Without a readable index no blob can be known unreferenced.
+                report.errors.push(e);
+                return report;
+            }
+        };
+        let mut referenced = BTreeSet::new();
+        for image in &kept {
+            match self.referenced_blobs(image) {
+                Ok(blobs) => referenced.extend(blobs),
+                Err(e) => {
+                    report.errors.push(e);
+                    return report;
+                }
+            }
+        }
+        let blobs_dir = self.blobs_dir();
+        match fs::read_dir(&blobs_dir) {
+            Ok(entries) => {
+                for entry in entries.flatten() {
+                    let name = entry.file_name();
+                    let Some(digest) = name.to_str().and_then(|n| Digest::from_hex(n).ok()) else {
+                        continue;
+                    };
+                    if referenced.contains(&digest) {
+                        continue;
+                    }
+                    match fs::remove_file(entry.path()) {
+                        Ok(()) => report.blobs.push(digest),
+                        Err(e) => report.errors.push(io_err(&entry.path())(e)),
+                    }
+                }
+            }
+            Err(e) => report.errors.push(io_err(&blobs_dir)(e)),
+        }
+        let tmp_dir = self.tmp_dir();
+        match fs::read_dir(&tmp_dir) {
+            Ok(entries) => {
+                for entry in entries.flatten() {
+                    let path = entry.path();
+                    let result = if path.is_dir() {
+                        fs::remove_dir_all(&path)
+                    } else {
+                        fs::remove_file(&path)
+                    };
+                    match result {
+                        Ok(()) => report.partials += 1,
+                        Err(e) => report.errors.push(io_err(&path)(e)),
+                    }
+                }
+            }
+            Err(e) => report.errors.push(io_err(&tmp_dir)(e)),
+        }
+        report
+    }
+
+    /// The blobs an image needs: its manifest, config and layers.
+    pub fn referenced_blobs(&self, image: &ImageRecord) -> Result<Vec<Digest>, StoreError> {
+        let manifest = self.manifest(image)?;
+        let mut blobs = vec![image.manifest.clone(), image.id.clone()];
+        for layer in manifest.layers() {
+            if let Ok(d) = Digest::try_from(layer.digest()) {
+                blobs.push(d);
+            }
+        }
+        Ok(blobs)
+    }
+
+    /// An image's parsed manifest.
+    pub fn manifest(
+        &self,
+        image: &ImageRecord,
+    ) -> Result<oci_spec::image::ImageManifest, StoreError> {
+        let bytes = self.read_blob(&image.manifest)?;
+        serde_json::from_slice(&bytes).map_err(|source| StoreError::CorruptIndex {
+            path: self.blob_path(&image.manifest),
+            source,
+        })
+    }
+
+    /// An image's parsed config.
+    pub fn config(
+        &self,
+        image: &ImageRecord,
+    ) -> Result<oci_spec::image::ImageConfiguration, StoreError> {
+        let bytes = self.read_blob(&image.id)?;
+        serde_json::from_slice(&bytes).map_err(|source| StoreError::CorruptIndex {
+            path: self.blob_path(&image.id),
+            source,
+        })
+    }
+
+    /// Names in the index, each with the ID of its image.
+    pub fn names(&self) -> Result<BTreeMap<String, Digest>, StoreError> {
+        let mut names = BTreeMap::new();
+        for r in self.images()? {
+            for n in &r.names {
+                names.insert(n.clone(), r.id.clone());
+            }
+        }
+        Ok(names)
+    }
+}
+
+/// Finds `query` among `images`: a full ID, a unique prefix of 12+ hex digits
+/// (`sha256:` optional), or a name (normalised like a `docker://` name, or exact).
+fn find<'a>(images: &'a [ImageRecord], query: &str) -> Result<&'a ImageRecord, StoreError> {
+    let not_found = || StoreError::NotFound {
+        query: query.to_string(),
+    };
+    let by_name = |name: &str| images.iter().find(|r| r.names.iter().any(|n| n == name));
+    if let Some(r) = by_name(query) {
+        return Ok(r);
+    }
+    match ImageRef::parse(query) {
+        Ok(ImageRef::Id(prefix)) if prefix.len() >= MIN_ID_PREFIX => {
+            let matches: Vec<_> = images
+                .iter()
+                .filter(|r| r.id.hex().starts_with(&prefix))
+                .collect();
+            match matches.as_slice() {
+                [one] => Ok(one),
+                [] => Err(not_found()),
+                many => Err(StoreError::Ambiguous {
+                    query: query.to_string(),
+                    matches: many.iter().map(|r| r.id.to_string()).collect(),
+                }),
+            }
+        }
+        Ok(ImageRef::Name(d) | ImageRef::Docker(d)) => {
+            by_name(&d.store_name()).ok_or_else(not_found)
+        }
+        _ => Err(not_found()),
+    }
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file beside it, fsync, rename, fsync of
+/// the directory.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".tmp-")
+        .tempfile_in(dir)
+        .map_err(io_err(dir))?;
+    tmp.write_all(bytes).map_err(io_err(tmp.path()))?;
+    tmp.as_file().sync_all().map_err(io_err(tmp.path()))?;
+    tmp.persist(path).map_err(|e| StoreError::Io {
+        path: path.to_path_buf(),
+        source: e.error,
+    })?;
+    sync_dir(dir)
+}
+
+fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_err(dir))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("images")).unwrap();
+        (dir, store)
+    }
+
+    fn tmp_count(store: &Store) -> usize {
+        fs::read_dir(store.tmp_dir()).unwrap().count()
+    }
+
+    #[test]
+    fn put_blob_verifies_digest_and_size() {
+        let (_d, store) = store();
+        let data = b"layer bytes";
+        let digest = Digest::of(data);
+        assert_eq!(
+            store.put_blob(&digest, Some(11), &mut &data[..]).unwrap(),
+            11
+        );
+        assert_eq!(store.read_blob(&digest).unwrap(), data);
+
+        let other = Digest::of(b"something else");
+        let err = store
+            .put_blob(&other, Some(11), &mut &data[..])
+            .unwrap_err();
+        assert!(matches!(err, StoreError::DigestMismatch { .. }), "{err}");
+        assert!(err.to_string().contains(&other.to_string()));
+        assert!(!store.has_blob(&other));
+
+        let err = store.put_blob(&other, Some(5), &mut &data[..]).unwrap_err();
+        assert!(
+            matches!(err, StoreError::SizeMismatch { actual: 6, .. }),
+            "{err}"
+        );
+        assert!(!store.has_blob(&other));
+        assert_eq!(
+            tmp_count(&store),
+            0,
+            "a failed write leaves no partial file"
+        );
+    }
+
+    #[test]
+    fn put_blob_read_error_keeps_nothing() {
+        struct Broken(usize);
+        impl Read for Broken {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                if self.0 == 0 {
+                    return Err(io::Error::new(io::ErrorKind::ConnectionReset, "dropped"));
+                }
+                self.0 -= 1;
+                buf[0] = b'x';
+                Ok(1)
+            }
+        }
+        let (_d, store) = store();
+        let digest = Digest::of(b"xxxxxxxx");
+        let err = store
+            .put_blob(&digest, Some(8), &mut Broken(3))
+            .unwrap_err();
+        assert!(err.to_string().contains("dropped"), "{err}");
+        assert!(!store.has_blob(&digest));
+        assert_eq!(tmp_count(&store), 0);
+        // A retry stores it.
+        store
+            .put_blob(&digest, Some(8), &mut &b"xxxxxxxx"[..])
+            .unwrap();
+        assert!(store.has_blob(&digest));
+    }
+
+    fn add(store: &Store, config: &[u8], layer: &[u8], names: &[&str]) -> ImageRecord {
+        let layer_d = Digest::of(layer);
+        store.put_blob(&layer_d, None, &mut &layer[..]).unwrap();
+        let id = Digest::of(config);
+        store.put_blob(&id, None, &mut &config[..]).unwrap();
+        let manifest = serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                       "digest": id.to_string(), "size": config.len()},
+            "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar",
+                        "digest": layer_d.to_string(), "size": layer.len()}],
+        });
+        let bytes = serde_json::to_vec(&manifest).unwrap();
+        let (m, _) = store.put_blob_computed(&mut &bytes[..]).unwrap();
+        let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+        store.add_image(&id, &m, 1, &names).unwrap()
+    }
+
+    #[test]
+    fn index_resolves_ids_prefixes_and_names() {
+        let (_d, store) = store();
+        let a = add(
+            &store,
+            b"{\"a\":1}",
+            b"la",
+            &["docker.io/library/busybox:latest"],
+        );
+        let b = add(&store, b"{\"b\":1}", b"lb", &["oci:/x:v1"]);
+        assert_eq!(store.resolve(&a.id.to_string()).unwrap().id, a.id);
+        assert_eq!(store.resolve(&a.id.hex()[..12]).unwrap().id, a.id);
+        assert_eq!(store.resolve("busybox").unwrap().id, a.id);
+        assert_eq!(store.resolve("docker://busybox:latest").unwrap().id, a.id);
+        assert_eq!(store.resolve("oci:/x:v1").unwrap().id, b.id);
+        let err = store.resolve("nothere").unwrap_err();
+        assert!(err.to_string().contains("\"nothere\""), "{err}");
+        // A name moves to the image fetched last under it.
+        add(
+            &store,
+            b"{\"b\":1}",
+            b"lb",
+            &["docker.io/library/busybox:latest"],
+        );
+        assert_eq!(store.resolve("busybox").unwrap().id, b.id);
+        assert!(store.resolve(&a.id.to_string()).unwrap().names.is_empty());
+    }
+
+    #[test]
+    fn gc_removes_unused_images_unreferenced_blobs_and_partials() {
+        let (_d, store) = store();
+        let a = add(&store, b"{\"a\":1}", b"la", &["a"]);
+        let b = add(&store, b"{\"b\":1}", b"lb", &["b"]);
+        let c = add(&store, b"{\"c\":1}", b"lc", &["c"]);
+        fs::write(store.tmp_dir().join("blob-x.partial"), b"half").unwrap();
+        // Everything is fresh: a long grace period keeps all images.
+        let report = store.gc(Duration::from_secs(3600), &BTreeSet::new());
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        assert!(report.images.is_empty());
+        assert_eq!(report.partials, 1);
+        store.remove_image("a").unwrap();
+        let in_use = BTreeSet::from([b.id.clone()]);
+        // Zero grace removes c, but b is in use and a is already out of the index.
+        std::thread::sleep(Duration::from_millis(1100));
+        let report = store.gc(Duration::ZERO, &in_use);
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        assert_eq!(report.images, vec![c.id.clone()]);
+        assert!(!store.has_blob(&a.id) && !store.has_blob(&c.id));
+        assert!(store.has_blob(&b.id));
+        assert!(store.has_blob(&Digest::of(b"lb")));
+        assert!(!store.has_blob(&Digest::of(b"la")));
+        assert_eq!(store.images().unwrap().len(), 1);
+    }
+}

@@ -1,0 +1,121 @@
+//! Transports: small adapters that read an image's manifest and blobs from where it lives.
+//! Each implements [`Source`]; [`crate::copy`] does the rest (platform choice, digest and
+//! size checks, storing) the same way for all of them.
+//!
+//! - [`layout`]: an OCI image layout directory (`oci:`), and the same inside a tar
+//!   (`oci-archive:`), read through [`archive`];
+//! - [`docker_archive`]: what `docker save` writes (`docker-archive:`);
+//! - [`registry`]: a registry speaking the OCI distribution API (`docker://`).
+
+pub mod archive;
+pub mod docker_archive;
+pub mod layout;
+pub mod registry;
+
+use std::io::{self, Read};
+use std::path::PathBuf;
+
+use crate::digest::Digest;
+
+/// Manifests and indexes are small; anything larger than this is refused.
+pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
+
+/// What a transport failed at; every variant names the image source.
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    #[error("{image}: {path}: {source}")]
+    Io {
+        image: String,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{image}: {what}")]
+    NotFound { image: String, what: String },
+    #[error("{image}: {what}: {reason}")]
+    Malformed {
+        image: String,
+        what: String,
+        reason: String,
+    },
+    #[error("{image}: registry {registry} answered {status} for {what}: {message}")]
+    Status {
+        image: String,
+        registry: String,
+        status: u16,
+        what: String,
+        message: String,
+    },
+    #[error("{image}: registry {registry} refused access ({status}){hint}")]
+    Denied {
+        image: String,
+        registry: String,
+        status: u16,
+        hint: &'static str,
+    },
+    #[error("{image}: cannot reach registry {registry}: {message}")]
+    Connection {
+        image: String,
+        registry: String,
+        message: String,
+    },
+    #[error(
+        "{image}: registry {registry} needs HTTPS, which this build of rkt does not speak; \
+         --insecure-options=http allows plain HTTP to it"
+    )]
+    HttpsUnsupported { image: String, registry: String },
+}
+
+/// The manifest (or index) an image reference names, as the source gave it.
+#[derive(Debug, Clone)]
+pub struct TopManifest {
+    /// Its bytes, exactly as served (digests are over these).
+    pub bytes: Vec<u8>,
+    /// The digest the reference or an index says it has, when one does; the copy checks it.
+    pub digest: Option<Digest>,
+}
+
+/// Where an image is read from.
+pub trait Source {
+    /// The image as the user named it, for messages.
+    fn image(&self) -> String;
+
+    /// The manifest or index the reference names.
+    fn top(&mut self) -> Result<TopManifest, TransportError>;
+
+    /// A blob (a manifest from an index, a config or a layer) by digest; the caller checks
+    /// digest and size while it reads.
+    fn blob(&mut self, digest: &Digest, size: u64) -> Result<Box<dyn Read + '_>, TransportError>;
+
+    /// A manifest an index lists, by digest (registries serve these apart from blobs);
+    /// unchecked, like [`Source::blob`].
+    fn manifest(&mut self, digest: &Digest) -> Result<Vec<u8>, TransportError> {
+        let image = self.image();
+        read_small(self.blob(digest, 0)?, &image, &format!("manifest {digest}"))
+    }
+}
+
+/// Reads all of `r`, refusing more than [`MAX_MANIFEST_BYTES`].
+pub(crate) fn read_small(
+    mut r: impl Read,
+    image: &str,
+    what: &str,
+) -> Result<Vec<u8>, TransportError> {
+    let mut bytes = Vec::new();
+    (&mut r)
+        .take(MAX_MANIFEST_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| TransportError::Io {
+            image: image.to_string(),
+            path: what.into(),
+            source,
+        })?;
+    if bytes.len() as u64 > MAX_MANIFEST_BYTES {
+        return Err(TransportError::Malformed {
+            image: image.to_string(),
+            what: what.to_string(),
+            reason: format!("larger than {MAX_MANIFEST_BYTES} bytes"),
+        });
+    }
+    Ok(bytes)
+}

@@ -1,0 +1,893 @@
+//! Layer unpacking: applies image layers (tar, gzip or zstd compressed) to a directory so
+//! that nothing outside it is ever written, whatever the layer holds.
+//!
+//! Every entry's parent directory is opened with `openat2(2)` and `RESOLVE_IN_ROOT`, so the
+//! kernel resolves `..` and symlinks (absolute or relative) as if the target were `/`: a
+//! link pointing out of the tree lands inside it, as it would in the container. The entry
+//! itself is then created relative to that directory descriptor with `O_NOFOLLOW`/`*at`
+//! calls, after removing whatever was there, so a symlink left by an earlier entry is
+//! replaced, not followed. On top of that, entry names and hard-link targets with `..`
+//! components or absolute paths are refused outright (no tool writes them), as are device
+//! nodes (an image has no business shipping them; the runtime provides `/dev`).
+//!
+//! OCI whiteouts are applied: `.wh.NAME` removes `NAME` from the layers below, and
+//! `.wh..wh..opq` empties its directory of everything the layers below put there. The
+//! uncompressed stream of each layer is checked against its `diff_id` from the config.
+
+use std::collections::HashSet;
+use std::ffi::{CString, OsStr};
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest as _, Sha256};
+
+use crate::digest::Digest;
+use crate::store::{ImageRecord, Store, StoreError};
+
+const WHITEOUT: &str = ".wh.";
+const OPAQUE: &str = ".wh..wh..opq";
+
+/// What went wrong unpacking; each variant names the layer and, where there is one, the
+/// entry at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum UnpackError {
+    #[error("layer {layer}: entry {entry:?} {reason}; refused, nothing outside {} was written", target.display())]
+    Hostile {
+        layer: String,
+        entry: String,
+        reason: String,
+        target: PathBuf,
+    },
+    #[error("layer {layer}: entry {entry:?}: {source}")]
+    Entry {
+        layer: String,
+        entry: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("layer {layer}: reading it failed: {source}")]
+    Read {
+        layer: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("layer {layer}: its uncompressed content has digest {actual}, the image config says {expected}")]
+    DiffId {
+        layer: String,
+        expected: String,
+        actual: Digest,
+    },
+    #[error("unpack target {}: {source}", path.display())]
+    Target {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("image {image}: {reason}")]
+    Image { image: String, reason: String },
+}
+
+/// Options for unpacking.
+#[derive(Debug, Clone)]
+pub struct UnpackOptions {
+    /// Give entries the owners the layer names (needs root); otherwise they keep the
+    /// caller's. Defaults to whether the caller is root.
+    pub same_owner: bool,
+}
+
+impl Default for UnpackOptions {
+    fn default() -> Self {
+        // SAFETY: geteuid has no preconditions.
+        UnpackOptions {
+            same_owner: unsafe { libc::geteuid() } == 0,
+        }
+    }
+}
+
+/// Unpacks every layer of a stored image, in order, into `target` (created if missing),
+/// checking each against the config's `diff_id`.
+pub fn unpack_image(
+    store: &Store,
+    image: &ImageRecord,
+    target: &Path,
+    options: &UnpackOptions,
+) -> Result<(), UnpackError> {
+    let manifest = store.manifest(image)?;
+    let config = store.config(image)?;
+    let diff_ids = config.rootfs().diff_ids();
+    if diff_ids.len() != manifest.layers().len() {
+        return Err(UnpackError::Image {
+            image: image.id.to_string(),
+            reason: "the config's diff_ids do not match the manifest's layers".into(),
+        });
+    }
+    std::fs::create_dir_all(target).map_err(|source| UnpackError::Target {
+        path: target.to_path_buf(),
+        source,
+    })?;
+    for (layer, diff_id) in manifest.layers().iter().zip(diff_ids) {
+        let digest = Digest::try_from(layer.digest()).map_err(|e| UnpackError::Image {
+            image: image.id.to_string(),
+            reason: e.to_string(),
+        })?;
+        let blob = store.open_blob(&digest)?;
+        unpack_layer(blob, target, &digest.to_string(), Some(diff_id), options)?;
+    }
+    Ok(())
+}
+
+/// A reader that hashes what is read through it.
+struct HashingReader<R> {
+    inner: R,
+    hasher: Sha256,
+}
+
+impl<R: Read> Read for HashingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+/// Applies one layer (compression detected from its first bytes) to `target`, an existing
+/// directory. `layer` names it in errors; `diff_id`, when given, is checked.
+pub fn unpack_layer(
+    reader: impl Read,
+    target: &Path,
+    layer: &str,
+    diff_id: Option<&str>,
+    options: &UnpackOptions,
+) -> Result<(), UnpackError> {
+    let read_err = |source| UnpackError::Read {
+        layer: layer.to_string(),
+        source,
+    };
+    let mut buffered = BufReader::with_capacity(1 << 16, reader);
+    let head = buffered.fill_buf().map_err(read_err)?.to_vec();
+    let decompressed: Box<dyn Read> = if head.starts_with(&[0x1f, 0x8b]) {
+        Box::new(flate2::read::MultiGzDecoder::new(buffered))
+    } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        Box::new(
+            ruzstd::decoding::StreamingDecoder::new(buffered)
+                .map_err(|e| read_err(io::Error::new(io::ErrorKind::InvalidData, e.to_string())))?,
+        )
+    } else {
+        Box::new(buffered)
+    };
+    let mut hashing = HashingReader {
+        inner: decompressed,
+        hasher: Sha256::new(),
+    };
+    let root_fd = open_root(target)?;
+    let mut unpacker = Unpacker {
+        root: root_fd,
+        target: target.to_path_buf(),
+        layer: layer.to_string(),
+        created: HashSet::new(),
+        options: options.clone(),
+    };
+    {
+        let mut archive = tar::Archive::new(&mut hashing);
+        for entry in archive.entries().map_err(read_err)? {
+            let mut entry = entry.map_err(read_err)?;
+            unpacker.apply(&mut entry)?;
+        }
+    }
+    // The tar may end before the stream does (padding); the digest covers all of it.
+    io::copy(&mut hashing, &mut io::sink()).map_err(read_err)?;
+    if let Some(expected) = diff_id {
+        let actual = Digest::from_hex(&hex(&hashing.hasher.finalize())).expect("sha256 hex");
+        if actual.to_string() != expected {
+            return Err(UnpackError::DiffId {
+                layer: layer.to_string(),
+                expected: expected.to_string(),
+                actual,
+            });
+        }
+    }
+    Ok(())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn open_root(target: &Path) -> Result<OwnedFd, UnpackError> {
+    let c = cstr(target.as_os_str()).map_err(|source| UnpackError::Target {
+        path: target.to_path_buf(),
+        source,
+    })?;
+    // SAFETY: `c` is a valid NUL-terminated path; the returned descriptor is checked.
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(UnpackError::Target {
+            path: target.to_path_buf(),
+            source: io::Error::last_os_error(),
+        });
+    }
+    // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn cstr(s: &OsStr) -> io::Result<CString> {
+    CString::new(s.as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL byte in path"))
+}
+
+/// Checks `rc` of a libc call.
+fn check(rc: libc::c_int) -> io::Result<()> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// `openat2(dirfd, path, flags, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)`.
+fn open_in_root(dirfd: RawFd, path: &str, flags: i32) -> io::Result<OwnedFd> {
+    let c = cstr(OsStr::new(if path.is_empty() { "." } else { path }))?;
+    // SAFETY: open_how is plain data; all-zero is a valid value.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (flags | libc::O_CLOEXEC) as u64;
+    how.resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS;
+    loop {
+        // SAFETY: `c` and `how` outlive the call, and the size passed is that of `how`.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                dirfd,
+                c.as_ptr(),
+                &how as *const libc::open_how,
+                std::mem::size_of::<libc::open_how>(),
+            )
+        };
+        if fd >= 0 {
+            // SAFETY: a fresh descriptor that nothing else owns.
+            return Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) });
+        }
+        let err = io::Error::last_os_error();
+        // EAGAIN: a concurrent rename raced the resolution; try again.
+        if !matches!(err.raw_os_error(), Some(libc::EINTR | libc::EAGAIN)) {
+            return Err(err);
+        }
+    }
+}
+
+/// `fstatat(dirfd, name, AT_SYMLINK_NOFOLLOW)`, `None` when there is nothing.
+fn lstat_at(dirfd: RawFd, name: &CString) -> io::Result<Option<libc::stat>> {
+    // SAFETY: stat is plain data; fstatat fills it.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `name` is NUL-terminated and `st` is a valid out pointer.
+    let rc = unsafe { libc::fstatat(dirfd, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
+    if rc == 0 {
+        return Ok(Some(st));
+    }
+    let err = io::Error::last_os_error();
+    if err.kind() == io::ErrorKind::NotFound {
+        Ok(None)
+    } else {
+        Err(err)
+    }
+}
+
+/// Removes `name` in `dirfd`, recursively when it is a directory; never follows a symlink.
+fn remove_at(dirfd: RawFd, name: &CString) -> io::Result<()> {
+    let Some(st) = lstat_at(dirfd, name)? else {
+        return Ok(());
+    };
+    if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
+        // SAFETY: `name` is NUL-terminated; the result is checked.
+        let fd = unsafe {
+            libc::openat(
+                dirfd,
+                name.as_ptr(),
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a fresh descriptor that nothing else owns.
+        let dir = unsafe { OwnedFd::from_raw_fd(fd) };
+        for child in list_dir(&dir)? {
+            remove_at(dir.as_raw_fd(), &child)?;
+        }
+        // SAFETY: `name` is NUL-terminated.
+        check(unsafe { libc::unlinkat(dirfd, name.as_ptr(), libc::AT_REMOVEDIR) })
+    } else {
+        // SAFETY: `name` is NUL-terminated.
+        check(unsafe { libc::unlinkat(dirfd, name.as_ptr(), 0) })
+    }
+}
+
+/// The names in an open directory (through our own `/proc/self/fd` entry, which refers to
+/// exactly this descriptor).
+fn list_dir(dir: &OwnedFd) -> io::Result<Vec<CString>> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(format!("/proc/self/fd/{}", dir.as_raw_fd()))? {
+        names.push(cstr(&entry?.file_name())?);
+    }
+    Ok(names)
+}
+
+struct Unpacker {
+    root: OwnedFd,
+    target: PathBuf,
+    layer: String,
+    /// Paths this layer has created, which an opaque whiteout keeps.
+    created: HashSet<String>,
+    options: UnpackOptions,
+}
+
+impl Unpacker {
+    fn hostile(&self, entry: &str, reason: impl Into<String>) -> UnpackError {
+        UnpackError::Hostile {
+            layer: self.layer.clone(),
+            entry: entry.to_string(),
+            reason: reason.into(),
+            target: self.target.clone(),
+        }
+    }
+
+    /// Splits an entry name (or, for `link_of`, the hard-link target of that entry) into
+    /// its clean components, refusing `..` and absolute paths.
+    fn components(&self, raw: &str, link_of: Option<&str>) -> Result<Vec<String>, UnpackError> {
+        let refuse = |what: &str| match link_of {
+            None => self.hostile(raw, format!("has {what}")),
+            Some(entry) => self.hostile(entry, format!("links to {raw:?}, {what}")),
+        };
+        if raw.starts_with('/') {
+            return Err(refuse("an absolute path"));
+        }
+        let mut out = Vec::new();
+        for c in raw.split('/') {
+            match c {
+                "" | "." => {}
+                ".." => return Err(refuse("a \"..\" component")),
+                c => out.push(c.to_string()),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Opens the directory `components` names beneath the root, creating missing ones.
+    fn parent_dir(&self, components: &[String]) -> io::Result<OwnedFd> {
+        let flags = libc::O_PATH | libc::O_DIRECTORY;
+        match open_in_root(self.root.as_raw_fd(), &components.join("/"), flags) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            other => return other,
+        }
+        let mut dir = open_in_root(self.root.as_raw_fd(), "", flags)?;
+        for i in 0..components.len() {
+            let path = components[..=i].join("/");
+            dir = match open_in_root(self.root.as_raw_fd(), &path, flags) {
+                Ok(fd) => fd,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    let name = cstr(OsStr::new(&components[i]))?;
+                    // SAFETY: `name` is NUL-terminated; `dir` is an open directory.
+                    check(unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o755) })?;
+                    open_in_root(self.root.as_raw_fd(), &path, flags)?
+                }
+                Err(e) => return Err(e),
+            };
+        }
+        Ok(dir)
+    }
+
+    fn apply<R: Read>(&mut self, entry: &mut tar::Entry<R>) -> Result<(), UnpackError> {
+        let raw = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        let components = self.components(&raw, None)?;
+        let Some((name, parents)) = components.split_last() else {
+            return Ok(()); // the root itself
+        };
+        let kind = entry.header().entry_type();
+        if matches!(kind, tar::EntryType::Char | tar::EntryType::Block) {
+            return Err(self.hostile(&raw, "is a device node"));
+        }
+        let entry_err = |source| UnpackError::Entry {
+            layer: self.layer.clone(),
+            entry: raw.clone(),
+            source,
+        };
+        let dir = self.parent_dir(parents).map_err(entry_err)?;
+        let dirfd = dir.as_raw_fd();
+        let parent_path = parents.join("/");
+
+        if name == OPAQUE {
+            for child in list_dir_path(&dir).map_err(entry_err)? {
+                let child_path = join(&parent_path, &child.to_string_lossy());
+                if !self.created.contains(&child_path) {
+                    remove_at(dirfd, &child).map_err(entry_err)?;
+                }
+            }
+            return Ok(());
+        }
+        if let Some(hidden) = name.strip_prefix(WHITEOUT) {
+            let c = cstr(OsStr::new(hidden)).map_err(entry_err)?;
+            return remove_at(dirfd, &c).map_err(entry_err);
+        }
+
+        let cname = cstr(OsStr::new(name)).map_err(entry_err)?;
+        let header = entry.header();
+        let mode = header.mode().map_err(entry_err)? & 0o7777;
+        let uid = header.uid().map_err(entry_err)? as libc::uid_t;
+        let gid = header.gid().map_err(entry_err)? as libc::gid_t;
+        let mtime = header.mtime().unwrap_or(0) as libc::time_t;
+        let existing = lstat_at(dirfd, &cname).map_err(entry_err)?;
+        let existing_is_dir = existing.is_some_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
+
+        match kind {
+            tar::EntryType::Directory => {
+                if !existing_is_dir {
+                    remove_at(dirfd, &cname).map_err(entry_err)?;
+                    // SAFETY: `cname` is NUL-terminated.
+                    check(unsafe { libc::mkdirat(dirfd, cname.as_ptr(), 0o700) })
+                        .map_err(entry_err)?;
+                }
+                self.set_meta(dirfd, &cname, mode, uid, gid, mtime, false)
+                    .map_err(entry_err)?;
+            }
+            tar::EntryType::Regular | tar::EntryType::Continuous => {
+                remove_at(dirfd, &cname).map_err(entry_err)?;
+                // SAFETY: `cname` is NUL-terminated; the result is checked.
+                let fd = unsafe {
+                    libc::openat(
+                        dirfd,
+                        cname.as_ptr(),
+                        libc::O_WRONLY
+                            | libc::O_CREAT
+                            | libc::O_EXCL
+                            | libc::O_NOFOLLOW
+                            | libc::O_CLOEXEC,
+                        0o600,
+                    )
+                };
+                if fd < 0 {
+                    return Err(entry_err(io::Error::last_os_error()));
+                }
+                // SAFETY: a fresh descriptor that nothing else owns.
+                let mut file = unsafe { File::from_raw_fd(fd) };
+                io::copy(entry, &mut file).map_err(entry_err)?;
+                drop(file);
+                self.set_meta(dirfd, &cname, mode, uid, gid, mtime, false)
+                    .map_err(entry_err)?;
+            }
+            tar::EntryType::Symlink => {
+                let target = entry
+                    .link_name_bytes()
+                    .ok_or_else(|| self.hostile(&raw, "is a symlink without a target"))?;
+                let target = CString::new(target.into_owned())
+                    .map_err(|_| self.hostile(&raw, "has a NUL byte in its link target"))?;
+                remove_at(dirfd, &cname).map_err(entry_err)?;
+                // SAFETY: both strings are NUL-terminated.
+                check(unsafe { libc::symlinkat(target.as_ptr(), dirfd, cname.as_ptr()) })
+                    .map_err(entry_err)?;
+                self.set_meta(dirfd, &cname, mode, uid, gid, mtime, true)
+                    .map_err(entry_err)?;
+            }
+            tar::EntryType::Link => {
+                let target = entry
+                    .link_name_bytes()
+                    .ok_or_else(|| self.hostile(&raw, "is a hard link without a target"))?;
+                let target = String::from_utf8_lossy(&target).into_owned();
+                let tcomps = self.components(&target, Some(&raw))?;
+                let Some((tname, tparents)) = tcomps.split_last() else {
+                    return Err(self.hostile(&raw, "is a hard link to the root"));
+                };
+                let tdir = open_in_root(
+                    self.root.as_raw_fd(),
+                    &tparents.join("/"),
+                    libc::O_PATH | libc::O_DIRECTORY,
+                )
+                .map_err(entry_err)?;
+                let tcname = cstr(OsStr::new(tname)).map_err(entry_err)?;
+                remove_at(dirfd, &cname).map_err(entry_err)?;
+                // SAFETY: both names are NUL-terminated; flags 0 links a symlink itself,
+                // never what it points to.
+                check(unsafe {
+                    libc::linkat(tdir.as_raw_fd(), tcname.as_ptr(), dirfd, cname.as_ptr(), 0)
+                })
+                .map_err(entry_err)?;
+            }
+            tar::EntryType::Fifo => {
+                remove_at(dirfd, &cname).map_err(entry_err)?;
+                // SAFETY: `cname` is NUL-terminated.
+                check(unsafe { libc::mknodat(dirfd, cname.as_ptr(), libc::S_IFIFO | 0o600, 0) })
+                    .map_err(entry_err)?;
+                self.set_meta(dirfd, &cname, mode, uid, gid, mtime, false)
+                    .map_err(entry_err)?;
+            }
+            // Extended headers are consumed by the tar reader; anything else (sparse
+            // files, volume labels) is not in image layers and is skipped.
+            _ => return Ok(()),
+        }
+        self.created.insert(join(&parent_path, name));
+        Ok(())
+    }
+
+    /// Owner, mode and modification time of `name` in `dirfd`, without following it.
+    #[allow(clippy::too_many_arguments)]
+    fn set_meta(
+        &self,
+        dirfd: RawFd,
+        name: &CString,
+        mode: u32,
+        uid: libc::uid_t,
+        gid: libc::gid_t,
+        mtime: libc::time_t,
+        symlink: bool,
+    ) -> io::Result<()> {
+        if self.options.same_owner {
+            // SAFETY: `name` is NUL-terminated.
+            check(unsafe {
+                libc::fchownat(dirfd, name.as_ptr(), uid, gid, libc::AT_SYMLINK_NOFOLLOW)
+            })?;
+        }
+        if !symlink {
+            // After chown, which clears set-id bits. fchmodat does not follow a symlink
+            // here: the entry was just created by us as a non-symlink.
+            // SAFETY: `name` is NUL-terminated.
+            check(unsafe { libc::fchmodat(dirfd, name.as_ptr(), mode as libc::mode_t, 0) })?;
+        }
+        let times = [
+            libc::timespec {
+                tv_sec: mtime,
+                tv_nsec: 0,
+            },
+            libc::timespec {
+                tv_sec: mtime,
+                tv_nsec: 0,
+            },
+        ];
+        // SAFETY: `name` is NUL-terminated and `times` has the two entries utimensat reads.
+        check(unsafe {
+            libc::utimensat(
+                dirfd,
+                name.as_ptr(),
+                times.as_ptr(),
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        })
+    }
+}
+
+/// The names in a directory opened with `O_PATH` (reopened for reading through
+/// `/proc/self/fd`).
+fn list_dir_path(dir: &OwnedFd) -> io::Result<Vec<CString>> {
+    list_dir(dir)
+}
+
+fn join(parent: &str, name: &str) -> String {
+    if parent.is_empty() {
+        name.to_string()
+    } else {
+        format!("{parent}/{name}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    /// A tar layer built entry by entry, names and link targets written raw so that
+    /// hostile ones (`..`, absolute) can be made.
+    struct Layer(tar::Builder<Vec<u8>>);
+
+    impl Layer {
+        fn new() -> Layer {
+            Layer(tar::Builder::new(Vec::new()))
+        }
+
+        fn entry(
+            mut self,
+            kind: tar::EntryType,
+            name: &str,
+            link: &str,
+            data: &[u8],
+            mode: u32,
+        ) -> Layer {
+            let mut h = tar::Header::new_old();
+            let old = h.as_old_mut();
+            old.name[..name.len()].copy_from_slice(name.as_bytes());
+            old.linkname[..link.len()].copy_from_slice(link.as_bytes());
+            h.set_entry_type(kind);
+            h.set_mode(mode);
+            h.set_size(data.len() as u64);
+            h.set_mtime(1_000_000);
+            h.set_uid(0);
+            h.set_gid(0);
+            h.set_cksum();
+            self.0.append(&h, data).unwrap();
+            self
+        }
+
+        fn file(self, name: &str, data: &str) -> Layer {
+            self.entry(tar::EntryType::Regular, name, "", data.as_bytes(), 0o644)
+        }
+
+        fn dir(self, name: &str) -> Layer {
+            self.entry(tar::EntryType::Directory, name, "", b"", 0o755)
+        }
+
+        fn symlink(self, name: &str, target: &str) -> Layer {
+            self.entry(tar::EntryType::Symlink, name, target, b"", 0o777)
+        }
+
+        fn hardlink(self, name: &str, target: &str) -> Layer {
+            self.entry(tar::EntryType::Link, name, target, b"", 0o644)
+        }
+
+        fn bytes(self) -> Vec<u8> {
+            self.0.into_inner().unwrap()
+        }
+    }
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        root: PathBuf,
+        outside: PathBuf,
+    }
+
+    fn fixture() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        let outside = dir.path().join("outside");
+        std::fs::create_dir(&root).unwrap();
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::write(outside.join("secret"), "keep").unwrap();
+        Fixture {
+            _dir: dir,
+            root,
+            outside,
+        }
+    }
+
+    impl Fixture {
+        fn unpack(&self, layer: &[u8]) -> Result<(), UnpackError> {
+            unpack_layer(
+                layer,
+                &self.root,
+                "test-layer",
+                None,
+                &UnpackOptions::default(),
+            )
+        }
+
+        /// Nothing outside the root changed.
+        fn assert_outside_untouched(&self) {
+            let names: Vec<_> = std::fs::read_dir(&self.outside)
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert_eq!(names, vec![std::ffi::OsString::from("secret")]);
+            assert_eq!(
+                std::fs::read_to_string(self.outside.join("secret")).unwrap(),
+                "keep"
+            );
+            assert_eq!(
+                std::fs::metadata(self.outside.join("secret"))
+                    .unwrap()
+                    .nlink(),
+                1
+            );
+        }
+    }
+
+    #[test]
+    fn unpacks_files_dirs_links_and_modes() {
+        let f = fixture();
+        let layer = Layer::new()
+            .dir("./bin")
+            .entry(tar::EntryType::Regular, "bin/tool", "", b"#!x", 0o750)
+            .symlink("bin/alias", "tool")
+            .hardlink("bin/again", "./bin/tool")
+            .entry(tar::EntryType::Fifo, "pipe", "", b"", 0o600)
+            .file("deep/er/file", "made parents")
+            .bytes();
+        f.unpack(&layer).unwrap();
+        let tool = f.root.join("bin/tool");
+        assert_eq!(std::fs::read(&tool).unwrap(), b"#!x");
+        assert_eq!(
+            std::fs::metadata(&tool).unwrap().permissions().mode() & 0o7777,
+            0o750
+        );
+        assert_eq!(std::fs::metadata(&tool).unwrap().mtime(), 1_000_000);
+        assert_eq!(
+            std::fs::read_link(f.root.join("bin/alias")).unwrap(),
+            Path::new("tool")
+        );
+        assert_eq!(std::fs::metadata(&tool).unwrap().nlink(), 2);
+        assert!(std::fs::symlink_metadata(f.root.join("pipe"))
+            .unwrap()
+            .file_type()
+            .is_fifo_like());
+        assert_eq!(
+            std::fs::read_to_string(f.root.join("deep/er/file")).unwrap(),
+            "made parents"
+        );
+    }
+
+    trait FifoLike {
+        fn is_fifo_like(&self) -> bool;
+    }
+    impl FifoLike for std::fs::FileType {
+        fn is_fifo_like(&self) -> bool {
+            std::os::unix::fs::FileTypeExt::is_fifo(self)
+        }
+    }
+
+    #[test]
+    fn whiteouts_and_opaque_directories() {
+        let f = fixture();
+        f.unpack(
+            &Layer::new()
+                .file("a/x", "1")
+                .file("a/y", "2")
+                .file("b/z", "3")
+                .file("b/sub/w", "4")
+                .bytes(),
+        )
+        .unwrap();
+        f.unpack(
+            &Layer::new()
+                .file("b/new", "5")
+                .file("a/.wh.x", "")
+                .file("b/.wh..wh..opq", "")
+                .file(".wh.nothing-there", "")
+                .bytes(),
+        )
+        .unwrap();
+        assert!(!f.root.join("a/x").exists());
+        assert!(f.root.join("a/y").exists());
+        assert!(!f.root.join("b/z").exists() && !f.root.join("b/sub").exists());
+        assert_eq!(std::fs::read_to_string(f.root.join("b/new")).unwrap(), "5");
+        assert!(!f.root.join("a/.wh.x").exists() && !f.root.join("b/.wh..wh..opq").exists());
+    }
+
+    #[test]
+    fn refuses_dotdot_and_absolute_names() {
+        for name in [
+            "../outside/evil",
+            "a/../../outside/evil",
+            "/outside-abs-evil",
+        ] {
+            let f = fixture();
+            let err = f.unpack(&Layer::new().file(name, "x").bytes()).unwrap_err();
+            let msg = err.to_string();
+            assert!(matches!(err, UnpackError::Hostile { .. }), "{msg}");
+            assert!(msg.contains(name) && msg.contains("test-layer"), "{msg}");
+            f.assert_outside_untouched();
+            assert!(!Path::new("/outside-abs-evil").exists());
+        }
+    }
+
+    #[test]
+    fn symlinks_never_lead_out() {
+        let f = fixture();
+        let abs = f.outside.to_str().unwrap().to_string();
+        // Directories reached through links that point out, absolute and relative; then a
+        // file written over a link that points out.
+        for (link, target, through) in [
+            ("abs", abs.as_str(), "abs/secret"),
+            ("rel", "../outside", "rel/secret"),
+            ("deep", "../../../../../../..", "deep/tmp/evil"),
+            ("file", &format!("{abs}/secret"), "file"),
+        ] {
+            let result = f.unpack(
+                &Layer::new()
+                    .symlink(link, target)
+                    .file(through, "pwned")
+                    .bytes(),
+            );
+            if let Err(e) = &result {
+                assert!(e.to_string().contains(through), "{e}");
+            }
+            f.assert_outside_untouched();
+        }
+        // What did land, landed inside.
+        assert_eq!(
+            std::fs::read_to_string(f.root.join("file")).unwrap(),
+            "pwned"
+        );
+        assert!(
+            f.root.join("tmp/evil").exists(),
+            "\"..\" above the root stays at the root"
+        );
+    }
+
+    #[test]
+    fn hardlinks_never_lead_out() {
+        let f = fixture();
+        let abs = format!("{}/secret", f.outside.display());
+        for target in ["../outside/secret", abs.as_str()] {
+            let err = f
+                .unpack(&Layer::new().hardlink("h", target).bytes())
+                .unwrap_err();
+            assert!(matches!(err, UnpackError::Hostile { .. }), "{err}");
+            assert!(err.to_string().contains("\"h\""), "{err}");
+        }
+        // Through a symlink that points out: resolved inside the root, where there is no
+        // such file.
+        let err = f
+            .unpack(
+                &Layer::new()
+                    .symlink("s", f.outside.to_str().unwrap())
+                    .hardlink("h2", "s/secret")
+                    .bytes(),
+            )
+            .unwrap_err();
+        assert!(matches!(err, UnpackError::Entry { .. }), "{err}");
+        f.assert_outside_untouched();
+    }
+
+    #[test]
+    fn refuses_device_nodes() {
+        let f = fixture();
+        let err = f
+            .unpack(
+                &Layer::new()
+                    .entry(tar::EntryType::Char, "dev/kmem", "", b"", 0o600)
+                    .bytes(),
+            )
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("dev/kmem") && err.to_string().contains("device"),
+            "{err}"
+        );
+        assert!(!f.root.join("dev/kmem").exists());
+    }
+
+    #[test]
+    fn gzip_zstd_and_diff_id() {
+        let plain = Layer::new().file("hello", "world").bytes();
+        let diff_id = Digest::of(&plain).to_string();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        io::Write::write_all(&mut gz, &plain).unwrap();
+        let gz = gz.finish().unwrap();
+        let zst = ruzstd::encoding::compress_to_vec(
+            &plain[..],
+            ruzstd::encoding::CompressionLevel::Fastest,
+        );
+        for layer in [&plain, &gz, &zst] {
+            let f = fixture();
+            unpack_layer(
+                &layer[..],
+                &f.root,
+                "l",
+                Some(&diff_id),
+                &UnpackOptions::default(),
+            )
+            .unwrap();
+            assert_eq!(
+                std::fs::read_to_string(f.root.join("hello")).unwrap(),
+                "world"
+            );
+        }
+        let f = fixture();
+        let wrong = Digest::of(b"other").to_string();
+        let err = unpack_layer(
+            &gz[..],
+            &f.root,
+            "l",
+            Some(&wrong),
+            &UnpackOptions::default(),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains(&wrong) && err.to_string().contains(&diff_id),
+            "{err}"
+        );
+    }
+}

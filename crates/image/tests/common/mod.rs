@@ -1,0 +1,174 @@
+//! Test support shared by the image tests (and included by rkt's image CLI tests): root and
+//! tool checks, test images built from this machine's busybox with umoci and skopeo, and a
+//! real registry (Debian's `docker-registry`) on a free loopback port, stopped on drop.
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// True when the test can run: as root, with every tool in `tools` on PATH. Otherwise
+/// prints why and returns false; under `CI` a missing tool is a failure instead.
+pub fn ready(test: &str, tools: &[&str]) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipping {test}: needs root");
+        return false;
+    }
+    for tool in tools {
+        if which(tool).is_none() {
+            if std::env::var_os("CI").is_some() {
+                panic!("{test}: {tool} is not installed (.ci/run installs it)");
+            }
+            eprintln!("skipping {test}: {tool} is not installed");
+            return false;
+        }
+    }
+    true
+}
+
+pub fn which(tool: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join(tool))
+            .find(|p| p.is_file())
+    })
+}
+
+/// Runs a command, panicking with its output when it fails; returns stdout.
+pub fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Builds an OCI layout at `layout` with the tag `v1`: two layers, the first with busybox
+/// (`/bin/busybox`, `/bin/sh`), `/etc/greeting` and `/etc/remove-me`; the second removes
+/// `/etc/remove-me` (a whiteout) and adds `/etc/second`. Entrypoint `/bin/sh -c`, Cmd
+/// `echo $GREETING`, Env `GREETING=hello`, WorkingDir `/etc`.
+pub fn busybox_layout(work: &Path) -> PathBuf {
+    let layout = work.join("layout");
+    let bundle = work.join("bundle");
+    let image = format!("{}:v1", layout.display());
+    run(Command::new("umoci")
+        .args(["init", "--layout"])
+        .arg(&layout));
+    run(Command::new("umoci").args(["new", "--image", &image]));
+    run(Command::new("umoci").args([
+        "config",
+        "--image",
+        &image,
+        "--config.entrypoint",
+        "/bin/sh",
+        "--config.entrypoint",
+        "-c",
+        "--config.cmd",
+        "echo $GREETING from $(pwd)",
+        "--config.env",
+        "GREETING=hello",
+        "--config.workingdir",
+        "/etc",
+    ]));
+    run(Command::new("umoci")
+        .args(["unpack", "--image", &image])
+        .arg(&bundle));
+    let rootfs = bundle.join("rootfs");
+    std::fs::create_dir_all(rootfs.join("bin")).unwrap();
+    std::fs::create_dir_all(rootfs.join("etc")).unwrap();
+    std::fs::copy("/bin/busybox", rootfs.join("bin/busybox")).unwrap();
+    std::os::unix::fs::symlink("busybox", rootfs.join("bin/sh")).unwrap();
+    std::fs::write(rootfs.join("etc/greeting"), "hello\n").unwrap();
+    std::fs::write(rootfs.join("etc/remove-me"), "gone in layer 2\n").unwrap();
+    run(Command::new("umoci")
+        .args(["repack", "--refresh-bundle", "--image", &image])
+        .arg(&bundle));
+    std::fs::remove_file(rootfs.join("etc/remove-me")).unwrap();
+    std::fs::write(rootfs.join("etc/second"), "layer 2\n").unwrap();
+    run(Command::new("umoci")
+        .args(["repack", "--image", &image])
+        .arg(&bundle));
+    std::fs::remove_dir_all(&bundle).unwrap();
+    layout
+}
+
+/// An htpasswd file for docker-registry: user `tester`, password `right-password` (bcrypt).
+pub const HTPASSWD: &str = "tester:$2b$12$ZkndBVFBSR1M4gVyq2YSYupbFHU6k6TnWaLdAJX7k6RsH2dTJmSSu\n";
+
+/// `skopeo copy` with the flags these tests always want.
+pub fn skopeo_copy(from: &str, to: &str) {
+    run(Command::new("skopeo").args([
+        "copy",
+        "--quiet",
+        "--src-tls-verify=false",
+        "--dest-tls-verify=false",
+        from,
+        to,
+    ]));
+}
+
+/// A registry on 127.0.0.1 with its storage in a temporary directory; killed and removed
+/// when dropped.
+pub struct Registry {
+    child: Child,
+    _dir: tempfile::TempDir,
+    /// `127.0.0.1:PORT`
+    pub addr: String,
+}
+
+impl Registry {
+    /// Starts `docker-registry` with plain HTTP and no auth; `extra` is appended to its
+    /// configuration (YAML).
+    pub fn start(extra: &str) -> Registry {
+        let dir = tempfile::tempdir().unwrap();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let addr = format!("127.0.0.1:{port}");
+        let config = dir.path().join("config.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\n\
+                 http:\n  addr: {addr}\n{extra}",
+                dir.path().join("storage").display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new("docker-registry")
+            .arg("serve")
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start docker-registry");
+        let mut registry = Registry {
+            child,
+            _dir: dir,
+            addr,
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(&registry.addr).is_err() {
+            if let Ok(Some(status)) = registry.child.try_wait() {
+                panic!("docker-registry exited: {status}");
+            }
+            assert!(Instant::now() < deadline, "docker-registry did not listen");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        registry
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

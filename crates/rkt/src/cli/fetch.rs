@@ -1,0 +1,89 @@
+//! `rkt fetch`: store images from registries, OCI layouts and archives, printing their IDs.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+
+use ::image::transport::registry::{Credentials, RegistryOptions};
+use ::image::{FetchOptions, ImageRef, Platform, PullPolicy};
+use rkt::config::auth::load_docker_auth;
+
+use super::image::image_store;
+use super::GlobalArgs;
+
+/// When `rkt fetch` goes to an image's source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PullPolicyArg {
+    /// Only the store: an image not stored is an error.
+    Never,
+    /// Fetch only when the image is not stored under this name.
+    New,
+    /// Always ask the source (blobs already stored are not fetched again).
+    Update,
+}
+
+/// Fetch images into the store and print the ID (sha256 of the config) of each, one per
+/// line. IMAGE is docker://[HOST[:PORT]/]NAME[:TAG|@sha256:DIGEST], oci:PATH[:TAG],
+/// oci-archive:PATH[:TAG], docker-archive:PATH, an image ID (12+ hex digits) or a name
+/// already in the store. Registry credentials come from auth.d/*.json ("dockerAuth") in the
+/// configuration directories.
+#[derive(Debug, Args)]
+pub struct FetchArgs {
+    /// When to go to the image's source.
+    #[arg(long, value_enum, default_value_t = PullPolicyArg::New)]
+    pub pull_policy: PullPolicyArg,
+
+    /// The images.
+    #[arg(required = true, value_name = "IMAGE")]
+    pub images: Vec<String>,
+}
+
+/// The fetch options that `--pull-policy` and `--insecure-options=http` (the global option,
+/// `plain_http`; this build has no HTTPS) ask for.
+pub fn fetch_options(policy: PullPolicyArg, plain_http: bool) -> anyhow::Result<FetchOptions> {
+    Ok(FetchOptions {
+        policy: match policy {
+            PullPolicyArg::Never => PullPolicy::Never,
+            PullPolicyArg::New => PullPolicy::New,
+            PullPolicyArg::Update => PullPolicy::Update,
+        },
+        registry: RegistryOptions {
+            plain_http,
+            credentials: None,
+        },
+        platform: Platform::host(),
+    })
+}
+
+pub fn run(global: &GlobalArgs, args: &FetchArgs) -> anyhow::Result<ExitCode> {
+    let options = fetch_options(args.pull_policy, global.insecure()?.http)?;
+    // Every reference is checked before anything is fetched.
+    let refs = args
+        .images
+        .iter()
+        .map(|text| ImageRef::parse(text).map(|r| (r, text)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let auth = load_docker_auth(&global.config_dirs()?)?;
+    let store = image_store(global)?;
+    for (reference, text) in refs {
+        let mut options = options.clone();
+        if let ImageRef::Docker(d) = &reference {
+            if let Some(a) = auth.get(&d.host).or_else(|| auth.get(d.api_host())) {
+                global.debug(format_args!(
+                    "credentials for {} from {}",
+                    d.host,
+                    a.origin.display()
+                ));
+                options.registry.credentials = Some(Credentials {
+                    user: a.user.clone(),
+                    password: a.password.clone(),
+                });
+            }
+        }
+        let record = ::image::fetch(&store, &reference, text, &options)
+            .with_context(|| format!("fetching {text}"))?;
+        println!("{}", record.id);
+    }
+    Ok(ExitCode::SUCCESS)
+}

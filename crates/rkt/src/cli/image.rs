@@ -1,0 +1,219 @@
+//! `rkt image`: list, remove, garbage-collect and show the images in the store.
+
+use std::collections::BTreeSet;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use clap::{Args, Subcommand};
+
+use ::image::store::now_secs;
+use ::image::{ImageRecord, Store};
+
+use super::status::Format;
+use super::GlobalArgs;
+
+/// The image store of the data directory in effect: `<data dir>/images`.
+pub fn image_store(global: &GlobalArgs) -> anyhow::Result<Store> {
+    let dirs = global.effective_dirs(&super::NetDirArgs::default())?;
+    let root = dirs.data.value.join("images");
+    Store::open(&root).with_context(|| format!("opening the image store {}", root.display()))
+}
+
+fn duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|e| format!("{e} (expected e.g. 30m, 24h, 0s)"))
+}
+
+/// Manage the images in the store.
+#[derive(Debug, Args)]
+pub struct ImageArgs {
+    #[command(subcommand)]
+    pub command: ImageCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ImageCommand {
+    /// List images: ID, NAME, SIZE, IMPORT TIME, LAST USED.
+    List(ListArgs),
+    /// Remove images from the store by ID, ID prefix or name; their blobs go at the next
+    /// `rkt image gc`.
+    Rm(RmArgs),
+    /// Remove images unused for longer than the grace period, blobs no image refers to, and
+    /// partial downloads.
+    Gc(GcArgs),
+    /// Print an image's stored manifest.
+    CatManifest(ShowArgs),
+    /// Print an image's record and config as JSON.
+    Inspect(ShowArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Do not print the header line.
+    #[arg(long)]
+    pub no_legend: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct RmArgs {
+    /// IDs, ID prefixes (12+ hex digits) or names.
+    #[arg(required = true, value_name = "IMAGE")]
+    pub images: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct GcArgs {
+    /// Keep images used within this time.
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = duration)]
+    pub grace_period: Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// ID, ID prefix (12+ hex digits) or name.
+    #[arg(value_name = "IMAGE")]
+    pub image: String,
+}
+
+pub fn run(global: &GlobalArgs, args: &ImageArgs) -> anyhow::Result<ExitCode> {
+    let store = image_store(global)?;
+    match &args.command {
+        ImageCommand::List(a) => list(&store, a),
+        ImageCommand::Rm(a) => rm(&store, a),
+        ImageCommand::Gc(a) => gc(&store, a),
+        ImageCommand::CatManifest(a) => {
+            let record = store.resolve(&a.image)?;
+            let manifest: serde_json::Value =
+                serde_json::from_slice(&store.read_blob(&record.manifest)?)?;
+            println!("{}", serde_json::to_string_pretty(&manifest)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        ImageCommand::Inspect(a) => {
+            let record = store.resolve(&a.image)?;
+            let config: serde_json::Value = serde_json::from_slice(&store.read_blob(&record.id)?)?;
+            let mut out = record_json(&record);
+            out["config"] = config;
+            println!("{}", serde_json::to_string_pretty(&out)?);
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn record_json(r: &ImageRecord) -> serde_json::Value {
+    serde_json::json!({
+        "id": r.id.to_string(),
+        "names": r.names,
+        "manifest": r.manifest.to_string(),
+        "size": r.size,
+        "importTime": r.imported,
+        "lastUsed": r.last_used,
+    })
+}
+
+fn ago(secs: u64) -> String {
+    let age = humantime::format_duration(Duration::from_secs(now_secs().saturating_sub(secs)));
+    format!("{} ago", age.to_string().split(' ').next().unwrap_or("0s"))
+}
+
+fn size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+fn list(store: &Store, args: &ListArgs) -> anyhow::Result<ExitCode> {
+    let mut images = store.images()?;
+    images.sort_by_key(|r| r.imported);
+    if args.format == Format::Json {
+        let all: Vec<_> = images.iter().map(record_json).collect();
+        println!("{}", serde_json::to_string_pretty(&all)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut rows: Vec<[String; 5]> = Vec::new();
+    if !args.no_legend {
+        rows.push(["ID", "NAME", "SIZE", "IMPORT TIME", "LAST USED"].map(String::from));
+    }
+    for r in &images {
+        rows.push([
+            format!("sha256:{}", r.id.short()),
+            if r.names.is_empty() {
+                "-".into()
+            } else {
+                r.names.join(",")
+            },
+            size(r.size),
+            ago(r.imported),
+            ago(r.last_used),
+        ]);
+    }
+    let mut widths = [0usize; 5];
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for row in &rows {
+        let line: Vec<String> = row
+            .iter()
+            .zip(widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        println!("{}", line.join("  ").trim_end());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn rm(store: &Store, args: &RmArgs) -> anyhow::Result<ExitCode> {
+    let mut failed = 0;
+    for query in &args.images {
+        match store.remove_image(query) {
+            Ok(record) => println!("removed image {}", record.id),
+            Err(e) => {
+                eprintln!("rkt: image rm: {e}");
+                failed += 1;
+            }
+        }
+    }
+    if failed > 0 {
+        bail!("image rm: {failed} image(s) not removed, see above");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn gc(store: &Store, args: &GcArgs) -> anyhow::Result<ExitCode> {
+    // No pod runs from a stored image yet (rkt run takes a host command or --rootfs), so
+    // no image is in use by a pod.
+    let report = store.gc(args.grace_period, &BTreeSet::new());
+    for id in &report.images {
+        println!("removed image {id}");
+    }
+    if !report.blobs.is_empty() || report.partials > 0 {
+        println!(
+            "removed {} unreferenced blob(s) and {} partial download(s)",
+            report.blobs.len(),
+            report.partials
+        );
+    }
+    for err in &report.errors {
+        eprintln!("rkt: image gc: {err}");
+    }
+    if !report.errors.is_empty() {
+        bail!(
+            "image gc: {} failure(s), see above; run it again to retry",
+            report.errors.len()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

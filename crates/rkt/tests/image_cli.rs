@@ -1,0 +1,342 @@
+//! `rkt fetch` and `rkt image …` as a user runs them, against images made here with umoci
+//! and skopeo and a real registry (`docker-registry`) on loopback. Needs root; skips with a
+//! message otherwise (under CI a missing tool fails).
+
+mod support;
+
+#[path = "../../image/tests/common/mod.rs"]
+mod image_common;
+
+use image_common::{busybox_layout, ready, skopeo_copy};
+use support::rkt;
+
+#[test]
+fn fetch_list_inspect_rm_and_gc() {
+    if !ready(
+        "fetch_list_inspect_rm_and_gc",
+        &["umoci", "skopeo", "docker-registry"],
+    ) {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let layout = busybox_layout(work.path());
+    let registry = image_common::Registry::start("");
+    let remote = format!("docker://{}/test/busybox:v1", registry.addr);
+    let local = format!("oci:{}:v1", layout.display());
+    skopeo_copy(&local, &remote);
+    let data = work.path().join("data");
+    let data = data.to_str().unwrap();
+    let dir = ["--dir", data];
+
+    let out = rkt(&dir)
+        .args(&["fetch", "--insecure-options=http", &remote, &local])
+        .run();
+    out.assert_success();
+    let ids: Vec<String> = out.stdout().lines().map(str::to_string).collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert_eq!(ids[0], ids[1], "the same image from registry and layout");
+    assert!(
+        ids[0].starts_with("sha256:") && ids[0].len() == 71,
+        "{ids:?}"
+    );
+    let id = ids[0].clone();
+
+    // Plain HTTP only when asked; bad references and policies fail with 254, named.
+    rkt(&dir)
+        .args(&["fetch", "--pull-policy=update", &remote])
+        .run()
+        .assert_exit_code(254)
+        .assert_stderr_contains("--insecure-options=http");
+    rkt(&dir)
+        .args(&["fetch", "docker://Bad/Name"])
+        .run()
+        .assert_exit_code(254)
+        .assert_stderr_contains("\"docker://Bad/Name\"");
+    let missing = format!("oci:{}:v9", layout.display());
+    rkt(&dir)
+        .args(&["fetch", "--pull-policy=never", &missing])
+        .run()
+        .assert_exit_code(254)
+        .assert_stderr_contains("never");
+    // Policy never finds a stored image by name, and an ID prefix is an image too.
+    rkt(&dir)
+        .args(&["fetch", "--pull-policy=never", &remote, &id[7..19]])
+        .run()
+        .assert_success()
+        .assert_stdout_contains(&format!("{id}\n{id}\n"));
+
+    let out = rkt(&dir).args(&["image", "list"]).run();
+    out.assert_success()
+        .assert_stdout_contains("ID")
+        .assert_stdout_contains("IMPORT TIME")
+        .assert_stdout_contains(&format!("sha256:{}", &id[7..19]))
+        .assert_stdout_contains(&format!("{}/test/busybox:v1", registry.addr));
+    assert_eq!(out.stdout().lines().count(), 2);
+    let out = rkt(&dir).args(&["image", "list", "--no-legend"]).run();
+    assert_eq!(out.stdout().lines().count(), 1);
+    let json = rkt(&dir)
+        .args(&["image", "list", "--format=json"])
+        .run()
+        .json();
+    assert_eq!(json[0]["id"], id.as_str());
+    assert_eq!(json[0]["names"].as_array().unwrap().len(), 2);
+
+    let manifest = rkt(&dir)
+        .args(&["image", "cat-manifest", &id[7..19]])
+        .run()
+        .json();
+    assert_eq!(manifest["layers"].as_array().unwrap().len(), 2);
+    // A name without a host is a Docker Hub name: not this image.
+    rkt(&dir)
+        .args(&["image", "inspect", "test/busybox:v1"])
+        .run()
+        .assert_exit_code(254)
+        .assert_stderr_contains("\"test/busybox:v1\" is not in the store");
+    let inspect = rkt(&dir).args(&["image", "inspect", &id]).run().json();
+    assert_eq!(inspect["config"]["config"]["WorkingDir"], "/etc");
+    assert_eq!(inspect["config"]["config"]["Env"][0], "GREETING=hello");
+
+    // gc keeps a fresh image but clears partial downloads.
+    let partial = work.path().join("data/images/tmp/blob-killed.partial");
+    std::fs::write(&partial, b"half a layer").unwrap();
+    rkt(&dir)
+        .args(&["image", "gc"])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("1 partial download(s)");
+    assert!(!partial.exists());
+    let blobs = work.path().join("data/images/blobs/sha256");
+    assert_eq!(std::fs::read_dir(&blobs).unwrap().count(), 4);
+
+    rkt(&dir)
+        .args(&["image", "rm", &id, "sha256:000000000000"])
+        .run()
+        .assert_exit_code(254)
+        .assert_stdout_contains(&format!("removed image {id}"))
+        .assert_stderr_contains("\"sha256:000000000000\" is not in the store");
+    rkt(&dir)
+        .args(&["image", "gc", "--grace-period=0s"])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("removed 4 unreferenced blob(s)");
+    assert_eq!(std::fs::read_dir(&blobs).unwrap().count(), 0);
+    let out = rkt(&dir).args(&["image", "list", "--no-legend"]).run();
+    assert_eq!(out.stdout(), "");
+}
+
+/// A fetch killed with SIGKILL while a layer streams leaves only a partial file in the
+/// store's tmp/, never a blob or an image; `rkt image gc` clears it and the next fetch
+/// succeeds. The layer is served through a FIFO, so the test decides when the fetch is
+/// mid-blob.
+#[test]
+fn kill_9_during_fetch_then_gc() {
+    use std::io::Write;
+    use std::os::unix::fs::FileTypeExt;
+    use std::time::{Duration, Instant};
+
+    if !ready("kill_9_during_fetch_then_gc", &["umoci"]) {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let layout = busybox_layout(work.path());
+    let data = work.path().join("data");
+    let dir = ["--dir", data.to_str().unwrap()];
+    // The largest blob is the busybox layer.
+    let blobs = layout.join("blobs/sha256");
+    let layer = std::fs::read_dir(&blobs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+        .unwrap();
+    let bytes = std::fs::read(&layer).unwrap();
+    assert!(
+        bytes.len() > 512 * 1024,
+        "busybox layer is {} bytes",
+        bytes.len()
+    );
+    std::fs::remove_file(&layer).unwrap();
+    image_common::run(std::process::Command::new("mkfifo").arg(&layer));
+
+    let image = format!("oci:{}:v1", layout.display());
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rkt"))
+        .args(dir)
+        .args(["fetch", &image])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Opening the FIFO for writing waits for the fetch to open it for reading.
+    let mut fifo = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&layer)
+        .unwrap();
+    fifo.write_all(&bytes[..bytes.len() / 2]).unwrap();
+    let tmp = data.join("images/tmp");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let partial = loop {
+        let found = std::fs::read_dir(&tmp).ok().and_then(|entries| {
+            entries
+                .map(|e| e.unwrap().path())
+                .find(|p| std::fs::metadata(p).map(|m| m.len() > 0).unwrap_or(false))
+        });
+        if let Some(p) = found {
+            break p;
+        }
+        assert!(Instant::now() < deadline, "no partial download appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(fifo);
+
+    assert!(partial.exists());
+    let stored = std::fs::read_dir(data.join("images/blobs/sha256"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect::<Vec<_>>();
+    let layer_hex = layer.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(!stored.contains(&layer_hex), "the half layer is not a blob");
+    rkt(&dir)
+        .args(&["image", "list", "--no-legend"])
+        .run()
+        .assert_success();
+    assert_eq!(
+        rkt(&dir)
+            .args(&["image", "list", "--no-legend"])
+            .run()
+            .stdout(),
+        ""
+    );
+    rkt(&dir)
+        .args(&["image", "gc"])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("1 partial download(s)");
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+
+    // With the layer back, the fetch completes.
+    assert!(std::fs::symlink_metadata(&layer)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    std::fs::remove_file(&layer).unwrap();
+    std::fs::write(&layer, &bytes).unwrap();
+    let out = rkt(&dir).args(&["fetch", &image]).run();
+    out.assert_success().assert_stdout_contains("sha256:");
+}
+
+/// Two `rkt fetch` processes of the same image at once both succeed, store it once, and
+/// leave no partial download.
+#[test]
+fn concurrent_fetches_from_a_registry() {
+    if !ready(
+        "concurrent_fetches_from_a_registry",
+        &["umoci", "skopeo", "docker-registry"],
+    ) {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let layout = busybox_layout(work.path());
+    let registry = image_common::Registry::start("");
+    let remote = format!("docker://{}/test/busybox:v1", registry.addr);
+    skopeo_copy(&format!("oci:{}:v1", layout.display()), &remote);
+    let data = work.path().join("data");
+    let spawn = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_rkt"))
+            .args(["--dir", data.to_str().unwrap()])
+            .args(["fetch", "--insecure-options=http", &remote])
+            .output()
+            .unwrap()
+    };
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(spawn);
+        let b = s.spawn(spawn);
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    for out in [&a, &b] {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_eq!(a.stdout, b.stdout);
+    let json = rkt(&["--dir", data.to_str().unwrap()])
+        .args(&["image", "list", "--format=json"])
+        .run()
+        .json();
+    assert_eq!(json.as_array().unwrap().len(), 1);
+    assert_eq!(
+        std::fs::read_dir(data.join("images/tmp")).unwrap().count(),
+        0
+    );
+    assert_eq!(
+        std::fs::read_dir(data.join("images/blobs/sha256"))
+            .unwrap()
+            .count(),
+        4
+    );
+}
+
+/// Credentials from auth.d reach a registry with htpasswd auth; without them the fetch
+/// fails naming the registry and the image.
+#[test]
+fn registry_credentials_from_auth_d() {
+    if !ready(
+        "registry_credentials_from_auth_d",
+        &["umoci", "skopeo", "docker-registry"],
+    ) {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let layout = busybox_layout(work.path());
+    let htpasswd = work.path().join("htpasswd");
+    std::fs::write(&htpasswd, image_common::HTPASSWD).unwrap();
+    let registry = image_common::Registry::start(&format!(
+        "auth:\n  htpasswd:\n    realm: test-realm\n    path: {}\n",
+        htpasswd.display()
+    ));
+    let remote = format!("docker://{}/test/private:v1", registry.addr);
+    image_common::run(std::process::Command::new("skopeo").args([
+        "copy",
+        "--quiet",
+        "--dest-tls-verify=false",
+        "--dest-creds",
+        "tester:right-password",
+        &format!("oci:{}:v1", layout.display()),
+        &remote,
+    ]));
+    let system = work.path().join("system");
+    let local = work.path().join("local");
+    std::fs::create_dir_all(&system).unwrap();
+    std::fs::create_dir_all(local.join("auth.d")).unwrap();
+    let data = work.path().join("data");
+    let args = [
+        "--dir",
+        data.to_str().unwrap(),
+        "--system-config",
+        system.to_str().unwrap(),
+        "--local-config",
+        local.to_str().unwrap(),
+    ];
+    rkt(&args)
+        .args(&["fetch", "--insecure-options=http", &remote])
+        .run()
+        .assert_exit_code(254)
+        .assert_stderr_contains(&format!("registry {} refused access", registry.addr))
+        .assert_stderr_contains("test/private:v1");
+    std::fs::write(
+        local.join("auth.d/registry.json"),
+        format!(
+            r#"{{"rktKind":"dockerAuth","rktVersion":"v1","registries":["{}"],
+               "credentials":{{"user":"tester","password":"right-password"}}}}"#,
+            registry.addr
+        ),
+    )
+    .unwrap();
+    rkt(&args)
+        .args(&["fetch", "--insecure-options=http", &remote])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("sha256:");
+}
