@@ -366,6 +366,35 @@ mod tests {
     }
 
     #[test]
+    fn insecure_options_are_one_global_flag_known_to_every_command() {
+        for args in [
+            &[
+                "rkt",
+                "--insecure-options=http,net-plugins",
+                "fetch",
+                "oci:/x",
+            ][..],
+            &[
+                "rkt",
+                "fetch",
+                "--insecure-options=http",
+                "--insecure-options=net-plugins",
+                "oci:/x",
+            ],
+        ] {
+            let cli = Cli::try_parse_from(args).unwrap();
+            let insecure = cli.global.insecure().unwrap();
+            assert!(insecure.http && insecure.net_plugins, "{args:?}");
+        }
+        let cli = Cli::try_parse_from(["rkt", "--insecure-options=image", "config"]).unwrap();
+        let err = cli.global.insecure().unwrap_err().to_string();
+        assert!(
+            err.contains("\"image\"") && err.contains("net-plugins, http"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn global_options_are_accepted_after_the_command() {
         let cli = Cli::try_parse_from(["rkt", "version", "--debug", "--dir", "/d"]).unwrap();
         assert!(cli.global.debug);
