@@ -38,8 +38,11 @@ pub enum DnsError {
     #[error("--hosts-entry=host must be the only --hosts-entry, but {other:?} is also given")]
     HostsModeNotAlone { other: String },
     /// A `--hosts-entry` that is not `IP=NAME[,NAME…]`.
-    #[error("--hosts-entry: {value:?} is not IP=NAME[,NAME...] or \"host\": {reason}")]
+    #[error("--hosts-entry: {value:?} is not IP=HOST[,IP=HOST...] or \"host\": {reason}")]
     BadHostsEntry { value: String, reason: &'static str },
+    /// A DNS or hosts flag with `--net=host`, which has no files of its own.
+    #[error("{flag} cannot be used with --net=host: a pod on the host's network sees the host's /etc/resolv.conf and /etc/hosts (drop {flag}, or use a network of its own)")]
+    WithHostNet { flag: String },
     /// Writing `path` failed.
     #[error("cannot write {path}: {source}")]
     Write {
@@ -124,10 +127,34 @@ impl DnsOptions {
     }
 }
 
+/// Refuses the flags that would write the pod's resolv.conf or hosts with `--net=host`,
+/// where the pod sees the host's files (`--dns=host|none` and `--hosts-entry=host` agree
+/// with that and pass).
+pub fn check_host_net(dns: &DnsOptions, hosts: &HostsOptions) -> Result<(), DnsError> {
+    let flag = dns
+        .servers
+        .iter()
+        .find(|s| *s != HOST && *s != NONE)
+        .map(|s| format!("--dns={s}"))
+        .or_else(|| dns.search.first().map(|s| format!("--dns-search={s}")))
+        .or_else(|| dns.options.first().map(|s| format!("--dns-opt={s}")))
+        .or_else(|| dns.domain.as_ref().map(|s| format!("--dns-domain={s}")))
+        .or_else(|| {
+            (!hosts.is_host())
+                .then(|| hosts.entries.first().map(|e| format!("--hosts-entry={e}")))
+                .flatten()
+        });
+    match flag {
+        Some(flag) => Err(DnsError::WithHostNet { flag }),
+        None => Ok(()),
+    }
+}
+
 /// The `--hosts-entry` flags.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HostsOptions {
-    /// `IP=NAME[,NAME…]` values, or exactly `["host"]`.
+    /// `IP=HOST[,IP=HOST…]` values (a part without `=` is one more name for the IP
+    /// before it), or exactly `["host"]`.
     pub entries: Vec<String>,
 }
 
@@ -165,24 +192,30 @@ impl HostsOptions {
                 value: value.clone(),
                 reason,
             };
-            let (ip, names) = value.split_once('=').ok_or_else(|| bad("no '='"))?;
-            let ip: IpAddr = ip.parse().map_err(|_| bad("not an IP address"))?;
-            let names: Vec<String> = names.split(',').map(str::to_string).collect();
-            if names
-                .iter()
-                .any(|n| n.is_empty() || n.chars().any(|c| c.is_whitespace() || c == '#'))
-            {
-                return Err(bad("a host name is empty or contains whitespace or '#'"));
-            }
-            match out.iter_mut().find(|e| e.ip == ip) {
-                Some(e) => {
-                    for n in names {
-                        if !e.names.contains(&n) {
-                            e.names.push(n);
-                        }
+            // rkt's grammar, IP=HOST[,IP=HOST...]; a part without '=' is one more name for
+            // the IP before it (IP=NAME,NAME2).
+            let mut ip: Option<IpAddr> = None;
+            for part in value.split(',') {
+                let name = match part.split_once('=') {
+                    Some((addr, name)) => {
+                        ip = Some(addr.parse().map_err(|_| bad("not an IP address"))?);
+                        name
                     }
+                    None if ip.is_none() => return Err(bad("no '='")),
+                    None => part,
+                };
+                if name.is_empty() || name.chars().any(|c| c.is_whitespace() || c == '#') {
+                    return Err(bad("a host name is empty or contains whitespace or '#'"));
                 }
-                None => out.push(HostsEntry { ip, names }),
+                let ip = ip.expect("set above");
+                match out.iter_mut().find(|e| e.ip == ip) {
+                    Some(e) if e.names.iter().any(|n| n == name) => {}
+                    Some(e) => e.names.push(name.to_string()),
+                    None => out.push(HostsEntry {
+                        ip,
+                        names: vec![name.to_string()],
+                    }),
+                }
             }
         }
         Ok(out)
@@ -209,6 +242,39 @@ impl ResolvConf {
         }
     }
 
+    /// The settings of a resolv.conf's text (`nameserver`, `search`, `options`, `domain`
+    /// lines; comments and other lines are skipped).
+    pub fn parse(text: &str) -> ResolvConf {
+        let mut rc = ResolvConf::default();
+        for line in text.lines() {
+            let mut words = line.split_whitespace();
+            let rest = |w: std::str::SplitWhitespace| w.map(str::to_string).collect::<Vec<_>>();
+            match words.next() {
+                Some("nameserver") => rc.nameservers.extend(words.next().map(str::to_string)),
+                Some("search") => rc.search = rest(words),
+                Some("options") => rc.options.extend(rest(words)),
+                Some("domain") => rc.domain = words.next().map(str::to_string),
+                _ => {}
+            }
+        }
+        rc
+    }
+
+    /// These settings with `--dns-search`, `--dns-opt` and `--dns-domain` replacing the
+    /// search list, options and domain (each only when given).
+    pub fn with_flags(mut self, opts: &DnsOptions) -> ResolvConf {
+        if !opts.search.is_empty() {
+            self.search = opts.search.clone();
+        }
+        if !opts.options.is_empty() {
+            self.options = opts.options.clone();
+        }
+        if opts.domain.is_some() {
+            self.domain = opts.domain.clone();
+        }
+        self
+    }
+
     /// The file's text under `header` (a `#` comment line): comment, blank line, then
     /// `search`, `nameserver`, `options`, `domain`, each only when set.
     pub fn render(&self, header: &str) -> String {
@@ -228,6 +294,16 @@ impl ResolvConf {
         s
     }
 }
+
+impl DnsOptions {
+    /// Whether `--dns-search`, `--dns-opt` or `--dns-domain` is given.
+    pub fn has_extras(&self) -> bool {
+        !self.search.is_empty() || !self.options.is_empty() || self.domain.is_some()
+    }
+}
+
+/// Header of a resolv.conf made from the host's file and the `--dns-*` flags.
+pub const HOST_FLAGS_HEADER: &str = "# Generated by rkt run from the host's resolv.conf";
 
 /// Header of a resolv.conf made from the CNI result of network `net`.
 pub fn network_header(net: &str) -> String {
@@ -417,6 +493,61 @@ mod tests {
             );
         }
         assert!(h(&[]).validate().is_ok());
+    }
+
+    #[test]
+    fn hosts_entries_in_rkts_grammar() {
+        let h = |e: &[&str]| {
+            HostsOptions {
+                entries: strings(e),
+            }
+            .parse()
+            .unwrap()
+        };
+        let entry = |ip: &str, names: &[&str]| HostsEntry {
+            ip: ip.parse().unwrap(),
+            names: strings(names),
+        };
+        assert_eq!(
+            h(&["198.51.100.0=host1,198.51.100.1=host2"]),
+            [
+                entry("198.51.100.0", &["host1"]),
+                entry("198.51.100.1", &["host2"])
+            ]
+        );
+        // A part without '=' names the IP before it; the same IP again adds to its line.
+        assert_eq!(
+            h(&["10.0.0.1=a,b,10.0.0.2=c", "10.0.0.1=d"]),
+            [
+                entry("10.0.0.1", &["a", "b", "d"]),
+                entry("10.0.0.2", &["c"])
+            ]
+        );
+        assert!(matches!(
+            HostsOptions {
+                entries: strings(&["a,10.0.0.1=b"])
+            }
+            .validate(),
+            Err(DnsError::BadHostsEntry { .. })
+        ));
+    }
+
+    #[test]
+    fn resolv_conf_parsed_and_flags_applied() {
+        let rc = ResolvConf::parse(
+            "# c\nnameserver 10.0.0.53\nsearch a b\noptions ndots:2\nnameserver fd00::53\nbogus\n",
+        );
+        assert_eq!(rc.nameservers, ["10.0.0.53", "fd00::53"]);
+        assert_eq!(rc.search, ["a", "b"]);
+        let opts = DnsOptions {
+            search: strings(&["x.example"]),
+            domain: Some("d.example".into()),
+            ..DnsOptions::default()
+        };
+        let rc = rc.with_flags(&opts);
+        assert_eq!(rc.search, ["x.example"]);
+        assert_eq!(rc.options, ["ndots:2"]);
+        assert_eq!(rc.domain.as_deref(), Some("d.example"));
     }
 
     #[test]

@@ -64,6 +64,18 @@ impl NetworkCheck {
     pub fn usable(&self) -> bool {
         self.usable
     }
+
+    /// Every problem of the network and of its plugins, `; `-separated, each plugin named:
+    /// `plugin "ptp": not found in /usr/lib/cni`.
+    pub fn problems_text(&self) -> String {
+        let own = self.problems.iter().cloned();
+        let plugins = self.plugins.iter().filter_map(|p| {
+            let kind = if p.ipam { "IPAM plugin" } else { "plugin" };
+            let problem = p.problem.as_ref()?;
+            Some(format!("{kind} {:?}: {problem}", p.plugin_type))
+        });
+        own.chain(plugins).collect::<Vec<_>>().join("; ")
+    }
 }
 
 /// A definition that lost to an earlier file defining the same network.
@@ -254,10 +266,12 @@ pub struct NetworkStatus {
 /// The version that introduced STATUS.
 const STATUS_VERSION: &str = "1.1.0";
 
-/// Runs CNI STATUS for every network in effect (built-ins included). Networks whose version
-/// predates STATUS are reported ready, with a note. Each plugin runs from the binary in
-/// `checked` (what [`crate::networking::check_ownership`] examined) when the network is
-/// there, else from the one found in `plugin_path`.
+/// Runs CNI STATUS for every network in effect (built-ins included). A network is not
+/// ready when one of its plugins is missing or does not support its version (found as by
+/// `list`, with VERSION); networks whose version predates STATUS are otherwise reported
+/// ready, with a note. Each plugin runs from the binary in `checked` (what
+/// [`crate::networking::check_ownership`] examined) when the network is there, else from
+/// the one found in `plugin_path`.
 pub fn status(
     conf_dir: &Path,
     plugin_path: &[PathBuf],
@@ -277,6 +291,15 @@ pub fn status(
                 ready: false,
                 message: None,
             };
+            // A plugin that cannot run the network (missing, or not speaking its version)
+            // makes it not ready, also below 1.1.0 where no STATUS runs; an old plugin
+            // asked for STATUS would only answer with a confusing error.
+            let check = check_network(n, plugin_path, &cni);
+            if !check.usable() {
+                st.cni_version = check.negotiated_version.clone();
+                st.message = Some(check.problems_text());
+                return st;
+            }
             let version = match n.list.negotiated_version() {
                 Ok(v) => v,
                 Err(e) => {
@@ -374,13 +397,15 @@ mod tests {
     }
 
     #[test]
-    fn status_is_a_no_op_before_1_1_0() {
+    fn status_is_a_no_op_before_1_1_0_but_a_missing_plugin_is_never_ready() {
         let tmp = tempfile::tempdir().unwrap();
-        let conf = tmp.path().join("conf");
+        let (conf, bin) = (tmp.path().join("conf"), tmp.path().join("bin"));
         fs::create_dir_all(&conf).unwrap();
+        fs::create_dir_all(&bin).unwrap();
+        plugin(&bin, "old", &["0.4.0"]);
         fs::write(
             conf.join("10-a.conf"),
-            r#"{"cniVersion":"0.4.0","name":"a","type":"missing"}"#,
+            r#"{"cniVersion":"0.4.0","name":"a","type":"old"}"#,
         )
         .unwrap();
         fs::write(
@@ -388,16 +413,26 @@ mod tests {
             r#"{"cniVersion":"1.1.0","name":"b","type":"missing"}"#,
         )
         .unwrap();
-        let st = status(&conf, &[], &tmp.path().join("cache"), &[]).unwrap();
+        fs::write(
+            conf.join("30-c.conf"),
+            r#"{"cniVersion":"0.4.0","name":"c","type":"missing"}"#,
+        )
+        .unwrap();
+        let st = status(&conf, std::slice::from_ref(&bin), &tmp.path().join("cache"), &[]).unwrap();
         assert!(st[0].ready);
         assert_eq!(
             st[0].message.as_deref(),
             Some("STATUS not supported by cniVersion 0.4.0")
         );
-        assert!(!st[1].ready);
-        assert!(
-            st[1].message.as_deref().unwrap().contains("missing"),
-            "{st:?}"
-        );
+        for st in &st[1..3] {
+            assert!(!st.ready);
+            assert!(
+                st.message
+                    .as_deref()
+                    .unwrap()
+                    .starts_with("plugin \"missing\": not found in "),
+                "{st:?}"
+            );
+        }
     }
 }

@@ -56,7 +56,7 @@ fn networks_are_set_up_in_file_order_on_eth0_eth1_with_args_and_recorded() {
     assert_eq!(calls[0].env["CNI_CONTAINERID"], w.uuid.as_str());
     assert_eq!(calls[0].env["CNI_NETNS"], netns.display().to_string());
     assert_eq!(calls[0].env["CNI_ARGS"].as_str().unwrap_or(""), "");
-    assert_eq!(calls[1].env["CNI_ARGS"], "IP=fd00::1;X=y");
+    assert_eq!(calls[1].env["CNI_ARGS"], "IgnoreUnknown=1;IP=fd00::1;X=y");
     assert_eq!(calls[1].stdin["marker"], "a");
 
     assert_eq!(nets.len(), 2);
@@ -215,7 +215,7 @@ fn teardown_uses_the_record_after_config_and_plugins_dir_changed() {
     assert_eq!(del.short(), "DEL pa eth0");
     assert_eq!(del.stdin["marker"], "a");
     assert_eq!(del.stdin["name"], "a");
-    assert_eq!(del.env["CNI_ARGS"], "K=V");
+    assert_eq!(del.env["CNI_ARGS"], "IgnoreUnknown=1;K=V");
     assert_eq!(del.env["CNI_PATH"], w.plugin_dir().display().to_string());
     // the ADD result came back as prevResult from the recorded cache directory
     assert_eq!(del.stdin["prevResult"]["ips"][0]["address"], "10.99.0.2/24");
@@ -282,7 +282,13 @@ fn unknown_networks_fail_before_anything_is_set_up() {
     let pod_dir = w.pod_dir();
     let pod = w.pod(&pod_dir, Some(&netns));
     let err = networking::setup(&pod, &w.opts(&["a,nope", "missing"])).unwrap_err();
-    assert_eq!(err.to_string(), "networks not found: nope, missing");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "networks not found: nope, missing (searched {} and the built-in networks)",
+            w.conf_dir().display()
+        )
+    );
     assert!(w.calls().is_empty());
     assert_eq!(fs::read_dir(&pod_dir).unwrap().count(), 0);
 }

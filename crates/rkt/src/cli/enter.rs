@@ -1,6 +1,7 @@
 //! `rkt enter`: run a command inside a running pod.
 
 use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::bail;
@@ -13,31 +14,80 @@ use rkt::stage::env::DEFAULT_PATH;
 use super::pod_args::{exit_code, store, PodRef};
 use super::GlobalArgs;
 
-/// Run a command (default /bin/sh) in a running pod's network, mount, UTS, IPC and PID
-/// namespaces and root directory, and exit with its exit status.
+/// Run a command (default /bin/bash, else /bin/sh) in a running pod's network, mount, UTS,
+/// IPC and PID namespaces and root directory, and exit with its exit status. As upstream
+/// rkt, the command follows the UUID (`rkt enter UUID ls -l`); `--` before it is optional.
 #[derive(Debug, Args)]
 pub struct EnterArgs {
-    #[command(flatten)]
-    pub pod: PodRef,
+    /// The pod's UUID, or any unique prefix of it.
+    #[arg(value_name = "UUID", required_unless_present = "uuid_file")]
+    pub uuid: Option<String>,
 
-    /// The command and its arguments, after `--` [default: /bin/sh].
-    #[arg(last = true, value_name = "COMMAND")]
+    /// Read the pod's UUID from FILE (as written by --uuid-file-save); the first word after
+    /// the options is then the command.
+    #[arg(long, value_name = "FILE")]
+    pub uuid_file: Option<PathBuf>,
+
+    /// The app to enter; must be the pod's app (a pod runs one) [default: the pod's app].
+    #[arg(long, value_name = "NAME")]
+    pub app: Option<String>,
+
+    /// The command and its arguments [default: /bin/bash if the pod has it, else /bin/sh].
+    #[arg(value_name = "COMMAND", trailing_var_arg = true)]
     pub command: Vec<String>,
 }
 
+/// The shell to run when no command is given: bash if the pod's root has it, as upstream.
+fn default_shell(pid: i32) -> String {
+    let bash = Path::new("/proc")
+        .join(pid.to_string())
+        .join("root/bin/bash");
+    if bash.exists() {
+        "/bin/bash".to_string()
+    } else {
+        "/bin/sh".to_string()
+    }
+}
+
 pub fn run(global: &GlobalArgs, args: &EnterArgs) -> anyhow::Result<ExitCode> {
-    let pod = args.pod.lookup(&store(global)?)?;
+    // With --uuid-file, a word in the UUID's place starts the command.
+    let (pod_ref, mut command) = match (&args.uuid_file, &args.uuid) {
+        (Some(file), Some(first)) => (
+            PodRef {
+                uuid: None,
+                uuid_file: Some(file.clone()),
+            },
+            std::iter::once(first.clone())
+                .chain(args.command.iter().cloned())
+                .collect(),
+        ),
+        _ => (
+            PodRef {
+                uuid: args.uuid.clone(),
+                uuid_file: args.uuid_file.clone(),
+            },
+            args.command.clone(),
+        ),
+    };
+    let pod = pod_ref.lookup(&store(global)?)?;
     let status = PodStatus::read(&pod)?;
+    if let Some(app) = &args.app {
+        let name = &status.manifest.app.name;
+        if app != name {
+            bail!(
+                "--app={app}: pod {} has no such app (its app is {name:?})",
+                pod.uuid
+            );
+        }
+    }
     let pid = match (status.state, status.record.pid) {
         (State::Running, Some(pid)) => pid,
         (State::Running, None) => bail!("pod {} is still starting; try again", pod.uuid),
         (state, _) => bail!("pod {} is not running (it is {state})", pod.uuid),
     };
-    let argv = if args.command.is_empty() {
-        vec!["/bin/sh".to_string()]
-    } else {
-        args.command.clone()
-    };
+    if command.is_empty() {
+        command.push(default_shell(pid));
+    }
     let mut env: Vec<(OsString, OsString)> = vec![
         ("PATH".into(), DEFAULT_PATH.into()),
         ("HOME".into(), "/root".into()),
@@ -45,5 +95,5 @@ pub fn run(global: &GlobalArgs, args: &EnterArgs) -> anyhow::Result<ExitCode> {
     if let Some(term) = std::env::var_os("TERM") {
         env.push(("TERM".into(), term));
     }
-    Ok(exit_code(enter(pid, &argv, &env)?))
+    Ok(exit_code(enter(pid, &command, &env)?))
 }

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::{Args, ValueEnum};
 
 use ::image::transport::registry::{Credentials, RegistryOptions};
@@ -34,26 +34,14 @@ pub struct FetchArgs {
     #[arg(long, value_enum, default_value_t = PullPolicyArg::New)]
     pub pull_policy: PullPolicyArg,
 
-    /// Accept insecure settings. `http`: reach registries over plain HTTP (this build has
-    /// no HTTPS). Comma-separated; may be repeated.
-    #[arg(long, value_name = "OPTION[,OPTION...]", value_delimiter = ',')]
-    pub insecure_options: Vec<String>,
-
     /// The images.
     #[arg(required = true, value_name = "IMAGE")]
     pub images: Vec<String>,
 }
 
-/// The fetch options that `--pull-policy` and `--insecure-options` ask for.
-pub fn fetch_options(policy: PullPolicyArg, insecure: &[String]) -> anyhow::Result<FetchOptions> {
-    let mut plain_http = false;
-    for option in insecure.iter().flat_map(|o| o.split(',')) {
-        match option.trim() {
-            "http" => plain_http = true,
-            "" => {}
-            other => bail!("--insecure-options: unknown option {other:?} for images (known: http)"),
-        }
-    }
+/// The fetch options that `--pull-policy` and `--insecure-options=http` (the global option,
+/// `plain_http`; this build has no HTTPS) ask for.
+pub fn fetch_options(policy: PullPolicyArg, plain_http: bool) -> anyhow::Result<FetchOptions> {
     Ok(FetchOptions {
         policy: match policy {
             PullPolicyArg::Never => PullPolicy::Never,
@@ -69,7 +57,7 @@ pub fn fetch_options(policy: PullPolicyArg, insecure: &[String]) -> anyhow::Resu
 }
 
 pub fn run(global: &GlobalArgs, args: &FetchArgs) -> anyhow::Result<ExitCode> {
-    let options = fetch_options(args.pull_policy, &args.insecure_options)?;
+    let options = fetch_options(args.pull_policy, global.insecure()?.http)?;
     // Every reference is checked before anything is fetched.
     let refs = args
         .images

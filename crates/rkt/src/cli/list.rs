@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use rkt::pod::status::RktState;
 use rkt::pod::{PodStatus, Timestamp};
 
 use super::pod_args::store;
@@ -19,11 +20,11 @@ use super::GlobalArgs;
 pub struct ListArgs {
     /// Show whole UUIDs, an IMAGE ID column, and absolute times (Go's layout
     /// `2006-01-02 15:04:05.999 -0700 MST`) instead of relative ones ("2 minutes ago").
-    #[arg(long)]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
     pub full: bool,
 
     /// Do not print the header line.
-    #[arg(long)]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
     pub no_legend: bool,
 
     /// Output format: the table, or a JSON array of rkt's API v1 pod objects (`null` when
@@ -65,8 +66,13 @@ fn rows(statuses: &[PodStatus], full: bool) -> Vec<Vec<String>> {
         if full {
             row.push("-".to_string());
         }
+        // A pod that failed to start says so (its error is in `status --format=json`).
+        let state = match (s.rkt_state(), &s.record.error) {
+            (RktState::Exited, Some(_)) => "exited (failed)".to_string(),
+            (state, _) => state.to_string(),
+        };
         row.extend([
-            s.rkt_state().to_string(),
+            state,
             when(Some(s.manifest.created), full),
             when(s.record.started, full),
             s.networks_short(),

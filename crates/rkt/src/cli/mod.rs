@@ -96,13 +96,19 @@ pub struct GlobalArgs {
     pub user_config: Option<PathBuf>,
 
     /// Print debugging information and configuration warnings to stderr.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
     pub debug: bool,
 
     /// Each plugin call's limit, `$RKT_NET_PLUGIN_TIMEOUT`: read once, before any command
     /// runs, and handed to the library in the options of what runs plugins.
     #[arg(skip = cni::api::DEFAULT_TIMEOUT)]
     pub plugin_timeout: std::time::Duration,
+    /// Accept insecure settings. `net-plugins`: use network configurations, plugin
+    /// directories and plugins that a user other than root can change (run as root, rkt
+    /// refuses them otherwise). `http` (fetch): reach registries over plain HTTP.
+    /// Comma-separated; may be repeated; before or after the command, as upstream rkt.
+    #[arg(long, global = true, value_name = "OPTION[,OPTION...]")]
+    pub insecure_options: Vec<String>,
 }
 
 /// Where to read network configurations and find CNI plugins; flattened into the commands
@@ -122,12 +128,6 @@ pub struct NetDirArgs {
     /// that exist) are always searched last.
     #[arg(long, value_name = "DIR[:DIR...]", value_delimiter = ':')]
     pub net_plugin_dir: Vec<PathBuf>,
-
-    /// Accept insecure settings. `net-plugins`: use network configurations, plugin
-    /// directories and plugins that a user other than root can change (run as root, rkt
-    /// refuses them otherwise). Comma-separated; may be repeated.
-    #[arg(long, value_name = "OPTION[,OPTION...]")]
-    pub insecure_options: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -151,7 +151,37 @@ pub enum Command {
     Image(image::ImageArgs),
 }
 
+/// What `--insecure-options` allows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Insecure {
+    /// `net-plugins`: network configurations and plugins others can change.
+    pub net_plugins: bool,
+    /// `http`: registries over plain HTTP.
+    pub http: bool,
+}
+
+/// `--insecure-options=http`.
+const INSECURE_HTTP: &str = "http";
+
 impl GlobalArgs {
+    /// The `--insecure-options` values (each possibly a comma-separated list), checked: one
+    /// flag for every command, as upstream rkt's, so each value is known to all of them.
+    pub fn insecure(&self) -> anyhow::Result<Insecure> {
+        let mut out = Insecure::default();
+        for opt in self.insecure_options.iter().flat_map(|o| o.split(',')) {
+            match opt.trim() {
+                rkt::security::INSECURE_NET_PLUGINS => out.net_plugins = true,
+                INSECURE_HTTP => out.http = true,
+                "" => {}
+                other => anyhow::bail!(
+                    "--insecure-options={other:?}: unknown option (known: {}, {INSECURE_HTTP})",
+                    rkt::security::INSECURE_NET_PLUGINS
+                ),
+            }
+        }
+        Ok(out)
+    }
+
     /// Prints a warning to stderr when `--debug` is on.
     pub fn warn(&self, message: impl std::fmt::Display) {
         if self.debug {
@@ -200,15 +230,17 @@ impl GlobalArgs {
     pub fn effective_dirs(&self, net: &NetDirArgs) -> anyhow::Result<EffectiveDirs> {
         let dirs = self.config_dirs()?;
         let paths = self.load_paths(&dirs)?;
+        // A directory given twice is searched (and shown) once, where it was first given.
+        let mut net_plugin_dirs: Vec<PathBuf> = Vec::new();
+        for dir in &net.net_plugin_dir {
+            if !dir.as_os_str().is_empty() && !net_plugin_dirs.contains(dir) {
+                net_plugin_dirs.push(dir.clone());
+            }
+        }
         let overrides = DirOverrides {
             data: self.dir.clone(),
             net_conf_dir: net.net_conf_dir.clone(),
-            net_plugin_dirs: net
-                .net_plugin_dir
-                .iter()
-                .filter(|dir| !dir.as_os_str().is_empty())
-                .cloned()
-                .collect(),
+            net_plugin_dirs,
         };
         let effective = resolve(&dirs, &paths, &overrides, &current_dir()?)?;
         rkt::networking::admission::set_limit(effective.net_operations.value);
@@ -343,6 +375,35 @@ mod tests {
         };
         let expected: Vec<PathBuf> = ["/a", "/b", "/c"].iter().map(PathBuf::from).collect();
         assert_eq!(args.net.net_plugin_dir, expected);
+    }
+
+    #[test]
+    fn insecure_options_are_one_global_flag_known_to_every_command() {
+        for args in [
+            &[
+                "rkt",
+                "--insecure-options=http,net-plugins",
+                "fetch",
+                "oci:/x",
+            ][..],
+            &[
+                "rkt",
+                "fetch",
+                "--insecure-options=http",
+                "--insecure-options=net-plugins",
+                "oci:/x",
+            ],
+        ] {
+            let cli = Cli::try_parse_from(args).unwrap();
+            let insecure = cli.global.insecure().unwrap();
+            assert!(insecure.http && insecure.net_plugins, "{args:?}");
+        }
+        let cli = Cli::try_parse_from(["rkt", "--insecure-options=image", "config"]).unwrap();
+        let err = cli.global.insecure().unwrap_err().to_string();
+        assert!(
+            err.contains("\"image\"") && err.contains("net-plugins, http"),
+            "{err}"
+        );
     }
 
     #[test]

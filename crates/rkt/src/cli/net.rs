@@ -110,8 +110,29 @@ fn plugin_path_origins(dirs: &EffectiveDirs) -> Vec<(PathBuf, String)> {
     out
 }
 
+/// The ownership and mode checks `rkt run` makes before using the networks (unless
+/// `--insecure-options=net-plugins`), for every network in effect: `list` and `status` run
+/// the plugins too (VERSION, STATUS), and refuse what `run` refuses, with its error.
+/// The ownership checks of `rkt run` over every network in effect (unless
+/// `--insecure-options=net-plugins`): what they examined, for STATUS to run exactly that.
+fn check_trusted(
+    global: &GlobalArgs,
+    dirs: &EffectiveDirs,
+) -> anyhow::Result<Vec<rkt::networking::PlannedNet>> {
+    if global.insecure()?.net_plugins {
+        return Ok(Vec::new());
+    }
+    let every = rkt::networking::NetSelection::parse(&["all".to_string()])?;
+    Ok(rkt::networking::check_ownership(
+        &every,
+        &dirs.net_conf.value,
+        &dirs.plugin_path(),
+    )?)
+}
+
 fn list(global: &GlobalArgs, args: &NetListArgs) -> anyhow::Result<ExitCode> {
     let dirs = global.effective_dirs(&args.net)?;
+    check_trusted(global, &dirs)?;
     let listing = inspect::list(&dirs.net_conf.value, &dirs.plugin_path())?;
     let path = plugin_path_origins(&dirs);
     match args.format {
@@ -249,12 +270,7 @@ fn check(global: &GlobalArgs, args: &NetCheckArgs) -> anyhow::Result<ExitCode> {
 
 fn status(global: &GlobalArgs, args: &NetStatusArgs) -> anyhow::Result<ExitCode> {
     let dirs = global.effective_dirs(&args.net)?;
-    let mut checked = Vec::new();
-    if !rkt::security::insecure_net_plugins(&args.net.insecure_options)? {
-        let every = rkt::networking::NetSelection::parse(&["all".to_string()])?;
-        checked =
-            rkt::networking::check_ownership(&every, &dirs.net_conf.value, &dirs.plugin_path())?;
-    }
+    let checked = check_trusted(global, &dirs)?;
     let nets: Vec<NetworkStatus> = inspect::status(
         &dirs.net_conf.value,
         &dirs.plugin_path(),

@@ -11,7 +11,8 @@ use clap::Args;
 use rkt::networking::{DnsOptions, HostsOptions, NetOptions, NetSelection};
 use rkt::pod::manifest::parse_user_meta;
 use rkt::pod::run::{RunOptions, RunOutcome};
-use rkt::pod::{App, Pod, PodStore};
+use rkt::pod::{App, IpcMode, Pod, PodStore};
+use rkt::stage::NullStdio;
 
 use super::{GlobalArgs, NetDirArgs, FAILURE};
 
@@ -28,13 +29,40 @@ pub struct AppArgs {
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
 
-    /// Set an environment variable for the app; may be repeated. Overrides inherited ones.
+    /// Set an environment variable for the app; may be repeated. Overrides inherited ones
+    /// and --set-env-file.
     #[arg(long, value_name = "NAME=VALUE")]
     pub set_env: Vec<String>,
 
+    /// Read environment variables for the app from FILE: one NAME=VALUE per line (empty
+    /// lines and lines starting with '#' are skipped); may be repeated. Overrides inherited
+    /// ones; --set-env and --environment override it.
+    #[arg(long, value_name = "FILE")]
+    pub set_env_file: Vec<PathBuf>,
+
+    /// Set an environment variable for the app, overriding --set-env (upstream rkt's
+    /// per-app form); may be repeated.
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub environment: Vec<String>,
+
+    /// The pod's IPC namespace: `auto` or `private`, one of its own (the default);
+    /// `parent`, the one of the process that runs it (the host's).
+    #[arg(long, value_name = "auto|private|parent", default_value = "auto", value_parser = ["auto", "private", "parent"])]
+    pub ipc: String,
+
+    /// The app's OOM score adjustment, -1000 (never killed for lack of memory) to 1000
+    /// (killed first); written to its /proc/PID/oom_score_adj [default: the runner's].
+    #[arg(
+        long,
+        value_name = "N",
+        allow_negative_numbers = true,
+        value_parser = clap::value_parser!(i16).range(-1000..=1000)
+    )]
+    pub oom_score_adjust: Option<i16>,
+
     /// Give the app the environment of the process that runs the pod, instead of a minimal
     /// one (PATH, HOME=/root, and TERM if set).
-    #[arg(long)]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
     pub inherit_env: bool,
 
     /// Attach an annotation to the app (free-form, for your tools; shown by status and in
@@ -47,24 +75,30 @@ pub struct AppArgs {
     #[arg(long, value_name = "KEY=VALUE")]
     pub user_label: Vec<String>,
 
-    /// The command to run and its arguments (put them after `--` if they start with '-').
-    #[arg(
-        value_name = "COMMAND",
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
+    /// The command to run and its arguments: from `--` or the first word that is not an
+    /// option. Before it, a word starting with '-' must be one of rkt's options.
+    #[arg(value_name = "COMMAND", required = true, trailing_var_arg = true)]
     pub command: Vec<String>,
 }
 
 impl AppArgs {
     /// The app, checked: variables are `NAME=VALUE`, the rootfs is an existing directory.
+    /// The variables are in order of precedence, lowest first (--set-env-file, --set-env,
+    /// --environment): the stage lets a later one win.
     pub fn app(&self) -> anyhow::Result<App> {
         let mut env = Vec::new();
-        for kv in &self.set_env {
-            match kv.split_once('=') {
-                Some((k, v)) if !k.is_empty() => env.push((k.to_string(), v.to_string())),
-                _ => bail!("--set-env={kv:?}: expected NAME=VALUE"),
+        for file in &self.set_env_file {
+            env.extend(read_env_file(file)?);
+        }
+        for (flag, values) in [
+            ("--set-env", &self.set_env),
+            ("--environment", &self.environment),
+        ] {
+            for kv in values {
+                match kv.split_once('=') {
+                    Some((k, v)) if !k.is_empty() => env.push((k.to_string(), v.to_string())),
+                    _ => bail!("{flag}={kv:?}: expected NAME=VALUE"),
+                }
             }
         }
         let rootfs = match &self.rootfs {
@@ -94,10 +128,40 @@ impl AppArgs {
             env,
             inherit_env: self.inherit_env,
             rootfs,
+            ipc: match self.ipc.as_str() {
+                "parent" => IpcMode::Parent,
+                _ => IpcMode::Private,
+            },
+            oom_score_adjust: self.oom_score_adjust,
             user_annotations: parse_user_meta("user-annotation", &self.user_annotation)?,
             user_labels: parse_user_meta("user-label", &self.user_label)?,
         })
     }
+}
+
+/// The variables of a `--set-env-file`: `NAME=VALUE` lines; empty lines and `#` comments
+/// are skipped; anything else is an error naming the file and line.
+fn read_env_file(file: &Path) -> anyhow::Result<Vec<(String, String)>> {
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("--set-env-file={}: cannot read it", file.display()))?;
+    let mut env = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        match line.split_once('=') {
+            Some((k, v)) if !k.is_empty() && !k.contains(char::is_whitespace) => {
+                env.push((k.to_string(), v.to_string()))
+            }
+            _ => bail!(
+                "--set-env-file={}: line {}: expected NAME=VALUE, got {line:?}",
+                file.display(),
+                n + 1
+            ),
+        }
+    }
+    Ok(env)
 }
 
 /// The pod's networking: which networks, where their configurations and plugins are, DNS,
@@ -121,27 +185,48 @@ pub struct PodNetArgs {
     #[command(flatten)]
     pub dirs: NetDirArgs,
 
-    /// Name server for the pod's /etc/resolv.conf; may be repeated. `host` uses the host's
-    /// file, `none` ignores DNS from the networks (each must be the only --dns).
-    #[arg(long, value_name = "IP|host|none", help_heading = "Networking")]
+    /// Name servers for the pod's /etc/resolv.conf; comma-separated, may be repeated. `host`
+    /// uses the host's file, `none` ignores DNS from the networks (each must be the only
+    /// --dns).
+    #[arg(
+        long,
+        value_name = "IP[,IP...]|host|none",
+        value_delimiter = ',',
+        help_heading = "Networking"
+    )]
     pub dns: Vec<String>,
 
-    /// DNS search domain for the pod's /etc/resolv.conf; may be repeated.
-    #[arg(long, value_name = "DOMAIN", help_heading = "Networking")]
+    /// DNS search domains for the pod's /etc/resolv.conf; comma-separated, may be repeated.
+    /// Without --dns=IP they replace the search list of the file the pod would get (the
+    /// network's DNS, else the host's).
+    #[arg(
+        long,
+        value_name = "DOMAIN[,DOMAIN...]",
+        value_delimiter = ',',
+        help_heading = "Networking"
+    )]
     pub dns_search: Vec<String>,
 
-    /// DNS option for the pod's /etc/resolv.conf; may be repeated.
-    #[arg(long, value_name = "OPTION", help_heading = "Networking")]
+    /// DNS options for the pod's /etc/resolv.conf; comma-separated, may be repeated (as
+    /// --dns-search without --dns=IP).
+    #[arg(
+        long,
+        value_name = "OPTION[,OPTION...]",
+        value_delimiter = ',',
+        help_heading = "Networking"
+    )]
     pub dns_opt: Vec<String>,
 
-    /// DNS domain for the pod's /etc/resolv.conf.
+    /// DNS domain for the pod's /etc/resolv.conf (as --dns-search without --dns=IP).
     #[arg(long, value_name = "DOMAIN", help_heading = "Networking")]
     pub dns_domain: Option<String>,
 
-    /// Extra /etc/hosts entry for the pod; may be repeated. `host` uses the host's file.
+    /// Extra /etc/hosts entries for the pod, rkt's grammar: IP=HOST, comma-separated
+    /// (a part without '=' is one more name for the IP before it); may be repeated.
+    /// `host` uses the host's file.
     #[arg(
         long,
-        value_name = "IP=NAME[,NAME...]|host",
+        value_name = "IP=HOST[,IP=HOST...]|host",
         help_heading = "Networking"
     )]
     pub hosts_entry: Vec<String>,
@@ -161,16 +246,19 @@ pub struct PodNetArgs {
 }
 
 impl PodNetArgs {
-    /// The run options, with the directories in effect now.
+    /// The run options, with the directories in effect now, and the pod store of the data
+    /// directory in effect (the directories are worked out, and shown with `--debug`, once).
     pub fn run_options(
         &self,
         global: &GlobalArgs,
+        stdio: &StdioArgs,
         uuid_file_save: Option<PathBuf>,
-    ) -> anyhow::Result<RunOptions> {
+    ) -> anyhow::Result<(RunOptions, PodStore)> {
+        let null_stdio = stdio.null_stdio()?;
         let selection = NetSelection::parse(&self.net)?;
         let ports = rkt::firewall::ports::parse_all(&self.port)?;
         let dirs = global.effective_dirs(&self.dirs)?;
-        let insecure = rkt::security::insecure_net_plugins(&self.dirs.insecure_options)?;
+        let insecure = global.insecure()?.net_plugins;
         if let Some(name) = &self.hostname {
             // It goes into /etc/hosts and the UTS namespace: no whitespace or shell text.
             let word = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
@@ -178,7 +266,8 @@ impl PodNetArgs {
                 bail!("--hostname={name:?}: a hostname has 1 to 64 characters, each a letter, digit, '-', '.' or '_'");
             }
         }
-        Ok(RunOptions {
+        let store = PodStore::new(dirs.pods_dir());
+        let opts = RunOptions {
             net: NetOptions {
                 selection,
                 conf_dir: dirs.net_conf.value.clone(),
@@ -200,7 +289,106 @@ impl PodNetArgs {
             exe: PathBuf::from("/proc/self/exe"),
             uuid_file_save,
             plugin_timeout: global.plugin_timeout,
+            null_stdio,
+        };
+        Ok((opts, store))
+    }
+}
+
+/// The app's standard streams (`run`, `run-prepared`). By default the app has rkt's stdin,
+/// stdout, stderr and terminal.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "App streams")]
+pub struct StdioArgs {
+    /// The app reads rkt's stdin and terminal (what it does by default; upstream rkt's
+    /// pods did only with --interactive). `=false`: its stdin is /dev/null.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    pub interactive: Option<bool>,
+
+    /// The app's stdin: `null` for /dev/null. (Upstream's `tty` and `stream` are not
+    /// supported: the app has rkt's own stdin without this flag.)
+    #[arg(long, value_name = "null")]
+    pub stdin: Option<String>,
+
+    /// The app's stdout: `null` for /dev/null (upstream's `tty`, `stream`, `log` are not
+    /// supported).
+    #[arg(long, value_name = "null")]
+    pub stdout: Option<String>,
+
+    /// The app's stderr: `null` for /dev/null (upstream's `tty`, `stream`, `log` are not
+    /// supported).
+    #[arg(long, value_name = "null")]
+    pub stderr: Option<String>,
+}
+
+impl StdioArgs {
+    /// Which streams are /dev/null; any other mode is refused, naming the flag.
+    pub fn null_stdio(&self) -> anyhow::Result<NullStdio> {
+        let null = |flag: &str, value: &Option<String>| match value.as_deref() {
+            None => Ok(false),
+            Some("null") => Ok(true),
+            Some(other) => bail!(
+                "--{flag}={other}: not supported by this rkt: the app has rkt's own {flag} (a \
+                 terminal included) unless --{flag}=null; there is no attach service for \
+                 `tty`, `stream` or `log`"
+            ),
+        };
+        Ok(NullStdio {
+            stdin: null("stdin", &self.stdin)? || self.interactive == Some(false),
+            stdout: null("stdout", &self.stdout)?,
+            stderr: null("stderr", &self.stderr)?,
         })
+    }
+}
+
+/// Upstream rkt's pod options this rkt recognises only to refuse them by name, so that a
+/// script passing them fails clearly instead of having them taken for something else.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Upstream rkt options refused here")]
+pub struct UnsupportedArgs {
+    /// Not supported: there is no metadata service. `--mds-register=false` (upstream's
+    /// usual scripted value) is accepted.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    pub mds_register: Option<bool>,
+
+    /// Not supported: pods run with rkt's built-in stage, there are no stage1 images.
+    #[arg(long, value_name = "URL")]
+    pub stage1_url: Option<String>,
+
+    /// Not supported (see --stage1-url).
+    #[arg(long, value_name = "PATH")]
+    pub stage1_path: Option<String>,
+
+    /// Not supported (see --stage1-url).
+    #[arg(long, value_name = "NAME")]
+    pub stage1_name: Option<String>,
+
+    /// Not supported (see --stage1-url).
+    #[arg(long, value_name = "HASH")]
+    pub stage1_hash: Option<String>,
+
+    /// Not supported (see --stage1-url).
+    #[arg(long, value_name = "PATH")]
+    pub stage1_from_dir: Option<String>,
+}
+
+impl UnsupportedArgs {
+    /// Refuses the first option given, saying why.
+    pub fn refuse(&self) -> anyhow::Result<()> {
+        if self.mds_register == Some(true) {
+            bail!("--mds-register: not supported by this rkt: there is no metadata service to register pods with (--mds-register=false is accepted)");
+        }
+        let stage1 = [
+            ("--stage1-url", &self.stage1_url),
+            ("--stage1-path", &self.stage1_path),
+            ("--stage1-name", &self.stage1_name),
+            ("--stage1-hash", &self.stage1_hash),
+            ("--stage1-from-dir", &self.stage1_from_dir),
+        ];
+        if let Some((flag, Some(value))) = stage1.iter().find(|(_, v)| v.is_some()) {
+            bail!("{flag}={value}: not supported by this rkt: pods run with its built-in stage, not a stage1 image");
+        }
+        Ok(())
     }
 }
 

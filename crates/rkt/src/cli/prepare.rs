@@ -7,7 +7,7 @@ use clap::Args;
 
 use rkt::pod::{PodState, State};
 
-use super::pod_args::{store, AppArgs};
+use super::pod_args::{store, AppArgs, UnsupportedArgs};
 use super::GlobalArgs;
 
 /// Create a pod for a command without running it, and print its UUID. Networking options
@@ -18,11 +18,20 @@ pub struct PrepareArgs {
     #[arg(long, value_name = "FILE", help_heading = "Pod")]
     pub uuid_file_save: Option<PathBuf>,
 
+    /// Print only the UUID on stdout, as upstream rkt's --quiet; this rkt prints nothing else
+    /// on stdout anyway, so scripts written for `rkt prepare --quiet` work unchanged.
+    #[arg(long, value_name = "BOOL", help_heading = "Pod", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
+    pub quiet: bool,
+
+    #[command(flatten)]
+    pub unsupported: UnsupportedArgs,
+
     #[command(flatten)]
     pub app: AppArgs,
 }
 
 pub fn run(global: &GlobalArgs, args: &PrepareArgs) -> anyhow::Result<ExitCode> {
+    args.unsupported.refuse()?;
     let app = args.app.app()?;
     let store = store(global)?;
     let (pod, lock) = store.create(app, &PodState::new(State::Prepared))?;

@@ -7,7 +7,7 @@ use clap::Args;
 
 use rkt::pod::run::run_new;
 
-use super::pod_args::{finish, store, AppArgs, PodNetArgs};
+use super::pod_args::{finish, AppArgs, PodNetArgs, StdioArgs, UnsupportedArgs};
 use super::GlobalArgs;
 
 /// Run a command as a pod: create it, set up its networks, run the command inside, tear the
@@ -23,13 +23,21 @@ pub struct RunArgs {
     pub uuid_file_save: Option<PathBuf>,
 
     #[command(flatten)]
+    pub stdio: StdioArgs,
+
+    #[command(flatten)]
+    pub unsupported: UnsupportedArgs,
+
+    #[command(flatten)]
     pub app: AppArgs,
 }
 
 pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
+    args.unsupported.refuse()?;
     let app = args.app.app()?;
-    let opts = args.net.run_options(global, args.uuid_file_save.clone())?;
-    let store = store(global)?;
+    let (opts, store) = args
+        .net
+        .run_options(global, &args.stdio, args.uuid_file_save.clone())?;
     let outcome = run_new(&store, app, &opts)?;
     Ok(finish(global, &outcome))
 }

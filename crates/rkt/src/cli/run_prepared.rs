@@ -6,7 +6,7 @@ use clap::Args;
 
 use rkt::pod::run::run_prepared;
 
-use super::pod_args::{finish, store, PodNetArgs, PodRef};
+use super::pod_args::{finish, PodNetArgs, PodRef, StdioArgs, UnsupportedArgs};
 use super::GlobalArgs;
 
 /// Run a prepared pod, with the networking options and directories in effect now, and exit
@@ -17,12 +17,19 @@ pub struct RunPreparedArgs {
     pub net: PodNetArgs,
 
     #[command(flatten)]
+    pub stdio: StdioArgs,
+
+    #[command(flatten)]
+    pub unsupported: UnsupportedArgs,
+
+    #[command(flatten)]
     pub pod: PodRef,
 }
 
 pub fn run(global: &GlobalArgs, args: &RunPreparedArgs) -> anyhow::Result<ExitCode> {
-    let opts = args.net.run_options(global, None)?;
-    let pod = args.pod.lookup(&store(global)?)?;
+    args.unsupported.refuse()?;
+    let (opts, store) = args.net.run_options(global, &args.stdio, None)?;
+    let pod = args.pod.lookup(&store)?;
     let outcome = run_prepared(&pod, &opts)?;
     Ok(finish(global, &outcome))
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 
-use rkt::pod::control::wait_exited;
+use rkt::pod::control::{wait_exited, wait_ready as wait_ready_fn, Readiness};
 use rkt::pod::PodStatus;
 
 use super::pod_args::{store, PodRef};
@@ -48,15 +48,28 @@ impl Format {
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// Wait until the pod has exited before printing; with DURATION (e.g. 30s, 5m), at most
-    /// that long, then fail if it is still running.
+    /// that long, then fail if it is still running. `=true` is a bare --wait, `=false` no
+    /// waiting (as upstream rkt).
     #[arg(
         long,
-        value_name = "DURATION",
+        value_name = "DURATION|BOOL",
         num_args = 0..=1,
         require_equals = true,
-        default_missing_value = "forever"
+        default_missing_value = "true"
     )]
     pub wait: Option<String>,
+
+    /// Wait until the pod is running its app (its init PID is known) before printing; with
+    /// DURATION, at most that long. Fails if the pod ends (or, with DURATION, is still not
+    /// ready) first. `=true`/`=false` as for --wait.
+    #[arg(
+        long,
+        value_name = "DURATION|BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true"
+    )]
+    pub wait_ready: Option<String>,
 
     /// Output format: rkt's `key=value` lines, or rkt's API v1 pod object as JSON.
     #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -66,18 +79,33 @@ pub struct StatusArgs {
     pub pod: PodRef,
 }
 
-fn parse_wait(text: &str) -> anyhow::Result<Option<Duration>> {
-    if text == "forever" {
-        return Ok(None);
+/// A `--wait`/`--wait-ready` value: `None` not to wait, `Some(None)` to wait as long as it
+/// takes, `Some(Some(d))` at most `d`.
+fn parse_wait(flag: &str, text: Option<&str>) -> anyhow::Result<Option<Option<Duration>>> {
+    match text {
+        None | Some("false") => Ok(None),
+        Some("true") => Ok(Some(None)),
+        Some(text) => humantime::parse_duration(text)
+            .map(|d| Some(Some(d)))
+            .with_context(|| {
+                format!("{flag}={text}: expected a duration such as 30s or 5m, or true/false")
+            }),
     }
-    humantime::parse_duration(text)
-        .map(Some)
-        .with_context(|| format!("--wait={text}: expected a duration such as 30s or 5m"))
 }
 
 pub fn run(global: &GlobalArgs, args: &StatusArgs) -> anyhow::Result<ExitCode> {
-    let wait = args.wait.as_deref().map(parse_wait).transpose()?;
+    let wait = parse_wait("--wait", args.wait.as_deref())?;
+    let wait_ready = parse_wait("--wait-ready", args.wait_ready.as_deref())?;
     let pod = args.pod.lookup(&store(global)?)?;
+    if let Some(timeout) = wait_ready {
+        match wait_ready_fn(&pod, timeout)? {
+            Readiness::Ready => {}
+            Readiness::TimedOut => bail!("pod {} is still not ready after --wait-ready", pod.uuid),
+            Readiness::Ended(state) => {
+                bail!("pod {} is {state}: it ended before it was ready", pod.uuid)
+            }
+        }
+    }
     if let Some(timeout) = wait {
         if !wait_exited(&pod, timeout)? {
             bail!("pod {} is still running after --wait", pod.uuid);

@@ -21,7 +21,7 @@ use super::GlobalArgs;
 #[derive(Debug, Args)]
 pub struct StopArgs {
     /// Kill the pod at once (SIGKILL) instead of asking it to stop.
-    #[arg(long)]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
     pub force: bool,
 
     #[command(flatten)]

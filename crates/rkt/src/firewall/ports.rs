@@ -75,6 +75,14 @@ pub enum PortError {
         nets.join(", ")
     )]
     NoCapableNetwork { nets: Vec<String> },
+    /// A host address of a family (IPv4/IPv6) the pod has no address of on the network that
+    /// forwards the ports: portmap would set up nothing for it.
+    #[error("--port={port}: the host address is {family} but network {net:?} gives the pod no {family} address, so nothing would be forwarded (use a host address of the pod's family, or none)")]
+    FamilyMismatch {
+        port: String,
+        net: String,
+        family: &'static str,
+    },
     /// Another pod already forwards the host port.
     #[error("--port: host port {port} is already forwarded by pod {uuid}{}",
         if *running { "" } else { " (whose runner is gone: `rkt gc` releases it)" })]
@@ -143,6 +151,20 @@ impl PortMapping {
         }
     }
 
+    /// The mapping as a `--port` value: `[::1]:8080:80/udp`.
+    pub fn flag_value(&self) -> String {
+        let host = match self.host_ip {
+            Some(IpAddr::V6(ip)) => format!("[{ip}]:"),
+            Some(ip) => format!("{ip}:"),
+            None => String::new(),
+        };
+        let proto = match self.protocol {
+            Protocol::Tcp => "",
+            Protocol::Udp => "/udp",
+        };
+        format!("{host}{}:{}{proto}", self.host_port, self.container_port)
+    }
+
     /// Whether both mappings would take the same host port.
     pub fn clashes_with(&self, other: &PortMapping) -> bool {
         self.protocol == other.protocol
@@ -159,6 +181,57 @@ impl fmt::Display for PortMapping {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}->{}", self.host_side(), self.container_port)
     }
+}
+
+/// `IPv4` or `IPv6`.
+fn family(ip: &IpAddr) -> &'static str {
+    if ip.is_ipv4() {
+        "IPv4"
+    } else {
+        "IPv6"
+    }
+}
+
+/// The first mapping whose host address is of a family not in `pod_ips`, as the error for
+/// network `net`.
+pub fn check_families(
+    mappings: &[PortMapping],
+    net: &str,
+    pod_ips: &[IpAddr],
+) -> Result<(), PortError> {
+    for m in mappings {
+        let Some(host_ip) = m.host_ip else { continue };
+        if !pod_ips.iter().any(|ip| ip.is_ipv4() == host_ip.is_ipv4()) {
+            return Err(PortError::FamilyMismatch {
+                port: m.flag_value(),
+                net: net.to_string(),
+                family: family(&host_ip),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The address families a network's IPAM will give, when its configuration says so without
+/// running it: a `host-local` IPAM's `subnet` and `ranges`. `None` when it cannot be told.
+pub fn ipam_families(plugins: &[cni::conf::NetworkConfig]) -> Option<Vec<IpAddr>> {
+    let ipam = plugins.iter().find_map(|p| p.raw.get("ipam"))?;
+    if ipam.get("type").and_then(Value::as_str) != Some("host-local") {
+        return None;
+    }
+    let subnet_ip = |v: &Value| -> Option<IpAddr> { v.as_str()?.split_once('/')?.0.parse().ok() };
+    let mut out: Vec<IpAddr> = ipam.get("subnet").and_then(subnet_ip).into_iter().collect();
+    for set in ipam
+        .get("ranges")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        for range in set.as_array().into_iter().flatten() {
+            out.extend(range.get("subnet").and_then(subnet_ip));
+        }
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 /// Parses every `--port` value and rejects a host port given twice.
@@ -297,6 +370,45 @@ mod tests {
 
     fn p(s: &str) -> PortMapping {
         PortMapping::parse(s).unwrap()
+    }
+
+    #[test]
+    fn host_address_families_must_be_the_pods() {
+        let v4: Vec<IpAddr> = vec!["10.0.0.2".parse().unwrap()];
+        let mappings = [p("8080:80"), p("127.0.0.1:8081:81")];
+        assert!(check_families(&mappings, "n", &v4).is_ok());
+        let err = check_families(&[p("[::1]:8082:82/udp")], "n", &v4).unwrap_err();
+        assert!(matches!(
+            err,
+            PortError::FamilyMismatch { family: "IPv6", .. }
+        ));
+        assert!(
+            err.to_string().starts_with("--port=[::1]:8082:82/udp: "),
+            "{err}"
+        );
+        assert!(check_families(&[p("127.0.0.1:1:2")], "n", &[]).is_err());
+    }
+
+    #[test]
+    fn host_local_ipam_tells_the_families_ahead() {
+        let plugins = |ipam: Value| {
+            let list = cni::conf::parse_list(
+                serde_json::json!({"cniVersion": "1.0.0", "name": "n",
+                    "plugins": [{"type": "ptp", "ipam": ipam}]})
+                .to_string()
+                .as_bytes(),
+                None,
+            )
+            .unwrap();
+            list.plugins
+        };
+        let got = ipam_families(&plugins(serde_json::json!(
+            {"type": "host-local", "ranges": [[{"subnet": "fd00::/64"}], [{"subnet": "10.1.0.0/24"}]]}
+        )))
+        .unwrap();
+        assert_eq!(got.len(), 2);
+        assert!(got[0].is_ipv6() && got[1].is_ipv4());
+        assert!(ipam_families(&plugins(serde_json::json!({"type": "static"}))).is_none());
     }
 
     #[test]

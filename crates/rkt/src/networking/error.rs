@@ -75,8 +75,11 @@ pub enum NetError {
     #[error(transparent)]
     Admission(#[from] super::admission::AdmissionError),
     /// Named networks that are neither configured nor built in.
-    #[error("networks not found: {}", names.join(", "))]
-    NotFound { names: Vec<String> },
+    #[error("networks not found: {} (searched {} and the built-in networks)", names.join(", "), conf_dir.display())]
+    NotFound {
+        names: Vec<String>,
+        conf_dir: std::path::PathBuf,
+    },
     /// The configuration directory exists but cannot be read.
     #[error("cannot load network configurations: {source}")]
     ConfDir {

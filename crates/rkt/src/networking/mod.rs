@@ -81,6 +81,9 @@ pub struct NetOptions {
 pub fn preflight(opts: &NetOptions) -> Result<Vec<PlannedNet>, NetError> {
     opts.dns.validate()?;
     opts.hosts.validate()?;
+    if opts.selection.is_host() {
+        dns::check_host_net(&opts.dns, &opts.hosts)?;
+    }
     let planned = plan_checked(
         &opts.selection,
         &opts.conf_dir,
@@ -157,11 +160,14 @@ fn check_ports_possible(opts: &NetOptions, planned: &[PlannedNet]) -> Result<(),
         }
         .into());
     }
-    if !planned.iter().any(forwards_ports) {
+    let Some(forwarder) = planned.iter().find(|n| forwards_ports(n)) else {
         return Err(PortError::NoCapableNetwork {
             nets: planned.iter().map(|n| n.list.name.clone()).collect(),
         }
         .into());
+    };
+    if let Some(families) = ports::ipam_families(&forwarder.list.plugins) {
+        ports::check_families(&opts.ports, &forwarder.list.name, &families)?;
     }
     Ok(())
 }
@@ -214,11 +220,6 @@ pub fn setup_planned(
     planned: Vec<PlannedNet>,
 ) -> Result<Vec<NetInfo>, NetError> {
     let dns_mode = opts.dns.mode()?;
-    let extras =
-        !opts.dns.search.is_empty() || !opts.dns.options.is_empty() || opts.dns.domain.is_some();
-    if extras && !matches!(dns_mode, dns::DnsMode::Servers(_)) {
-        eprintln!("rkt: warning: --dns-search, --dns-opt and --dns-domain only apply with --dns=IP; ignoring them");
-    }
     let hosts = opts.hosts.parse()?;
     if !opts.ports.is_empty() && (opts.selection.is_host() || opts.selection.is_none()) {
         check_ports_possible(opts, &[])?;
@@ -339,6 +340,12 @@ fn add_all(
                 if let Err(e) = record::update(pod.pod_dir, &entries) {
                     return Err(abort(pod, entries, e.into()));
                 }
+                if forwarder == Some(i) {
+                    // What the configuration could not tell before: the addresses given.
+                    if let Err(e) = ports::check_families(&opts.ports, &net.list.name, &added.ips) {
+                        return Err(abort(pod, entries, e.into()));
+                    }
+                }
             }
             Err(source) => {
                 let plugin = runtime::failed_plugin(&source)
@@ -403,6 +410,7 @@ fn write_dns_files(
                 };
                 match chosen {
                     None => {
+                        let rc = rc.with_flags(&opts.dns);
                         let text = rc.render(&dns::network_header(&net.net_name));
                         dns::write_resolv_conf(pod.pod_dir, &text)?;
                         chosen = Some(&net.net_name);
@@ -413,6 +421,12 @@ fn write_dns_files(
                     ),
                 }
             }
+            if chosen.is_none() && opts.dns.has_extras() {
+                write_host_resolv_conf_with_flags(pod, opts)?;
+            }
+        }
+        dns::DnsMode::Host | dns::DnsMode::None if opts.dns.has_extras() => {
+            write_host_resolv_conf_with_flags(pod, opts)?;
         }
         dns::DnsMode::Host | dns::DnsMode::None => {}
     }
@@ -421,6 +435,18 @@ fn write_dns_files(
     }
     Ok(())
 }
+
+/// `--dns-search`, `--dns-opt` or `--dns-domain` where the pod would see the host's
+/// resolv.conf: the host's settings (its name servers) with those flags applied.
+fn write_host_resolv_conf_with_flags(pod: &PodNet, opts: &NetOptions) -> Result<(), NetError> {
+    let host = std::fs::read_to_string(HOST_RESOLV_CONF).unwrap_or_default();
+    let rc = dns::ResolvConf::parse(&host).with_flags(&opts.dns);
+    dns::write_resolv_conf(pod.pod_dir, &rc.render(dns::HOST_FLAGS_HEADER))?;
+    Ok(())
+}
+
+/// The host's resolver configuration.
+const HOST_RESOLV_CONF: &str = "/etc/resolv.conf";
 
 /// The pod's recorded networks (empty when it has none), for `status` and `list`.
 pub fn load_record(pod_dir: &Path) -> Result<Vec<NetInfo>, NetError> {

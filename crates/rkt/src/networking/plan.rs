@@ -230,7 +230,10 @@ pub fn plan(
         .map(|r| r.name.clone())
         .collect();
     if !missing.is_empty() {
-        return Err(NetError::NotFound { names: missing });
+        return Err(NetError::NotFound {
+            names: missing,
+            conf_dir: conf_dir.to_path_buf(),
+        });
     }
     Ok(candidates
         .into_iter()
@@ -326,7 +329,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("10-a.conf"), conf("a", "ptp")).unwrap();
         let e = plan(&sel(&["x,a", "default,y"]), dir.path(), &[]).unwrap_err();
-        assert_eq!(e.to_string(), "networks not found: x, y");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "networks not found: x, y (searched {} and the built-in networks)",
+                dir.path().display()
+            )
+        );
     }
 
     #[test]

@@ -64,20 +64,34 @@ impl<'a> Attachment<'a> {
 #[derive(Debug, Clone)]
 pub struct Added {
     pub ip: Option<IpAddr>,
+    /// Every address the result gives the pod.
+    pub ips: Vec<IpAddr>,
     pub mask: Option<IpAddr>,
     pub result: Value,
 }
 
+/// The `CNI_ARGS` key that tells a plugin built on the reference `LoadArgs` to skip the
+/// keys it does not know instead of failing (`ARGS: unknown args [...]`).
+pub const IGNORE_UNKNOWN: &str = "IgnoreUnknown";
+
 /// The `--net` argument text as libcni's `(key, value)` pairs (parsed leniently: a record
-/// from an older run is not re-validated here).
+/// from an older run is not re-validated here), led by `IgnoreUnknown=1` when there are any
+/// and the user did not set `IgnoreUnknown`: args are meant for whichever plugin of the
+/// list reads them, and every other plugin of the list must not refuse them (as CRI-O's
+/// ocicni and Podman do).
 fn arg_pairs(args: &str) -> Vec<(String, String)> {
-    args.split(';')
+    let mut pairs: Vec<(String, String)> = args
+        .split(';')
         .filter(|p| !p.is_empty())
         .map(|p| match p.split_once('=') {
             Some((k, v)) => (k.to_string(), v.to_string()),
             None => (p.to_string(), String::new()),
         })
-        .collect()
+        .collect();
+    if !pairs.is_empty() && !pairs.iter().any(|(k, _)| k == IGNORE_UNKNOWN) {
+        pairs.insert(0, (IGNORE_UNKNOWN.to_string(), "1".to_string()));
+    }
+    pairs
 }
 
 fn runtime_conf(att: &Attachment) -> cni::api::RuntimeConf {
@@ -135,6 +149,7 @@ fn added(result: &CniResult) -> Added {
     let mask = chosen.and_then(|c| Some(prefix_to_mask(&c.ip()?, c.prefix_len()?)));
     Added {
         ip,
+        ips: current.ips.iter().filter_map(|c| c.ip()).collect(),
         mask,
         result: result.to_value(),
     }
@@ -242,12 +257,33 @@ mod tests {
         assert_eq!(
             arg_pairs("IP=fd00::1;K=a=b;;X"),
             vec![
+                ("IgnoreUnknown".into(), "1".into()),
                 ("IP".into(), "fd00::1".into()),
                 ("K".into(), "a=b".into()),
                 ("X".into(), "".into())
             ]
         );
         assert!(arg_pairs("").is_empty());
+    }
+
+    #[test]
+    fn ignore_unknown_leads_the_args_unless_the_user_set_it() {
+        let pairs = |s: &str| -> Vec<(String, String)> {
+            s.split(';')
+                .map(|p| {
+                    let (k, v) = p.split_once('=').unwrap();
+                    (k.to_string(), v.to_string())
+                })
+                .collect()
+        };
+        assert_eq!(
+            arg_pairs("IP=10.0.0.9"),
+            pairs("IgnoreUnknown=1;IP=10.0.0.9")
+        );
+        assert_eq!(
+            arg_pairs("IP=10.0.0.9;IgnoreUnknown=0"),
+            pairs("IP=10.0.0.9;IgnoreUnknown=0")
+        );
     }
 
     #[test]

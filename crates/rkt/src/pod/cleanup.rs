@@ -20,9 +20,9 @@ use super::PodError;
 /// One step of releasing a pod that failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CleanupError {
-    #[error("pod {uuid}: {source}")]
+    #[error("{}", super::about_pod(uuid, source))]
     Network { uuid: String, source: NetError },
-    #[error("pod {uuid}: {source}")]
+    #[error("{}", super::about_pod(uuid, source))]
     Netns { uuid: String, source: NetnsError },
     #[error(transparent)]
     Pod(#[from] PodError),

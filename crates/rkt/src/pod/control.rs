@@ -150,6 +150,38 @@ pub fn wait_exited(pod: &Pod, timeout: Option<Duration>) -> Result<bool, PodErro
     }
 }
 
+/// What [`wait_ready`] saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Readiness {
+    /// The pod runs its app: state `running` with its init's PID recorded.
+    Ready,
+    /// The pod ended (or went away) first; its state then.
+    Ended(State),
+    /// The timeout passed first.
+    TimedOut,
+}
+
+/// Waits until the pod runs its app (state `running`, init PID known), until it ends, or
+/// until `timeout`.
+pub fn wait_ready(pod: &Pod, timeout: Option<Duration>) -> Result<Readiness, PodError> {
+    let deadline = timeout.map(|t| Instant::now() + t);
+    loop {
+        match PodStatus::read(pod) {
+            Ok(status) => match status.state {
+                State::Running if status.record.pid.is_some() => return Ok(Readiness::Ready),
+                State::Exited | State::Garbage => return Ok(Readiness::Ended(status.state)),
+                _ => {}
+            },
+            Err(e) if e.is_gone() => return Ok(Readiness::Ended(State::Garbage)),
+            Err(e) => return Err(e),
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(Readiness::TimedOut);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,6 +197,8 @@ mod tests {
             env: vec![],
             inherit_env: false,
             rootfs: None,
+            ipc: Default::default(),
+            oom_score_adjust: None,
             user_annotations: Default::default(),
             user_labels: Default::default(),
         };

@@ -22,6 +22,17 @@ pub mod status;
 // them from there; they are part of the pod's API.
 pub use crate::podstore::{lock, manifest, state, store, time};
 pub use crate::podstore::{
-    App, Pod, PodError, PodLock, PodManifest, PodState, PodStore, State, Timestamp,
+    App, IpcMode, Pod, PodError, PodLock, PodManifest, PodState, PodStore, State, Timestamp,
 };
 pub use status::PodStatus;
+
+/// `pod <uuid>: <error>`, or the error alone when it already starts by naming the pod (a
+/// networking error such as `pod <uuid>: teardown failed ...`): a pod is named once.
+pub(crate) fn about_pod(uuid: &str, error: &dyn std::fmt::Display) -> String {
+    let text = error.to_string();
+    match text.strip_prefix("pod ") {
+        Some(rest) if rest.starts_with(uuid) => text,
+        _ => format!("pod {uuid}: {text}"),
+    }
+}
+

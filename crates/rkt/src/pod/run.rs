@@ -41,6 +41,8 @@ pub struct RunOptions {
     pub uuid_file_save: Option<PathBuf>,
     /// How long each plugin call may take (setup and teardown).
     pub plugin_timeout: Duration,
+    /// The app's standard streams that are `/dev/null` instead of the runner's.
+    pub null_stdio: stage::NullStdio,
 }
 
 /// How a pod run ended.
@@ -64,14 +66,14 @@ pub enum RunError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("pod {uuid}: {source}")]
+    #[error("{}", super::about_pod(uuid, source))]
     Netns { uuid: String, source: NetnsError },
-    #[error("pod {uuid}: {source}")]
+    #[error("{}", super::about_pod(uuid, source))]
     Network { uuid: String, source: NetError },
     /// Bad network, DNS or hosts options, found before any pod was created.
     #[error(transparent)]
     Options(NetError),
-    #[error("pod {uuid}: {source}")]
+    #[error("{}", super::about_pod(uuid, source))]
     Stage { uuid: String, source: StageError },
     #[error("pod {uuid}: interrupted by {signal} before the app started")]
     Interrupted { uuid: String, signal: Signal },
@@ -340,6 +342,7 @@ fn start(
         pod_dir: &pod.dir,
         hostname: &net.hostname,
         netns: netns_path,
+        null_stdio: opts.null_stdio,
     })
     .map_err(|source| RunError::Stage {
         uuid: uuid(),

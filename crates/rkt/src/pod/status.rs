@@ -267,6 +267,8 @@ mod tests {
             env: vec![],
             inherit_env: false,
             rootfs: None,
+            ipc: Default::default(),
+            oom_score_adjust: None,
             user_annotations: Default::default(),
             user_labels: Default::default(),
         };
@@ -474,6 +476,8 @@ mod tests {
             env: vec![],
             inherit_env: false,
             rootfs: None,
+            ipc: Default::default(),
+            oom_score_adjust: None,
             user_annotations: Default::default(),
             user_labels: Default::default(),
         };

@@ -25,6 +25,13 @@ pub struct App {
     /// `--rootfs`: the app's root directory (absolute); `None` means the host's root.
     #[serde(default)]
     pub rootfs: Option<PathBuf>,
+    /// `--ipc`: whether the pod gets an IPC namespace of its own (the default).
+    #[serde(default, skip_serializing_if = "IpcMode::is_private")]
+    pub ipc: IpcMode,
+    /// `--oom-score-adjust`: the pod's `oom_score_adj` (-1000 to 1000); `None` leaves the
+    /// runner's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oom_score_adjust: Option<i16>,
     /// `--user-annotation=K=V`: free-form facts about the app for the user's tools; rkt
     /// only stores and shows them (status, JSON `user_annotations`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -32,6 +39,24 @@ pub struct App {
     /// `--user-label=K=V`: like annotations, for selecting pods (JSON `user_labels`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub user_labels: BTreeMap<String, String>,
+}
+
+/// The pod's IPC namespace (`--ipc`, upstream rkt's values; its `auto` is `private`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IpcMode {
+    /// An IPC namespace of the pod's own: System V IPC objects and POSIX message queues
+    /// are the pod's.
+    #[default]
+    Private,
+    /// The IPC namespace of the process that runs the pod (the host's, usually).
+    Parent,
+}
+
+impl IpcMode {
+    pub fn is_private(&self) -> bool {
+        *self == IpcMode::Private
+    }
 }
 
 /// A `--user-annotation` or `--user-label` that is not `KEY=VALUE` with a usable key/value.

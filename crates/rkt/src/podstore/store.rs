@@ -300,6 +300,8 @@ mod tests {
             env: vec![],
             inherit_env: false,
             rootfs: None,
+            ipc: Default::default(),
+            oom_score_adjust: None,
             user_annotations: Default::default(),
             user_labels: Default::default(),
         }

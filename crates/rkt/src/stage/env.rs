@@ -91,6 +91,8 @@ mod tests {
                 .collect(),
             inherit_env: inherit,
             rootfs: None,
+            ipc: Default::default(),
+            oom_score_adjust: None,
             user_annotations: Default::default(),
             user_labels: Default::default(),
         }

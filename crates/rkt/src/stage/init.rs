@@ -3,8 +3,8 @@
 //! It starts single-threaded, so every `fork` here is an ordinary fork of a one-thread
 //! process and the children may do anything, not only async-signal-safe calls. In order:
 //! 1. the stage joins the pod's network namespace (unless `--net=host`), unshares mount,
-//!    UTS, IPC and PID namespaces, prepares the mounts ([`super::mounts`]) and sets the
-//!    hostname;
+//!    UTS, IPC (unless `--ipc=parent`) and PID namespaces, sets `--oom-score-adjust`,
+//!    prepares the mounts ([`super::mounts`]) and sets the hostname;
 //! 2. it forks the pod's init, PID 1 of the new PID namespace, reports the init's host PID
 //!    to the runner (`pid <n>` on the status pipe) and waits for it, passing signals on;
 //! 3. the init mounts `/proc`, enters the rootfs if any, forks and execs the app, passes
@@ -37,6 +37,7 @@ use nix::unistd::{execve, fork, getppid, pipe2, sethostname, ForkResult, Pid};
 use super::env::{app_env, find_executable};
 use super::{mounts, signals, StageError};
 use crate::podstore::PodManifest;
+use crate::pod::IpcMode;
 
 /// Exit status of the stage when it fails before the app runs.
 pub const SETUP_FAILED: i32 = 125;
@@ -261,17 +262,25 @@ fn prepare(
             source,
         })?;
     }
-    unshare(
-        CloneFlags::CLONE_NEWNS
-            | CloneFlags::CLONE_NEWUTS
-            | CloneFlags::CLONE_NEWIPC
-            | CloneFlags::CLONE_NEWPID,
-    )
-    .map_err(|source| StageError::Sys {
+    let mut namespaces =
+        CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWUTS | CloneFlags::CLONE_NEWPID;
+    if app.ipc == IpcMode::Private {
+        namespaces |= CloneFlags::CLONE_NEWIPC;
+    }
+    unshare(namespaces).map_err(|source| StageError::Sys {
         what: "unshare mount, UTS, IPC and PID namespaces for",
         path: args.pod_dir.clone(),
         source,
     })?;
+    if let Some(adj) = app.oom_score_adjust {
+        // Inherited by the init and the app, both forked from here.
+        let path = PathBuf::from("/proc/self/oom_score_adj");
+        std::fs::write(&path, adj.to_string()).map_err(|source| StageError::Io {
+            what: "set --oom-score-adjust in",
+            path,
+            source,
+        })?;
+    }
     mounts::make_root_slave()?;
     let root = app.rootfs.clone().unwrap_or_else(|| PathBuf::from("/"));
     if app.rootfs.is_some() {
@@ -438,6 +447,7 @@ mod tests {
             pod_dir: Path::new("/var/lib/rkt/pods/x"),
             hostname: "rkt-x",
             netns: Some(Path::new("/run/netns/rkt-x")),
+            null_stdio: Default::default(),
         };
         let argv = InitArgs::parse(InitArgs::to_args(&spec, 7, 4242)).unwrap();
         assert_eq!(argv.pod_dir, spec.pod_dir);

@@ -29,7 +29,7 @@ use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus};
+use std::process::{Child, Command, ExitStatus, Stdio};
 
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
@@ -105,6 +105,17 @@ pub struct StageSpec<'a> {
     pub hostname: &'a str,
     /// The pod's network namespace; `None` for `--net=host`.
     pub netns: Option<&'a Path>,
+    /// The app's standard streams that are `/dev/null` instead of the runner's.
+    pub null_stdio: NullStdio,
+}
+
+/// Which of the app's standard streams are `/dev/null` instead of the runner's
+/// (`--stdin=null`, `--interactive=false`, `--stdout=null`, `--stderr=null`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NullStdio {
+    pub stdin: bool,
+    pub stdout: bool,
+    pub stderr: bool,
 }
 
 /// A stage whose app has been executed.
@@ -143,6 +154,16 @@ pub fn start(spec: &StageSpec) -> Result<Started, StageError> {
         inherited.as_raw_fd(),
         std::process::id(),
     ));
+    // The stage's streams are the app's; the stage reports on the status pipe.
+    if spec.null_stdio.stdin {
+        cmd.stdin(Stdio::null());
+    }
+    if spec.null_stdio.stdout {
+        cmd.stdout(Stdio::null());
+    }
+    if spec.null_stdio.stderr {
+        cmd.stderr(Stdio::null());
+    }
     let spawned = cmd.spawn();
     drop(inherited);
     let mut child = spawned.map_err(spawn_err)?;

@@ -3,8 +3,10 @@
 //! Done by the stage in its new mount namespace, after making `/` a recursive slave (host
 //! mounts still propagate in, nothing propagates out), so the host's files are never
 //! changed:
-//! - `<pod>/etc/resolv.conf` and `<pod>/etc/hosts`, when networking wrote them, are
-//!   bind-mounted over the root's `/etc/resolv.conf` and `/etc/hosts`;
+//! - `<pod>/etc/resolv.conf` and `<pod>/etc/hosts` are bind-mounted over the root's
+//!   `/etc/resolv.conf` and `/etc/hosts`: on the host's root those networking wrote, under
+//!   a rootfs always (copies of the host's where networking wrote none), without writing
+//!   into the rootfs (see [`bind_etc_files`]);
 //! - with its own network namespace, a fresh read-only `sysfs` on `/sys`, so
 //!   `/sys/class/net` lists the pod's interfaces;
 //! - with `--rootfs`: the directory bind-mounted onto itself (to become the root), a tmpfs
@@ -64,35 +66,147 @@ pub fn bind_rootfs(rootfs: &Path) -> Result<(), StageError> {
     )
 }
 
-/// Bind-mounts the pod's `etc/resolv.conf` and `etc/hosts` (those that exist) over the
-/// root's. Under a rootfs a missing target file is created; on the host root a missing
-/// target is skipped (the host's `/etc` is never written).
+/// The files of `/etc` that the pod gets its own of.
+const ETC_FILES: [&str; 2] = ["resolv.conf", "hosts"];
+
+/// Bind-mounts the pod's `etc/resolv.conf` and `etc/hosts` over the root's.
+///
+/// On the host's root, only the files networking wrote are mounted, over existing targets
+/// (a missing target is skipped: the host's `/etc` is never written); the app sees the
+/// host's file otherwise, as the host does.
+///
+/// Under a rootfs the app always gets both files, and the rootfs is never written: a file
+/// the pod has none of (`--dns=host`, `--hosts-entry=host`, `--net=host`, no DNS from the
+/// networks) is first copied from the host's `/etc` into `<pod>/etc`, so that the app sees
+/// what it would see on the host's root. A target that is a regular file is mounted over;
+/// when one is missing (or a symlink, which would resolve on the host), the rootfs's `/etc`
+/// is replaced in the pod's mount namespace by a tmpfs holding a bind mount of each of its
+/// entries ([`shadow_dir`]), in which the pod's files are mounted; a rootfs without `/etc`
+/// gets one that way on its root.
 pub fn bind_etc_files(pod_dir: &Path, root: &Path, is_rootfs: bool) -> Result<(), StageError> {
-    for name in ["resolv.conf", "hosts"] {
-        let source = pod_dir.join("etc").join(name);
-        if !source.is_file() {
-            continue;
-        }
-        let target = root.join("etc").join(name);
-        if fs::metadata(&target).is_err() {
-            if !is_rootfs {
-                continue;
+    if !is_rootfs {
+        for name in ETC_FILES {
+            let source = pod_dir.join("etc").join(name);
+            let target = root.join("etc").join(name);
+            if source.is_file() && fs::metadata(&target).is_ok() {
+                do_mount(Some(&source), &target, None, MsFlags::MS_BIND, None)?;
             }
-            if fs::symlink_metadata(&target).is_ok() {
-                // A dangling symlink: mount over the link's own path instead.
-                fs::remove_file(&target).map_err(io_err("replace dangling symlink", &target))?;
-            }
-            fs::create_dir_all(root.join("etc")).map_err(io_err("create", &root.join("etc")))?;
-            OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(&target)
-                .map_err(io_err("create", &target))?;
         }
-        do_mount(Some(&source), &target, None, MsFlags::MS_BIND, None)?;
+        return Ok(());
+    }
+    let pod_etc = pod_dir.join("etc");
+    fs::create_dir_all(&pod_etc).map_err(io_err("create", &pod_etc))?;
+    for name in ETC_FILES {
+        let own = pod_etc.join(name);
+        if !own.is_file() {
+            let host = Path::new("/etc").join(name);
+            // A host without the file: the app sees none there either, here an empty one.
+            let text = match fs::read(&host) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+                other => other.map_err(io_err("read the host's", &host))?,
+            };
+            fs::write(&own, text).map_err(io_err("write", &own))?;
+        }
+    }
+    let etc = root.join("etc");
+    let is_file = |p: &Path| fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file());
+    match fs::symlink_metadata(&etc) {
+        Ok(m) if m.file_type().is_dir() => {
+            if !ETC_FILES.iter().all(|name| is_file(&etc.join(name))) {
+                shadow_dir(&etc, &pod_dir.join("rootfs-etc"), &ETC_FILES, None)?;
+            }
+        }
+        Ok(_) => {
+            return Err(StageError::Io {
+                what: "provide /etc/resolv.conf and /etc/hosts under",
+                path: etc,
+                source: std::io::Error::other("it is not a directory (a symlink?)"),
+            })
+        }
+        Err(_) => {
+            shadow_dir(root, &pod_dir.join("rootfs-root"), &[], Some("etc"))?;
+            // `etc` is now a directory of the shadow's tmpfs: the targets go there.
+            for name in ETC_FILES {
+                let to = etc.join(name);
+                fs::write(&to, b"").map_err(io_err("create", &to))?;
+            }
+        }
+    }
+    for name in ETC_FILES {
+        do_mount(
+            Some(&pod_etc.join(name)),
+            &etc.join(name),
+            None,
+            MsFlags::MS_BIND,
+            None,
+        )?;
     }
     Ok(())
+}
+
+/// Replaces directory `dir`, in this mount namespace only, by a tmpfs (built at `staging`)
+/// holding a bind mount of each of its entries (symlinks copied as symlinks), so that
+/// entries can be added without writing into `dir`. Entries named in `files` become empty
+/// files to mount over; `new_dir` is added as an empty directory.
+fn shadow_dir(
+    dir: &Path,
+    staging: &Path,
+    files: &[&str],
+    new_dir: Option<&str>,
+) -> Result<(), StageError> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let meta = fs::metadata(dir).map_err(io_err("read", dir))?;
+    fs::create_dir_all(staging).map_err(io_err("create", staging))?;
+    do_mount(
+        Some(Path::new("tmpfs")),
+        staging,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID,
+        Some(&format!(
+            "mode={:o},uid={},gid={}",
+            meta.permissions().mode() & 0o7777,
+            meta.uid(),
+            meta.gid()
+        )),
+    )?;
+    let entries = fs::read_dir(dir).map_err(io_err("read", dir))?;
+    for entry in entries {
+        let entry = entry.map_err(io_err("read", dir))?;
+        let name = entry.file_name();
+        if files.iter().any(|f| name == *f) {
+            continue;
+        }
+        let (from, to) = (entry.path(), staging.join(&name));
+        let kind = entry.file_type().map_err(io_err("read", &from))?;
+        if kind.is_symlink() {
+            let target = fs::read_link(&from).map_err(io_err("read", &from))?;
+            symlink(target, &to).map_err(io_err("create symlink", &to))?;
+            continue;
+        }
+        if kind.is_dir() {
+            fs::create_dir(&to).map_err(io_err("create", &to))?;
+        } else {
+            fs::write(&to, b"").map_err(io_err("create", &to))?;
+        }
+        do_mount(
+            Some(&from),
+            &to,
+            None,
+            MsFlags::MS_BIND | MsFlags::MS_REC,
+            None,
+        )?;
+    }
+    for name in files {
+        let to = staging.join(name);
+        fs::write(&to, b"").map_err(io_err("create", &to))?;
+    }
+    if let Some(name) = new_dir {
+        let to = staging.join(name);
+        fs::create_dir(&to).map_err(io_err("create", &to))?;
+        fs::set_permissions(&to, fs::Permissions::from_mode(0o755))
+            .map_err(io_err("create", &to))?;
+    }
+    do_mount(Some(staging), dir, None, MsFlags::MS_MOVE, None)
 }
 
 /// A fresh sysfs at `<root>/sys` showing the pod's network namespace.

@@ -1,0 +1,565 @@
+//! The command-line defects of issue 16, each tried as a user would through the binary: an
+//! unknown option taken for the command, `--rootfs` pods without resolv.conf/hosts, a port
+//! of a family the pod has no address of, `rkt net` disagreeing with `rkt run`, CNI_ARGS
+//! that real plugins refuse, and the smaller ones. Tests that run pods need root (skipped
+//! otherwise) and end with the leak checker.
+
+mod leaks;
+mod pod_support;
+mod support;
+
+use std::fs;
+
+use pod_support::World;
+
+/// Issue 16, defect 1: a word starting with '-' before the command is a known option or a
+/// usage error naming it; nothing is created and no plugin runs.
+#[test]
+fn unknown_or_misplaced_option_before_the_command_is_a_usage_error_and_creates_nothing() {
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let cases: &[(&[&str], &str)] = &[
+        (&["run", "--bogus", "--net=none", "--", "true"], "--bogus"),
+        (&["run", "--no-such=1", "--", "true"], "--no-such"),
+        (&["prepare", "--bogus", "--", "true"], "--bogus"),
+        (&["prepare", "--net=default", "--", "true"], "--net"),
+        (&["prepare", "--port=8080:80", "--", "true"], "--port"),
+        (&["prepare", "-q", "true"], "-q"),
+    ];
+    for (args, word) in cases {
+        world
+            .rkt(args)
+            .run()
+            .assert_failure()
+            .assert_stderr_contains(&format!("'{word}'"));
+        assert_eq!(
+            world.pods(),
+            Vec::<String>::new(),
+            "rkt {args:?} made a pod"
+        );
+    }
+}
+
+/// Issue 16, defect 1: the command starts at `--` or at the first word that is not an
+/// option; what follows it is the command's, even if it starts with '-'.
+#[test]
+fn unknown_or_misplaced_option_the_command_starts_at_double_dash_or_first_word() {
+    let world = World::new();
+    let out = world
+        .rkt(&["prepare", "--name=a", "sh", "-c", "--debug"])
+        .run();
+    out.assert_success();
+    let uuid = out.stdout().trim().to_string();
+    let manifest = std::fs::read_to_string(world.path(&format!("data/pods/{uuid}/pod.json")))
+        .unwrap_or_else(|e| panic!("pod {uuid}'s manifest: {e}"));
+    let manifest: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+    assert_eq!(
+        manifest["app"]["exec"],
+        serde_json::json!(["sh", "-c", "--debug"])
+    );
+    let out = world.rkt(&["prepare", "--", "--weird"]).run();
+    out.assert_success();
+    let uuid = out.stdout().trim().to_string();
+    let manifest =
+        std::fs::read_to_string(world.path(&format!("data/pods/{uuid}/pod.json"))).unwrap();
+    assert!(manifest.contains("\"--weird\""), "{manifest}");
+}
+
+/// A user network on the real `bridge` plugin (bridge and network names unique to the test,
+/// subnet `10.113.<n>.0/24`); dropping it deletes the bridge and host-local's directory,
+/// which the plugins leave by design.
+struct BridgeNet {
+    bridge: String,
+    name: String,
+    subnet: String,
+}
+
+impl BridgeNet {
+    fn new(world: &World, n: u8, extra: serde_json::Value) -> BridgeNet {
+        let seed = uuid::Uuid::new_v4().as_u128() as u32;
+        let net = BridgeNet {
+            bridge: format!("rktcd{:x}", seed & 0xfffff),
+            name: format!("cd-{seed:x}"),
+            subnet: format!("10.113.{n}.0/24"),
+        };
+        let mut plugin = serde_json::json!({
+            "type": "bridge", "bridge": net.bridge, "isGateway": true,
+            "ipam": {"type": "host-local", "subnet": net.subnet}
+        });
+        for (k, v) in extra.as_object().into_iter().flatten() {
+            plugin[k] = v.clone();
+        }
+        let conf_dir = world.path("local/net.d");
+        fs::create_dir_all(&conf_dir).unwrap();
+        fs::write(
+            conf_dir.join(format!("10-{}.conflist", net.name)),
+            serde_json::json!({"cniVersion": "1.0.0", "name": net.name, "plugins": [plugin]})
+                .to_string(),
+        )
+        .unwrap();
+        net
+    }
+
+    fn ctx(&self, world: &World) -> leaks::Ctx {
+        world
+            .leak_ctx()
+            .network(&self.name)
+            .subnet(&self.subnet)
+            .link(&self.bridge)
+    }
+}
+
+impl Drop for BridgeNet {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("ip")
+            .args(["link", "del", &self.bridge])
+            .status();
+        let _ = fs::remove_dir_all(format!("/var/lib/cni/networks/{}", self.name));
+    }
+}
+
+/// Issue 16, defect 6: `--net=NET:IP=...` works with the real bridge plugin, which refuses
+/// unknown CNI_ARGS keys unless `IgnoreUnknown` is set; and a user's own `IgnoreUnknown`
+/// is sent instead of rkt's.
+#[test]
+fn cni_args_lead_with_ignore_unknown_so_the_real_bridge_plugin_takes_ip() {
+    require_root!();
+    let world = World::new();
+    let net = BridgeNet::new(&world, 1, serde_json::json!({}));
+    let g = leaks::Guard::new(net.ctx(&world));
+    let out = world
+        .rkt(&[
+            "run",
+            &format!("--net={}:IP=10.113.1.9", net.name),
+            "--",
+            "ip",
+            "-4",
+            "-o",
+            "addr",
+            "show",
+            "eth0",
+        ])
+        .run();
+    out.assert_success()
+        .assert_stdout_contains("inet 10.113.1.9/24");
+    // With the user's IgnoreUnknown=0 (sent as given, not overridden), bridge refuses the
+    // key it does not know, as it did for every arg before.
+    let out = world
+        .rkt(&[
+            "run",
+            &format!("--net={}:IP=10.113.1.10;K=V;IgnoreUnknown=0", net.name),
+            "--",
+            "true",
+        ])
+        .run();
+    out.assert_failure().assert_stderr_contains("unknown args");
+    drop(net);
+    g.check();
+}
+
+/// The names of the entries of `dir` (empty when it does not exist), sorted.
+fn entries(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .map(|it| {
+            it.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// Runs `sh -c 'cat /etc/resolv.conf; echo ---; cat /etc/hosts'` in a `--rootfs` pod with
+/// `flags`; returns (resolv.conf, hosts) as the app saw them.
+fn rootfs_etc_files(world: &World, rootfs: &std::path::Path, flags: &[&str]) -> (String, String) {
+    let root_arg = format!("--rootfs={}", rootfs.display());
+    let mut args = vec!["run", root_arg.as_str()];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&[
+        "--",
+        "/bin/sh",
+        "-c",
+        "cat /etc/resolv.conf && echo --- && cat /etc/hosts",
+    ]);
+    let out = world.rkt(&args).run();
+    out.assert_success();
+    let stdout = out.stdout();
+    let (resolv, hosts) = stdout
+        .split_once("---\n")
+        .unwrap_or_else(|| panic!("rkt {args:?}: {stdout}"));
+    (resolv.to_string(), hosts.to_string())
+}
+
+/// Issue 16, defect 2: a `--rootfs` pod always gets /etc/resolv.conf and /etc/hosts, from
+/// the host's files where the pod has none of its own (`--dns=host`, `--hosts-entry=host`,
+/// `--net=host`, no DNS at all), and nothing is written into the user's directory, whether
+/// its /etc lacks the files, has them, or is missing.
+#[test]
+fn rootfs_pods_get_resolv_conf_and_hosts_without_writing_into_the_rootfs() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let rootfs = world.path("rootfs");
+    pod_support::tiny_rootfs(&rootfs);
+    fs::write(rootfs.join("etc/os-release"), "ID=tiny\n").unwrap();
+    let host_resolv = fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
+    let host_hosts = fs::read_to_string("/etc/hosts").unwrap_or_default();
+
+    // No DNS setting: the host's resolv.conf (what a pod on the host's root sees), the
+    // pod's own hosts; the rootfs's other /etc entries stay visible.
+    let (resolv, hosts) = rootfs_etc_files(&world, &rootfs, &["--net=none", "--hostname=tiny1"]);
+    assert_eq!(resolv, host_resolv);
+    assert!(hosts.contains("tiny1"), "{hosts}");
+    let out = world
+        .rkt(&[
+            "run",
+            "--net=none",
+            &format!("--rootfs={}", rootfs.display()),
+            "--",
+            "/bin/cat",
+            "/etc/os-release",
+        ])
+        .run();
+    out.assert_success().assert_stdout_contains("ID=tiny");
+
+    let (resolv, hosts) = rootfs_etc_files(
+        &world,
+        &rootfs,
+        &["--net=none", "--dns=host", "--hosts-entry=host"],
+    );
+    assert_eq!(
+        (resolv.as_str(), hosts.as_str()),
+        (host_resolv.as_str(), host_hosts.as_str())
+    );
+    let (resolv, hosts) = rootfs_etc_files(&world, &rootfs, &["--net=host"]);
+    assert_eq!(
+        (resolv.as_str(), hosts.as_str()),
+        (host_resolv.as_str(), host_hosts.as_str())
+    );
+    let (resolv, _) = rootfs_etc_files(&world, &rootfs, &["--net=none", "--dns=192.0.2.53"]);
+    assert!(resolv.contains("nameserver 192.0.2.53"), "{resolv}");
+    assert_eq!(entries(&rootfs.join("etc")), ["os-release"]);
+
+    // The rootfs has its own files: the pod's are mounted over them, which stay unchanged.
+    fs::write(rootfs.join("etc/resolv.conf"), "# mine\n").unwrap();
+    fs::write(rootfs.join("etc/hosts"), "# my hosts\n").unwrap();
+    let (resolv, hosts) = rootfs_etc_files(&world, &rootfs, &["--net=none", "--dns=192.0.2.53"]);
+    assert!(resolv.contains("nameserver 192.0.2.53"), "{resolv}");
+    assert!(hosts.contains("localhost"), "{hosts}");
+    assert_eq!(
+        fs::read_to_string(rootfs.join("etc/resolv.conf")).unwrap(),
+        "# mine\n"
+    );
+    assert_eq!(
+        fs::read_to_string(rootfs.join("etc/hosts")).unwrap(),
+        "# my hosts\n"
+    );
+
+    // No /etc at all: the pod still gets both, and the rootfs gets no /etc.
+    fs::remove_dir_all(rootfs.join("etc")).unwrap();
+    let (resolv, hosts) = rootfs_etc_files(&world, &rootfs, &["--net=none", "--dns=192.0.2.54"]);
+    assert!(resolv.contains("nameserver 192.0.2.54"), "{resolv}");
+    assert!(hosts.contains("localhost"), "{hosts}");
+    assert!(
+        !rootfs.join("etc").exists(),
+        "rkt created {}/etc",
+        rootfs.display()
+    );
+}
+
+/// Issue 16, defect 5: `--port` with a host address of a family the pod gets no address of
+/// is refused naming the flag: before anything is created when the network's IPAM says
+/// which families it gives (the built-in `default`), else right after the ADD, with the pod
+/// rolled back.
+#[test]
+fn port_with_a_host_address_of_a_family_the_pod_has_none_of_is_refused() {
+    require_root!();
+    let world = World::new();
+    let subnet = "10.113.2.0/24";
+    let name = format!(
+        "cd-static-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    );
+    let g = leaks::Guard::new(
+        world
+            .leak_ctx()
+            .shared_network("default")
+            .network(&name)
+            .subnet(subnet),
+    );
+    for (value, shown) in [
+        ("[::1]:18080:80", "[::1]:18080:80"),
+        ("::1:18080:80/udp", "[::1]:18080:80/udp"),
+    ] {
+        world
+            .rkt(&["run", &format!("--port={value}"), "--", "true"])
+            .run()
+            .assert_failure()
+            .assert_stderr_contains(&format!("--port={shown}:"))
+            .assert_stderr_contains("IPv6")
+            .assert_stderr_contains("\"default\"");
+        assert_eq!(world.pods(), Vec::<String>::new());
+    }
+
+    // A network whose IPAM (static) cannot be read ahead: refused after its ADD.
+    let conf_dir = world.path("local/net.d");
+    fs::create_dir_all(&conf_dir).unwrap();
+    fs::write(
+        conf_dir.join("10-static.conflist"),
+        serde_json::json!({
+            "cniVersion": "1.0.0", "name": name,
+            "plugins": [
+                {"type": "ptp", "ipMasq": false,
+                 "ipam": {"type": "static", "addresses": [{"address": "10.113.2.2/24", "gateway": "10.113.2.1"}]}},
+                {"type": "portmap", "capabilities": {"portMappings": true}}
+            ]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let uuid_file = world.path("uuid-static");
+    let out = world
+        .rkt(&[
+            "run",
+            &format!("--uuid-file-save={}", uuid_file.display()),
+            &format!("--net={name}"),
+            "--port=[::1]:18081:80",
+            "--",
+            "true",
+        ])
+        .run();
+    out.assert_failure()
+        .assert_stderr_contains("--port=[::1]:18081:80:")
+        .assert_stderr_contains(&format!("{name:?}"));
+    let uuid = fs::read_to_string(&uuid_file).unwrap();
+    pod_support::assert_no_netns(&uuid);
+    assert_eq!(world.status_json(&uuid)["state"], "exited");
+    g.check();
+}
+
+/// Issue 16, defect 4: `rkt net list` refuses a configuration directory that `rkt run`
+/// refuses (writable by others), with the same error and exit status; the insecure option
+/// lets both through.
+#[test]
+fn net_list_refuses_an_unsafe_directory_as_run_does() {
+    use std::os::unix::fs::PermissionsExt;
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let conf = world.path("local/net.d");
+    fs::create_dir_all(&conf).unwrap();
+    fs::set_permissions(&conf, fs::Permissions::from_mode(0o777)).unwrap();
+    let run = world.rkt(&["run", "--net=default", "--", "true"]).run();
+    run.assert_failure()
+        .assert_stderr_contains("writable by group or others");
+    assert_eq!(world.pods(), Vec::<String>::new());
+    for cmd in [
+        &["net", "list"][..],
+        &["net", "list", "--format=json"],
+        &["net", "status"],
+    ] {
+        let out = world.rkt(cmd).run();
+        out.assert_failure();
+        assert_eq!(out.stderr(), run.stderr(), "rkt {cmd:?} and rkt run differ");
+    }
+    world
+        .rkt(&["net", "list", "--insecure-options=net-plugins"])
+        .run()
+        .assert_success();
+}
+
+/// Issue 16, defect 4: `rkt net status` says "not ready" for a network whose plugin is
+/// missing or does not speak the network's version (also below 1.1.0, where no STATUS
+/// runs), naming the network and the plugin; STATUS gets none of the variables the spec
+/// says it must not (container id, netns, interface, args).
+#[test]
+fn net_status_reports_missing_and_too_old_plugins_and_sends_status_only_what_the_spec_allows() {
+    let world = World::new();
+    let conf = world.path("local/net.d");
+    let plugins = world.path("plugins");
+    fs::create_dir_all(&conf).unwrap();
+    fs::create_dir_all(&plugins).unwrap();
+    let log = world.path("calls.jsonl");
+    for name in ["tp", "tpold"] {
+        std::os::unix::fs::symlink(support::test_plugin(), plugins.join(name)).unwrap();
+    }
+    fs::write(
+        plugins.join("tp.script"),
+        serde_json::json!({"log": log}).to_string(),
+    )
+    .unwrap();
+    fs::write(
+        plugins.join("tpold.script"),
+        serde_json::json!({"versions": ["0.4.0", "1.0.0"]}).to_string(),
+    )
+    .unwrap();
+    let conf_file = |file: &str, v: serde_json::Value| {
+        fs::write(conf.join(file), v.to_string()).unwrap();
+    };
+    conf_file(
+        "10-gone.conf",
+        serde_json::json!({"cniVersion": "0.4.0", "name": "gone", "type": "no-such-plugin"}),
+    );
+    conf_file(
+        "20-old.conf",
+        serde_json::json!({"cniVersion": "1.1.0", "name": "old", "type": "tpold"}),
+    );
+    conf_file(
+        "30-new.conf",
+        serde_json::json!({"cniVersion": "1.1.0", "name": "new", "type": "tp"}),
+    );
+    let plugin_flag = format!("--net-plugin-dir={}", plugins.display());
+    let out = world.rkt(&["net", "status", &plugin_flag]).run();
+    out.assert_exit_code(1)
+        .assert_stdout_contains("gone: not ready: plugin \"no-such-plugin\": not found in ")
+        .assert_stdout_contains(
+            "old: not ready: plugin \"tpold\": does not support cniVersion 1.1.0",
+        )
+        .assert_stdout_contains("new: ready\n");
+    let calls: Vec<serde_json::Value> = fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let status = calls
+        .iter()
+        .find(|c| c["command"] == "STATUS")
+        .expect("no STATUS call");
+    let env = status["env"].as_object().unwrap();
+    for var in ["CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME", "CNI_ARGS"] {
+        assert!(!env.contains_key(var), "STATUS got {var}: {env:?}");
+    }
+    assert_eq!(env["CNI_COMMAND"], "STATUS");
+}
+
+fn stderr_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Issue 16, defect 7: an error about a pod names it once (a failed teardown said
+/// `pod X: pod X: teardown failed`).
+#[test]
+fn smaller_defects_errors_name_the_pod_once() {
+    require_root!();
+    let lab = leaks::lab::Lab::new();
+    let net = lab.plain_net("once", "tpdel");
+    let g = leaks::Guard::new(lab.ctx(&[&net]));
+    lab.plugin(
+        "tpdel",
+        serde_json::json!({"DEL": {"error": {"code": 11, "msg": "busy"}}}),
+    );
+    let uuid_file = lab.path("uuid-once");
+    let out = lab.run(&[
+        &format!("--uuid-file-save={}", uuid_file.display()),
+        &format!("--net={net}"),
+        "--",
+        "true",
+    ]);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(254), "{err}");
+    let uuid = fs::read_to_string(&uuid_file).unwrap();
+    assert!(err.contains("teardown failed"), "{err}");
+    for line in err.lines() {
+        assert!(
+            line.matches(uuid.as_str()).count() <= 1,
+            "the pod is named twice: {line}"
+        );
+    }
+    lab.plugin("tpdel", serde_json::json!({}));
+    assert!(lab.gc().status.success());
+    g.check();
+}
+
+/// Issue 16, defect 7: `--debug run` prints its directories once; a repeated
+/// `--net-plugin-dir` is searched and listed once.
+#[test]
+fn smaller_defects_debug_line_once_and_repeated_plugin_dir_once() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let out = world
+        .rkt(&["--debug", "run", "--net=none", "--", "true"])
+        .run();
+    out.assert_success();
+    assert_eq!(
+        out.stderr().matches("rkt: debug: data dir").count(),
+        1,
+        "{}",
+        out.stderr()
+    );
+    let plugins = world.path("plugins");
+    fs::create_dir_all(&plugins).unwrap();
+    let flag = format!("--net-plugin-dir={}", plugins.display());
+    let out = world.rkt(&["config", &flag, &flag]).run();
+    out.assert_success();
+    assert_eq!(
+        out.json()["stage0"][0]["net-plugin"],
+        serde_json::json!([plugins.display().to_string()])
+    );
+}
+
+/// Issue 16, defect 7: `--net=host` with a flag that would write the pod's resolv.conf or
+/// hosts (which a host-network pod does not have) is refused, naming the flag; nothing is
+/// created.
+#[test]
+fn smaller_defects_net_host_refuses_dns_and_hosts_flags() {
+    let world = World::new();
+    for flag in [
+        "--dns=192.0.2.53",
+        "--dns-search=example.org",
+        "--hosts-entry=192.0.2.1=db",
+    ] {
+        world
+            .rkt(&["run", "--net=host", flag, "--", "true"])
+            .run()
+            .assert_failure()
+            .assert_stderr_contains(&format!("{flag} cannot be used with --net=host"));
+    }
+    assert_eq!(world.pods(), Vec::<String>::new());
+}
+
+/// Issue 16, defect 7: `networks not found` names the configuration directory searched.
+#[test]
+fn smaller_defects_networks_not_found_names_the_directory() {
+    let world = World::new();
+    world
+        .rkt(&["run", "--net=a,b", "--", "true"])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains(&format!(
+            "networks not found: a, b (searched {} and the built-in networks)",
+            world.path("local/net.d").display()
+        ));
+}
+
+/// Issue 16, defect 7: a pod that failed to start shows as `exited (failed)` in `rkt list`.
+#[test]
+fn smaller_defects_a_failed_pod_shows_as_failed_in_list() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    world
+        .rkt(&["run", "--net=none", "--", "no-such-command-xyz"])
+        .run()
+        .assert_failure();
+    world
+        .rkt(&["run", "--net=none", "--name=fine", "--", "true"])
+        .run()
+        .assert_success();
+    let out = world.rkt(&["list", "--no-legend"]).run();
+    out.assert_success();
+    let stdout = out.stdout();
+    let line = |app: &str| {
+        stdout
+            .lines()
+            .find(|l| l.contains(app))
+            .unwrap_or_else(|| panic!("no {app} in {stdout}"))
+            .to_string()
+    };
+    assert!(
+        line("no-such-command-xyz").contains("exited (failed)"),
+        "{stdout}"
+    );
+    assert!(!line("fine").contains("failed"), "{stdout}");
+}
