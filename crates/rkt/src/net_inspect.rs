@@ -418,7 +418,13 @@ mod tests {
             r#"{"cniVersion":"0.4.0","name":"c","type":"missing"}"#,
         )
         .unwrap();
-        let st = status(&conf, std::slice::from_ref(&bin), &tmp.path().join("cache"), &[]).unwrap();
+        let st = status(
+            &conf,
+            std::slice::from_ref(&bin),
+            &tmp.path().join("cache"),
+            &[],
+        )
+        .unwrap();
         assert!(st[0].ready);
         assert_eq!(
             st[0].message.as_deref(),

@@ -35,4 +35,3 @@ pub(crate) fn about_pod(uuid: &str, error: &dyn std::fmt::Display) -> String {
         _ => format!("pod {uuid}: {text}"),
     }
 }
-

@@ -36,8 +36,8 @@ use nix::unistd::{execve, fork, getppid, pipe2, sethostname, ForkResult, Pid};
 
 use super::env::{app_env, find_executable};
 use super::{mounts, signals, StageError};
-use crate::podstore::PodManifest;
 use crate::pod::IpcMode;
+use crate::podstore::PodManifest;
 
 /// Exit status of the stage when it fails before the app runs.
 pub const SETUP_FAILED: i32 = 125;
