@@ -53,12 +53,16 @@ fn an_open_stdout_is_written_as_before() {
     assert!(out.status.success(), "{out:?}");
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(
-        text.lines()
-            .next()
-            .unwrap()
-            .split_whitespace()
-            .collect::<Vec<_>>(),
-        ["UUID", "APP", "STATE", "CREATED", "STARTED", "NETWORKS"]
+        text.lines().next().unwrap().split('\t').collect::<Vec<_>>(),
+        [
+            "UUID",
+            "APP",
+            "IMAGE NAME",
+            "STATE",
+            "CREATED",
+            "STARTED",
+            "NETWORKS"
+        ]
     );
     assert!(text.ends_with('\n'));
 }
