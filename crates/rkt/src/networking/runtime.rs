@@ -177,18 +177,22 @@ pub fn result_dns(result: &Value) -> Option<ResolvConf> {
     })
 }
 
-/// The CNI error codes that say the plugin rejected its input (incompatible version,
-/// unsupported field, invalid environment variables, undecodable or invalid configuration),
-/// so it did nothing. Other codes (I/O errors, "try again later", plugin-specific codes such
-/// as a failed iptables call under a busy xtables lock) may come after the plugin allocated
-/// an address or made rules.
-const REFUSAL_CODES: [u32; 5] = [1, 2, 4, 6, 7];
+/// CNI's "try again later" code: a failure that says nothing about the input.
+const TRY_AGAIN_LATER: u32 = 11;
 
-/// When `del` is the same refusal of its input as `add` (same plugin, code and message,
-/// and a code of [`REFUSAL_CODES`]), the plugin's type: it rejects its input the same way
-/// whatever the command, so it set nothing up. The same failure with another code (the
-/// same transient error twice on a busy host) is no proof of that: the caller keeps the
-/// attachment for a retry instead.
+/// Whether a plugin failure is a transient one that a busy host produces (the kernel's
+/// xtables lock held by other callers, "try again later"). Such a failure can come after
+/// the plugin allocated an address or made rules, and can hit ADD and DEL alike.
+fn is_transient(code: u32, msg: &str) -> bool {
+    code == TRY_AGAIN_LATER || msg.contains("xtables lock")
+}
+
+/// When `del` is the same failure as `add` (same plugin, code and message), the plugin's
+/// type: it rejects its input the same way whatever the command, so it set nothing up
+/// (an invalid subnet, a DHCP daemon that is not running). Reference plugins report such
+/// refusals with code 999 as often as with the spec's codes, so the code alone cannot tell.
+/// A transient failure twice ([`is_transient`]) is no proof of that: the caller keeps the
+/// attachment for gc's retry instead.
 pub fn same_refusal(add: &Error, del: &Error) -> Option<String> {
     match (add, del) {
         (
@@ -204,7 +208,7 @@ pub fn same_refusal(add: &Error, del: &Error) -> Option<String> {
                 msg: m2,
                 ..
             },
-        ) if p1 == p2 && c1 == c2 && m1 == m2 && REFUSAL_CODES.contains(c1) => Some(p1.clone()),
+        ) if p1 == p2 && c1 == c2 && m1 == m2 && !is_transient(*c1, m1) => Some(p1.clone()),
         _ => None,
     }
 }
@@ -231,8 +235,8 @@ pub fn failed_plugin(e: &Error) -> Option<String> {
 mod tests {
     use super::*;
 
-    /// Only a rejected input, failing ADD and DEL alike, lets a rollback pass over the
-    /// plugin; the same transient failure twice does not.
+    /// A rejected input, failing ADD and DEL alike, lets a rollback pass over the plugin,
+    /// whatever its code; the same transient failure twice does not.
     #[test]
     fn only_refusals_of_the_input_count_as_refusals() {
         let failure = |code: u32, msg: &str| Error::Plugin {
@@ -247,8 +251,10 @@ mod tests {
         assert_eq!(same_refusal(&bad_conf, &bad_conf), Some("ptp".into()));
         let busy = failure(999, "Another app is currently holding the xtables lock");
         assert_eq!(same_refusal(&busy, &busy), None);
-        let io = failure(5, "no space left on device");
-        assert_eq!(same_refusal(&io, &io), None);
+        let bad_cidr = failure(999, "invalid CIDR address: 10.300.0.0/24");
+        assert_eq!(same_refusal(&bad_cidr, &bad_cidr), Some("ptp".into()));
+        let later = failure(11, "address pool busy");
+        assert_eq!(same_refusal(&later, &later), None);
         assert_eq!(same_refusal(&bad_conf, &failure(7, "other")), None);
     }
 
