@@ -12,6 +12,7 @@
 
 pub mod config;
 pub mod fsutil;
+pub mod isolation;
 pub mod netns;
 pub mod networking;
 pub mod pod;

@@ -1,0 +1,247 @@
+//! Pod isolation: what keeps a pod's app from reaching the host's kernel, devices and
+//! other processes, shaped like youki's libcontainer, one module per mechanism:
+//! - [`capabilities`]: the capability sets (rkt's and Docker's 14 by default,
+//!   `--caps-retain`, `--caps-remove`);
+//! - [`seccomp`]: the syscall filter (rkt's default blacklist, `--seccomp`);
+//! - [`paths`]: masked and read-only kernel paths, `nodev` mounts;
+//! - [`syscall`]: the calls that narrow a process, behind a trait with a recording fake.
+//!
+//! The app's flags are recorded in its manifest ([`Isolators`]); what a pod actually ran
+//! with, after `--insecure-options` turned parts off, in its state record ([`Isolation`]),
+//! which the stage, `rkt enter` and `rkt status` read. The stage sets up [`paths`] while it
+//! builds the pod's mount namespace, then, in the app's process just before `execve`,
+//! [`apply`] narrows capabilities and loads the filter; `rkt enter` applies the same to
+//! its command.
+
+pub mod capabilities;
+pub mod paths;
+pub mod seccomp;
+pub mod syscall;
+
+use std::path::PathBuf;
+
+use nix::errno::Errno;
+use seccompiler::BpfProgram;
+use serde::{Deserialize, Serialize};
+
+use capabilities::{CapSet, CapsFlag};
+use seccomp::SeccompSpec;
+use syscall::Syscall;
+
+/// What can go wrong isolating an app. Each variant names the flag, path or call at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum IsolationError {
+    #[error("{flag}: unknown capability {name:?} (expected names like CAP_NET_ADMIN)")]
+    UnknownCapability { flag: String, name: String },
+    #[error("--seccomp={value}: {why}")]
+    Seccomp { value: String, why: String },
+    #[error("cannot {what}: {source}")]
+    Capability { what: String, source: Errno },
+    #[error("cannot load the seccomp filter: {source}{}", seccomp_hint(*source))]
+    SeccompLoad { source: Errno },
+    #[error("cannot mount over {target}: {source}")]
+    Mount { target: PathBuf, source: Errno },
+    #[error("cannot {what} {path}: {source}")]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{what}")]
+    Unsupported { what: String },
+}
+
+fn seccomp_hint(errno: Errno) -> &'static str {
+    if errno == Errno::EINVAL {
+        " (this kernel may lack seccomp filters, CONFIG_SECCOMP_FILTER; pass \
+         --insecure-options=seccomp to run without)"
+    } else {
+        ""
+    }
+}
+
+/// The app's isolation flags, recorded in its manifest: `None` means the default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Isolators {
+    /// `--caps-retain` or `--caps-remove`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caps: Option<CapsFlag>,
+    /// `--seccomp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seccomp: Option<SeccompSpec>,
+}
+
+impl Isolators {
+    pub fn is_default(&self) -> bool {
+        self.caps.is_none() && self.seccomp.is_none()
+    }
+}
+
+/// The parts of isolation `--insecure-options` turns off.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Disabled {
+    pub capabilities: bool,
+    pub seccomp: bool,
+    pub paths: bool,
+}
+
+/// What a pod's app runs with, recorded in the pod's state (and shown by `rkt status`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Isolation {
+    /// The capability set, by name; `None`: all of the runner's
+    /// (`--insecure-options=capabilities`).
+    pub capabilities: Option<Vec<String>>,
+    /// The filter; `None`: none (`--insecure-options=seccomp`).
+    pub seccomp: Option<SeccompSpec>,
+    /// Kernel paths masked and device nodes confined (`false`:
+    /// `--insecure-options=paths`).
+    pub paths: bool,
+}
+
+impl Default for Isolation {
+    /// The defaults, all on.
+    fn default() -> Self {
+        Isolation::new(&Isolators::default(), Disabled::default()).expect("defaults are valid")
+    }
+}
+
+impl Isolation {
+    /// The app's flags with `disabled` turned off.
+    pub fn new(isolators: &Isolators, disabled: Disabled) -> Result<Isolation, IsolationError> {
+        let capabilities = if disabled.capabilities {
+            None
+        } else {
+            let set = match &isolators.caps {
+                Some(flag) => flag.set()?,
+                None => CapSet::default_set(),
+            };
+            Some(set.names())
+        };
+        let seccomp = (!disabled.seccomp).then(|| isolators.seccomp.clone().unwrap_or_default());
+        Ok(Isolation {
+            capabilities,
+            seccomp,
+            paths: !disabled.paths,
+        })
+    }
+
+    /// Everything [`apply`] needs, computed before the app's process exists, so that a
+    /// failure is reported before anything runs.
+    pub fn prepare(&self) -> Result<Prepared, IsolationError> {
+        let caps = match &self.capabilities {
+            Some(names) => Some((
+                CapSet::from_names(names.iter().map(String::as_str), "the pod's capabilities")?,
+                capabilities::last_cap()?,
+            )),
+            None => None,
+        };
+        let filters = match &self.seccomp {
+            Some(spec) => seccomp::filter::compile(&spec.resolve()?)?,
+            None => Vec::new(),
+        };
+        Ok(Prepared { caps, filters })
+    }
+}
+
+/// A compiled [`Isolation`].
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// The set and the kernel's highest capability number.
+    caps: Option<(CapSet, u8)>,
+    /// Seccomp programs, in loading order.
+    filters: Vec<BpfProgram>,
+}
+
+/// Narrows the calling process (single-threaded, about to `execve` the app): the bounding
+/// set and the ambient set first, then the seccomp filters (loading them needs
+/// `CAP_SYS_ADMIN`, still effective; so `no_new_privs` stays off and set-user-ID programs
+/// in the pod keep working, as in Docker), then the permitted, effective and inheritable
+/// sets. The filter is therefore in force for that last `capset` and the `execve`.
+pub fn apply(sys: &dyn Syscall, prepared: &Prepared) -> Result<(), IsolationError> {
+    if let Some((set, last)) = prepared.caps {
+        capabilities::limit_bounding(sys, set, last)?;
+    }
+    for program in &prepared.filters {
+        sys.load_seccomp(program)
+            .map_err(|source| IsolationError::SeccompLoad { source })?;
+    }
+    if let Some((set, _)) = prepared.caps {
+        capabilities::limit_process_sets(sys, set)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::syscall::test::{Call, Recorder};
+    use super::*;
+
+    #[test]
+    fn bounding_then_ambient_then_filters_then_capset() {
+        let prepared = Isolation::default().prepare().unwrap();
+        let sys = Recorder::default();
+        apply(&sys, &prepared).unwrap();
+        let calls = sys.calls.borrow();
+        let last = capabilities::last_cap().unwrap();
+        let default = CapSet::default_set();
+        let dropped: Vec<u8> = (0..=last).filter(|c| !default.contains(*c)).collect();
+        let n = dropped.len();
+        assert_eq!(
+            calls[..n],
+            dropped
+                .iter()
+                .map(|&c| Call::DropBounding(c))
+                .collect::<Vec<_>>()[..]
+        );
+        assert_eq!(calls[n], Call::ClearAmbient);
+        assert!(matches!(calls[n + 1], Call::LoadSeccomp(len) if len > 50));
+        assert!(matches!(calls[n + 2], Call::LoadSeccomp(8)));
+        assert_eq!(calls[n + 3], Call::SetCapabilities(default));
+        assert_eq!(calls.len(), n + 4);
+    }
+
+    #[test]
+    fn a_failing_step_stops_the_rest_and_names_itself() {
+        let prepared = Isolation::default().prepare().unwrap();
+        let sys = Recorder {
+            fail_at: Some(0),
+            ..Recorder::default()
+        };
+        let e = apply(&sys, &prepared).unwrap_err().to_string();
+        assert!(
+            e.contains("drop CAP_DAC_READ_SEARCH from the bounding set"),
+            "{e}"
+        );
+        assert_eq!(sys.calls.borrow().len(), 1);
+    }
+
+    #[test]
+    fn insecure_options_turn_parts_off() {
+        let all_off = Disabled {
+            capabilities: true,
+            seccomp: true,
+            paths: true,
+        };
+        let iso = Isolation::new(&Isolators::default(), all_off).unwrap();
+        assert_eq!(
+            iso,
+            Isolation {
+                capabilities: None,
+                seccomp: None,
+                paths: false
+            }
+        );
+        let sys = Recorder::default();
+        apply(&sys, &iso.prepare().unwrap()).unwrap();
+        assert!(sys.calls.borrow().is_empty());
+        let only_caps = Disabled {
+            seccomp: true,
+            paths: true,
+            ..Disabled::default()
+        };
+        let iso = Isolation::new(&Isolators::default(), only_caps).unwrap();
+        assert_eq!(iso.capabilities.as_ref().unwrap().len(), 14);
+    }
+}
