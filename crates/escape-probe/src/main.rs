@@ -1,5 +1,5 @@
 //! `escape-probe CHECK...`: run inside a pod by the isolation tests. For each check it
-//! attempts one thing with the system call itself (no shell tools, which a test host may
+//! forks and attempts one thing with the system call itself (no shell tools, which a test host may
 //! lack) and prints `CHECK: ok` or `CHECK: ENAME`. Every attempt is harmless when it
 //! succeeds: invalid arguments where a call would change the host (reboot, modules), an
 //! open for writing without a write where a write would (sysrq), temporary files removed.
@@ -237,11 +237,27 @@ fn attempt(name: &str) -> Result<(), Error> {
     }
 }
 
+/// Each check runs in a child of its own, so that one that succeeds (entering a new user
+/// namespace, say) does not change what the next one starts from.
 fn main() {
+    use std::io::Write;
     for name in std::env::args().skip(1) {
-        match attempt(&name) {
-            Ok(()) => println!("{name}: ok"),
-            Err(e) => println!("{name}: {}", errno_name(&e)),
+        // SAFETY: fork of a single-threaded process; the child runs one check and _exits.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let line = match attempt(&name) {
+                Ok(()) => format!("{name}: ok\n"),
+                Err(e) => format!("{name}: {}\n", errno_name(&e)),
+            };
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(line.as_bytes());
+            let _ = out.flush();
+            // SAFETY: ends the child without running the parent's exit handlers.
+            unsafe { libc::_exit(0) };
         }
+        assert!(pid > 0, "fork: {}", Error::last_os_error());
+        let mut status = 0;
+        // SAFETY: waits for our own child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
     }
 }

@@ -14,7 +14,8 @@ use super::pod_args::{exit_code, store, PodRef};
 use super::GlobalArgs;
 
 /// Run a command (default /bin/sh) in a running pod's network, mount, UTS, IPC and PID
-/// namespaces and root directory, and exit with its exit status.
+/// namespaces and root directory, with the capabilities and seccomp filter of the pod's
+/// app, and exit with its exit status.
 #[derive(Debug, Args)]
 pub struct EnterArgs {
     #[command(flatten)]
@@ -45,5 +46,6 @@ pub fn run(global: &GlobalArgs, args: &EnterArgs) -> anyhow::Result<ExitCode> {
     if let Some(term) = std::env::var_os("TERM") {
         env.push(("TERM".into(), term));
     }
-    Ok(exit_code(enter(pid, &argv, &env)?))
+    let isolation = status.record.isolation.clone().unwrap_or_default();
+    Ok(exit_code(enter(pid, &argv, &env, &isolation)?))
 }

@@ -8,6 +8,7 @@
 mod config;
 mod enter;
 mod gc;
+mod isolation_args;
 mod list;
 mod net;
 mod pod_args;
@@ -110,7 +111,9 @@ pub struct NetDirArgs {
 
     /// Accept insecure settings. `net-plugins`: use network configurations, plugin
     /// directories and plugins that a user other than root can change (run as root, rkt
-    /// refuses them otherwise). Comma-separated; may be repeated.
+    /// refuses them otherwise). `capabilities`, `seccomp`, `paths`: run the app without
+    /// that part of pod isolation (all capabilities; no syscall filter; host's /dev, /proc
+    /// and /sys unprotected). `all-run`: all four. Comma-separated; may be repeated.
     #[arg(long, value_name = "OPTION[,OPTION...]")]
     pub insecure_options: Vec<String>,
 }

@@ -12,6 +12,7 @@ use rkt::networking::{DnsOptions, HostsOptions, NetOptions, NetSelection};
 use rkt::pod::run::{RunOptions, RunOutcome};
 use rkt::pod::{App, Pod, PodStore};
 
+use super::isolation_args::IsolationArgs;
 use super::{GlobalArgs, NetDirArgs, FAILURE};
 
 /// The app a pod runs.
@@ -35,6 +36,9 @@ pub struct AppArgs {
     /// one (PATH, HOME=/root, and TERM if set).
     #[arg(long)]
     pub inherit_env: bool,
+
+    #[command(flatten)]
+    pub isolation: IsolationArgs,
 
     /// The command to run and its arguments (put them after `--` if they start with '-').
     #[arg(
@@ -83,6 +87,7 @@ impl AppArgs {
             env,
             inherit_env: self.inherit_env,
             rootfs,
+            isolators: self.isolation.isolators()?,
         })
     }
 }
@@ -157,7 +162,7 @@ impl PodNetArgs {
         let selection = NetSelection::parse(&self.net)?;
         let ports = rkt::networking::ports::parse_all(&self.port)?;
         let dirs = global.effective_dirs(&self.dirs)?;
-        let insecure = rkt::security::insecure_net_plugins(&self.dirs.insecure_options)?;
+        let insecure = rkt::security::InsecureOptions::parse(&self.dirs.insecure_options)?;
         if let Some(name) = &self.hostname {
             // It goes into /etc/hosts and the UTS namespace: no whitespace or shell text.
             let word = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
@@ -182,10 +187,11 @@ impl PodNetArgs {
                 },
                 hostname: self.hostname.clone().unwrap_or_default(),
                 ports,
-                check_ownership: !insecure,
+                check_ownership: !insecure.net_plugins,
             },
             exe: PathBuf::from("/proc/self/exe"),
             uuid_file_save,
+            isolation_off: insecure.isolation,
         })
     }
 }

@@ -8,7 +8,9 @@
 //!   tmpfs (the list Docker and runc use: kernel memory, keyrings, timer and scheduler
 //!   internals, firmware).
 //! - [`READ_ONLY`]: bound read-only onto themselves (`/proc/sys`, `/proc/sysrq-trigger`,
-//!   ...). `/sys` is a fresh read-only sysfs (see [`crate::stage::mounts`]).
+//!   ...). `/sys` is a fresh read-only sysfs (see [`crate::stage::mounts`]), or with the
+//!   host's network the host's `/sys` made read-only with all its submounts
+//!   ([`read_only_tree`]).
 //! - [`nodev_tree`]: every mount of the pod's root becomes `nodev`, so a device node the
 //!   app makes with `CAP_MKNOD` (kept by default, as in rkt and Docker) cannot be opened.
 //!   Docker relies on its device cgroup for that; we have none, so the only usable nodes
@@ -124,11 +126,25 @@ struct MountAttr {
     userns_fd: u64,
 }
 
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
 const MOUNT_ATTR_NODEV: u64 = 0x4;
 const AT_RECURSIVE: libc::c_uint = 0x8000;
 
-/// Makes `path` and every mount below it `nodev` (mount_setattr(2), Linux 5.12 or later).
+/// Makes `path` and every mount below it `nodev`.
 pub fn nodev_tree(path: &Path) -> Result<(), IsolationError> {
+    set_tree(path, MOUNT_ATTR_NODEV, "nodev")
+}
+
+/// Makes `path` and every mount below it read-only: the host's `/sys` for a pod on the
+/// host's network, whose sysfs cannot be mounted afresh (it would be the same superblock
+/// on the same mount point) and whose submounts (cgroups, debugfs, ...) must not stay
+/// writable.
+pub fn read_only_tree(path: &Path) -> Result<(), IsolationError> {
+    set_tree(path, MOUNT_ATTR_RDONLY, "read-only")
+}
+
+/// Sets `attr` on `path` and every mount below it (mount_setattr(2), Linux 5.12 or later).
+fn set_tree(path: &Path, attr_set: u64, what: &str) -> Result<(), IsolationError> {
     let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| {
         IsolationError::Mount {
             target: path.to_path_buf(),
@@ -136,7 +152,7 @@ pub fn nodev_tree(path: &Path) -> Result<(), IsolationError> {
         }
     })?;
     let attr = MountAttr {
-        attr_set: MOUNT_ATTR_NODEV,
+        attr_set,
         attr_clr: 0,
         propagation: 0,
         userns_fd: 0,
@@ -157,7 +173,7 @@ pub fn nodev_tree(path: &Path) -> Result<(), IsolationError> {
         Ok(_) => Ok(()),
         Err(Errno::ENOSYS) => Err(IsolationError::Unsupported {
             what: format!(
-                "making the mounts under {} nodev needs mount_setattr(2) (Linux 5.12 or \
+                "making the mounts under {} {what} needs mount_setattr(2) (Linux 5.12 or \
                  later); pass --insecure-options=paths to run without it",
                 path.display()
             ),

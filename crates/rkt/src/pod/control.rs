@@ -112,6 +112,7 @@ mod tests {
             env: vec![],
             inherit_env: false,
             rootfs: None,
+            isolators: Default::default(),
         };
         let (pod, lock) = store.create(app, &PodState::new(State::Prepared)).unwrap();
         drop(lock);

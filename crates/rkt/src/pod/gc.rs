@@ -173,6 +173,7 @@ mod tests {
             env: vec![],
             inherit_env: false,
             rootfs: None,
+            isolators: Default::default(),
         }
     }
 

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::time::Timestamp;
+use crate::isolation::Isolators;
 
 /// The pod's single app: a command from the host, or from a root filesystem directory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -24,6 +25,9 @@ pub struct App {
     /// `--rootfs`: the app's root directory (absolute); `None` means the host's root.
     #[serde(default)]
     pub rootfs: Option<PathBuf>,
+    /// `--caps-retain`, `--caps-remove`, `--seccomp` (absent: the defaults).
+    #[serde(default, skip_serializing_if = "Isolators::is_default")]
+    pub isolators: Isolators,
 }
 
 impl App {

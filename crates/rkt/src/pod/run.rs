@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use nix::sys::signal::Signal;
 
+use crate::isolation::{self, Isolation, IsolationError};
 use crate::netns::{self, NetnsError};
 use crate::networking::{self, NetError, NetInfo, NetOptions, NetSelection, PlannedNet, PodNet};
 use crate::stage::{self, signals, StageError, StageSpec};
@@ -38,6 +39,8 @@ pub struct RunOptions {
     pub exe: PathBuf,
     /// `--uuid-file-save`: where to write the UUID once the pod exists.
     pub uuid_file_save: Option<PathBuf>,
+    /// The parts of pod isolation `--insecure-options` turned off.
+    pub isolation_off: isolation::Disabled,
 }
 
 /// How a pod run ended.
@@ -68,6 +71,9 @@ pub enum RunError {
     /// Bad network, DNS or hosts options, found before any pod was created.
     #[error(transparent)]
     Options(NetError),
+    /// Isolation flags that cannot be applied, found before the pod runs.
+    #[error(transparent)]
+    Isolation(IsolationError),
     #[error("pod {uuid}: {source}")]
     Stage { uuid: String, source: StageError },
     #[error("pod {uuid}: interrupted by {signal} before the app started")]
@@ -110,9 +116,12 @@ impl From<PodError> for StartFailure {
 /// `rkt run`: creates a pod for `app` and runs it.
 pub fn run_new(store: &PodStore, app: App, opts: &RunOptions) -> Result<RunOutcome, StartFailure> {
     let planned = preflight(&opts.net)?;
+    let isolation = settle_isolation(&app, opts)?;
     // The pod appears already `running`, with the namespace path it is about to get.
     let (pod, lock, state) = store.create_with(app, |uuid| {
-        start_running(uuid, PodState::new(State::Running), opts)
+        let mut state = start_running(uuid, PodState::new(State::Running), opts);
+        state.isolation = Some(isolation);
+        state
     })?;
     run_locked(&pod, lock, opts, state, planned)
 }
@@ -133,9 +142,19 @@ pub fn run_prepared(pod: &Pod, opts: &RunOptions) -> Result<RunOutcome, StartFai
         }
         .into());
     }
-    let state = start_running(&pod.uuid, state, opts);
+    let isolation = settle_isolation(&pod.manifest()?.app, opts)?;
+    let mut state = start_running(&pod.uuid, state, opts);
+    state.isolation = Some(isolation);
     state.store(&pod.dir)?;
     run_locked(pod, lock, opts, state, planned)
+}
+
+/// What the app will run with: its flags, less what `--insecure-options` turned off.
+fn settle_isolation(app: &App, opts: &RunOptions) -> Result<Isolation, StartFailure> {
+    Isolation::new(&app.isolators, opts.isolation_off).map_err(|e| StartFailure {
+        error: Box::new(RunError::Isolation(e)),
+        cleanup: Vec::new(),
+    })
 }
 
 /// Checks the options that can be checked without a pod: DNS and hosts flags, that every

@@ -135,6 +135,7 @@ impl PodStatus {
             "ports": if self.state == State::Running { self.ports.clone() } else { Vec::new() },
             "runnerDied": self.runner_died,
             "error": self.record.error,
+            "isolation": self.record.isolation,
         })
     }
 }
@@ -154,6 +155,7 @@ mod tests {
             env: vec![],
             inherit_env: false,
             rootfs: None,
+            isolators: Default::default(),
         };
         let mut st = PodState::new(State::Exited);
         st.started = Some(Timestamp::now());
@@ -221,6 +223,7 @@ mod tests {
             env: vec![],
             inherit_env: false,
             rootfs: None,
+            isolators: Default::default(),
         };
         let (pod, lock) = store.create(app, &PodState::new(State::Running)).unwrap();
         assert_eq!(PodStatus::read(&pod).unwrap().state, State::Running);

@@ -300,6 +300,7 @@ mod tests {
             env: vec![],
             inherit_env: false,
             rootfs: None,
+            isolators: Default::default(),
         }
     }
 

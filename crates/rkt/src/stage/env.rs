@@ -91,6 +91,7 @@ mod tests {
                 .collect(),
             inherit_env: inherit,
             rootfs: None,
+            isolators: Default::default(),
         }
     }
 

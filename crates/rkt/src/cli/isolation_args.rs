@@ -1,0 +1,51 @@
+//! The app's isolation flags (`run`, `prepare`), rkt's names and syntax; flattened into
+//! the app options. What they mean: [`rkt::isolation`] and docs/isolation.md.
+
+use clap::Args;
+
+use rkt::isolation::capabilities::CapsFlag;
+use rkt::isolation::seccomp::SeccompSpec;
+use rkt::isolation::Isolators;
+
+/// Capabilities and seccomp filter of the app.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Isolation")]
+pub struct IsolationArgs {
+    /// Give the app exactly these capabilities (comma-separated, e.g.
+    /// CAP_NET_ADMIN,CAP_CHOWN) instead of the default 14 (rkt's and Docker's).
+    #[arg(long, value_name = "CAP[,CAP...]", conflicts_with = "caps_remove")]
+    pub caps_retain: Option<String>,
+
+    /// Take these capabilities out of the default 14.
+    #[arg(long, value_name = "CAP[,CAP...]")]
+    pub caps_remove: Option<String>,
+
+    /// The app's seccomp filter instead of the default
+    /// (mode=remove,@rkt/default-blacklist): `mode=remove` refuses the listed calls,
+    /// `mode=retain` allows only them; refused calls fail with errno (default EPERM).
+    /// Groups: @rkt/default-blacklist, @rkt/default-whitelist, @docker/default-blacklist,
+    /// @docker/default-whitelist.
+    #[arg(
+        long,
+        value_name = "mode=retain|remove[,errno=ENAME],SYSCALL|@GROUP[,...]"
+    )]
+    pub seccomp: Option<String>,
+}
+
+impl IsolationArgs {
+    /// The flags, checked (unknown capabilities, syscalls, groups and errnos are errors
+    /// naming them).
+    pub fn isolators(&self) -> anyhow::Result<Isolators> {
+        let caps = match (&self.caps_retain, &self.caps_remove) {
+            (Some(list), _) => Some(CapsFlag::parse(true, list)?),
+            (None, Some(list)) => Some(CapsFlag::parse(false, list)?),
+            (None, None) => None,
+        };
+        let seccomp = self
+            .seccomp
+            .as_deref()
+            .map(SeccompSpec::parse)
+            .transpose()?;
+        Ok(Isolators { caps, seccomp })
+    }
+}
