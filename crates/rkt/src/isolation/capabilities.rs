@@ -3,10 +3,10 @@
 //!
 //! The default is the set rkt and Docker give an app (14 capabilities, `CapBnd:
 //! 00000000a80425fb`). Narrowing drops every other capability from the bounding set, clears
-//! the ambient set, and sets the permitted, effective and inheritable sets to the set (see
-//! [`super::apply`] for where this happens relative to the seccomp filter). An app that
-//! stays root keeps the set across `execve`; one that changes to another user loses it the
-//! usual way.
+//! the ambient set, and sets the inheritable set to the set (see [`super::apply`] for the
+//! order relative to the seccomp filter); at `execve` a root app then gets exactly the set
+//! as permitted and effective set too. One that changes to another user loses it the usual
+//! way.
 
 use std::fmt;
 
@@ -209,9 +209,8 @@ pub fn last_cap() -> Result<u8, IsolationError> {
 }
 
 /// Narrows the calling process to `set`: drops the other capabilities (up to `last`) from
-/// the bounding set and clears the ambient set. The permitted, effective and inheritable
-/// sets are set by [`limit_process_sets`], after the seccomp filter is loaded (loading it
-/// needs `CAP_SYS_ADMIN`).
+/// the bounding set and clears the ambient set. The other sets follow in
+/// [`limit_process_sets`].
 pub fn limit_bounding(sys: &dyn Syscall, set: CapSet, last: u8) -> Result<(), IsolationError> {
     let wanted_unknown = set.0 >> (last as u32 + 1);
     if wanted_unknown != 0 {
@@ -239,16 +238,56 @@ pub fn limit_bounding(sys: &dyn Syscall, set: CapSet, last: u8) -> Result<(), Is
         })
 }
 
-/// Sets the permitted, effective and inheritable sets to `set`.
-pub fn limit_process_sets(sys: &dyn Syscall, set: CapSet) -> Result<(), IsolationError> {
-    sys.set_capabilities(set)
+/// `CAP_SYS_ADMIN`: loading a seccomp filter without `no_new_privs` needs it.
+pub const CAP_SYS_ADMIN: u8 = 21;
+
+/// Sets the inheritable set to `set` and the permitted and effective sets to `set` plus
+/// `extra` (what the process still needs before `execve`, see [`super::apply`]). At
+/// `execve` the kernel then gives a root app permitted = effective = inheritable ∪
+/// bounding = `set`.
+pub fn limit_process_sets(
+    sys: &dyn Syscall,
+    set: CapSet,
+    extra: CapSet,
+) -> Result<(), IsolationError> {
+    sys.set_capabilities(CapSet(set.0 | extra.0), set)
         .map_err(|source| IsolationError::Capability {
-            what: format!(
-                "set the permitted, effective and inheritable sets to {set} with capset(2) \
-                 (a --seccomp=mode=retain list must allow capset)"
-            ),
+            what: format!("narrow the capability sets to {set} with capset(2)"),
             source,
         })
+}
+
+/// The permitted set of the calling process (`CapPrm` of `/proc/self/status`).
+pub fn held() -> Result<CapSet, IsolationError> {
+    let path = "/proc/self/status";
+    let text = std::fs::read_to_string(path).map_err(|source| IsolationError::Io {
+        what: "read",
+        path: path.into(),
+        source,
+    })?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("CapPrm:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .map(CapSet)
+        .ok_or_else(|| IsolationError::Unsupported {
+            what: format!("{path} shows no CapPrm line"),
+        })
+}
+
+/// Checks that rkt holds every capability of `set`: a pod cannot get one its runner lacks
+/// (rkt itself run in a container, say).
+pub fn check_held(set: CapSet, held: CapSet) -> Result<(), IsolationError> {
+    let missing = CapSet(set.0 & !held.0);
+    if missing.0 == 0 {
+        return Ok(());
+    }
+    Err(IsolationError::Unsupported {
+        what: format!(
+            "the app is to keep {}, which rkt itself does not hold (its permitted set is \
+             {held}); pass --caps-retain or --caps-remove without them",
+            missing.names().join(", ")
+        ),
+    })
 }
 
 fn cap_name(cap: u8) -> String {
@@ -283,6 +322,20 @@ mod tests {
         assert_eq!(retain.set().unwrap(), CapSet((1 << 12) | 1));
         let remove = CapsFlag::parse(false, "CAP_NET_RAW").unwrap();
         assert_eq!(remove.set().unwrap().0, 0xa80425fb & !(1 << 13));
+    }
+
+    #[test]
+    fn a_capability_rkt_lacks_is_refused_by_name() {
+        let held = CapSet(0x1fffeffffff); // no CAP_SYS_RESOURCE (24)
+        check_held(CapSet::default_set(), held).unwrap();
+        let wanted = CapsFlag::parse(true, "CAP_SYS_RESOURCE,CAP_CHOWN").unwrap();
+        let e = check_held(wanted.set().unwrap(), held)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("CAP_SYS_RESOURCE") && !e.contains("CAP_CHOWN"),
+            "{e}"
+        );
     }
 
     #[test]

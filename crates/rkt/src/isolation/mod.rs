@@ -130,11 +130,21 @@ impl Isolation {
     /// Everything [`apply`] needs, computed before the app's process exists, so that a
     /// failure is reported before anything runs.
     pub fn prepare(&self) -> Result<Prepared, IsolationError> {
+        match &self.capabilities {
+            Some(_) => self.prepare_holding(capabilities::held()?),
+            None => self.prepare_holding(CapSet(0)),
+        }
+    }
+
+    /// [`Isolation::prepare`] for a process whose permitted set is `held`.
+    fn prepare_holding(&self, held: CapSet) -> Result<Prepared, IsolationError> {
         let caps = match &self.capabilities {
-            Some(names) => Some((
-                CapSet::from_names(names.iter().map(String::as_str), "the pod's capabilities")?,
-                capabilities::last_cap()?,
-            )),
+            Some(names) => {
+                let set =
+                    CapSet::from_names(names.iter().map(String::as_str), "the pod's capabilities")?;
+                capabilities::check_held(set, held)?;
+                Some((set, capabilities::last_cap()?))
+            }
             None => None,
         };
         let filters = match &self.seccomp {
@@ -154,21 +164,27 @@ pub struct Prepared {
     filters: Vec<BpfProgram>,
 }
 
-/// Narrows the calling process (single-threaded, about to `execve` the app): the bounding
-/// set and the ambient set first, then the seccomp filters (loading them needs
-/// `CAP_SYS_ADMIN`, still effective; so `no_new_privs` stays off and set-user-ID programs
-/// in the pod keep working, as in Docker), then the permitted, effective and inheritable
-/// sets. The filter is therefore in force for that last `capset` and the `execve`.
+/// Narrows the calling process (single-threaded, about to `execve` the app): drops the
+/// bounding set to the pod's set and clears the ambient set; sets the inheritable set to
+/// the pod's set and the permitted and effective sets to it plus `CAP_SYS_ADMIN` while
+/// filters are still to be loaded (loading them without `no_new_privs` needs it; keeping
+/// `no_new_privs` off lets set-user-ID programs in the pod work, as in Docker); then loads
+/// the filters. Nothing but `execve` follows, and at `execve` the kernel gives a root app
+/// permitted = effective = inheritable ∪ bounding = the pod's set: no `capset` has to
+/// pass the filter, so a whitelist needs only `execve`.
 pub fn apply(sys: &dyn Syscall, prepared: &Prepared) -> Result<(), IsolationError> {
     if let Some((set, last)) = prepared.caps {
         capabilities::limit_bounding(sys, set, last)?;
+        let extra = if prepared.filters.is_empty() {
+            CapSet(0)
+        } else {
+            CapSet(1 << capabilities::CAP_SYS_ADMIN)
+        };
+        capabilities::limit_process_sets(sys, set, extra)?;
     }
     for program in &prepared.filters {
         sys.load_seccomp(program)
             .map_err(|source| IsolationError::SeccompLoad { source })?;
-    }
-    if let Some((set, _)) = prepared.caps {
-        capabilities::limit_process_sets(sys, set)?;
     }
     Ok(())
 }
@@ -178,9 +194,12 @@ mod tests {
     use super::syscall::test::{Call, Recorder};
     use super::*;
 
+    /// A runner that holds every capability.
+    const ALL: CapSet = CapSet(u64::MAX);
+
     #[test]
-    fn bounding_then_ambient_then_filters_then_capset() {
-        let prepared = Isolation::default().prepare().unwrap();
+    fn bounding_then_ambient_then_capset_then_filters() {
+        let prepared = Isolation::default().prepare_holding(ALL).unwrap();
         let sys = Recorder::default();
         apply(&sys, &prepared).unwrap();
         let calls = sys.calls.borrow();
@@ -196,15 +215,16 @@ mod tests {
                 .collect::<Vec<_>>()[..]
         );
         assert_eq!(calls[n], Call::ClearAmbient);
-        assert!(matches!(calls[n + 1], Call::LoadSeccomp(len) if len > 50));
-        assert!(matches!(calls[n + 2], Call::LoadSeccomp(8)));
-        assert_eq!(calls[n + 3], Call::SetCapabilities(default));
+        let admin = CapSet(default.0 | 1 << capabilities::CAP_SYS_ADMIN);
+        assert_eq!(calls[n + 1], Call::SetCapabilities(admin, default));
+        assert!(matches!(calls[n + 2], Call::LoadSeccomp(len) if len > 50));
+        assert!(matches!(calls[n + 3], Call::LoadSeccomp(8)));
         assert_eq!(calls.len(), n + 4);
     }
 
     #[test]
     fn a_failing_step_stops_the_rest_and_names_itself() {
-        let prepared = Isolation::default().prepare().unwrap();
+        let prepared = Isolation::default().prepare_holding(ALL).unwrap();
         let sys = Recorder {
             fail_at: Some(0),
             ..Recorder::default()
@@ -234,7 +254,7 @@ mod tests {
             }
         );
         let sys = Recorder::default();
-        apply(&sys, &iso.prepare().unwrap()).unwrap();
+        apply(&sys, &iso.prepare_holding(ALL).unwrap()).unwrap();
         assert!(sys.calls.borrow().is_empty());
         let only_caps = Disabled {
             seccomp: true,
@@ -243,5 +263,11 @@ mod tests {
         };
         let iso = Isolation::new(&Isolators::default(), only_caps).unwrap();
         assert_eq!(iso.capabilities.as_ref().unwrap().len(), 14);
+        // Without filters to load, CAP_SYS_ADMIN is not kept until execve.
+        let sys = Recorder::default();
+        apply(&sys, &iso.prepare_holding(ALL).unwrap()).unwrap();
+        let default = CapSet::default_set();
+        let calls = sys.calls.borrow();
+        assert_eq!(calls.last(), Some(&Call::SetCapabilities(default, default)));
     }
 }

@@ -157,6 +157,12 @@ impl SeccompSpec {
                 syscalls.insert(nr);
             }
         }
+        let execve = syscall_number("execve").expect("every architecture has execve");
+        if self.mode == Mode::Retain && !syscalls.contains(&execve) {
+            return Err(bad(
+                "a retain list must allow execve, or the app cannot start".into(),
+            ));
+        }
         Ok(Resolved {
             mode: self.mode,
             errno,
@@ -233,5 +239,7 @@ mod tests {
         assert!(e.contains("mode="), "{e}");
         let e = err("mode=remove");
         assert!(e.contains("no syscall"), "{e}");
+        let e = err("mode=retain,read,exit_group");
+        assert!(e.contains("must allow execve"), "{e}");
     }
 }

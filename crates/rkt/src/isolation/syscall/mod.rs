@@ -18,8 +18,8 @@ pub trait Syscall {
     fn clear_ambient(&self) -> Result<(), Errno>;
     /// `seccomp(SECCOMP_SET_MODE_FILTER, 0, program)`, without `no_new_privs`.
     fn load_seccomp(&self, program: &[sock_filter]) -> Result<(), Errno>;
-    /// `capset(2)`: permitted, effective and inheritable all `set`.
-    fn set_capabilities(&self, set: CapSet) -> Result<(), Errno>;
+    /// `capset(2)`: permitted and effective `held`, inheritable `inheritable`.
+    fn set_capabilities(&self, held: CapSet, inheritable: CapSet) -> Result<(), Errno>;
 }
 
 /// The real calls, on the calling thread.
@@ -95,17 +95,17 @@ impl Syscall for Linux {
         Errno::result(rc).map(drop)
     }
 
-    fn set_capabilities(&self, set: CapSet) -> Result<(), Errno> {
+    fn set_capabilities(&self, held: CapSet, inheritable: CapSet) -> Result<(), Errno> {
         let header = CapHeader {
             version: CAPABILITY_VERSION_3,
             pid: 0,
         };
-        let half = |bits: u32| CapData {
-            effective: bits,
-            permitted: bits,
-            inheritable: bits,
+        let half = |shift: u32| CapData {
+            effective: (held.0 >> shift) as u32,
+            permitted: (held.0 >> shift) as u32,
+            inheritable: (inheritable.0 >> shift) as u32,
         };
-        let data = [half(set.0 as u32), half((set.0 >> 32) as u32)];
+        let data = [half(0), half(32)];
         // SAFETY: header and two data structs, as capset(2) with version 3 reads them.
         let rc =
             unsafe { libc::syscall(libc::SYS_capset, &header as *const CapHeader, data.as_ptr()) };

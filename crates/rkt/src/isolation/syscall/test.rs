@@ -16,7 +16,8 @@ pub enum Call {
     ClearAmbient,
     /// The program's length in instructions.
     LoadSeccomp(usize),
-    SetCapabilities(CapSet),
+    /// Permitted and effective, inheritable.
+    SetCapabilities(CapSet, CapSet),
 }
 
 /// Records every call; the call `fail_at` (0-based) fails with EPERM.
@@ -47,7 +48,7 @@ impl Syscall for Recorder {
     fn load_seccomp(&self, program: &[sock_filter]) -> Result<(), Errno> {
         self.record(Call::LoadSeccomp(program.len()))
     }
-    fn set_capabilities(&self, set: CapSet) -> Result<(), Errno> {
-        self.record(Call::SetCapabilities(set))
+    fn set_capabilities(&self, held: CapSet, inheritable: CapSet) -> Result<(), Errno> {
+        self.record(Call::SetCapabilities(held, inheritable))
     }
 }
