@@ -469,3 +469,41 @@ fn status_reports_the_isolation_and_enter_runs_under_it() {
     );
     assert_eq!(iso["paths"], false);
 }
+
+#[test]
+fn tuning_still_sets_the_pods_sysctls_that_the_app_cannot_write() {
+    require_root!();
+    let world = World::new();
+    let name = format!(
+        "iso-tuning-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    );
+    let subnet = "10.119.7.0/24";
+    let _g = leaks::Guard::new(world.leak_ctx().network(&name).subnet(subnet));
+    let conf_dir = world.path("net.d");
+    fs::create_dir_all(&conf_dir).unwrap();
+    let conf = serde_json::json!({
+        "cniVersion": "1.0.0",
+        "name": name,
+        "plugins": [
+            {"type": "ptp", "ipMasq": false, "ipam": {"type": "host-local", "subnet": subnet}},
+            {"type": "tuning", "sysctl": {"net.core.somaxconn": "777"}}
+        ]
+    });
+    fs::write(conf_dir.join("10-tuning.conflist"), conf.to_string()).unwrap();
+    let out = world
+        .rkt(&[
+            "run",
+            &format!("--net-conf-dir={}", conf_dir.display()),
+            &format!("--net={name}"),
+            "--",
+            "sh",
+            "-c",
+            "cat /proc/sys/net/core/somaxconn; echo 1 > /proc/sys/net/core/somaxconn",
+        ])
+        .run();
+    assert_ne!(out.code(), Some(0), "the app wrote a sysctl");
+    assert_eq!(out.stdout(), "777\n");
+    out.assert_stderr_contains("Read-only file system");
+    let _ = fs::remove_dir_all(Path::new("/var/lib/cni/networks").join(&name));
+}
