@@ -507,3 +507,43 @@ fn tuning_still_sets_the_pods_sysctls_that_the_app_cannot_write() {
     out.assert_stderr_contains("Read-only file system");
     let _ = fs::remove_dir_all(Path::new("/var/lib/cni/networks").join(&name));
 }
+
+#[test]
+fn readonly_rootfs_keeps_the_apps_root_read_only_but_its_dev_and_shm_writable() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let rootfs = world.path("rootfs");
+    tiny_rootfs(&rootfs);
+    let root_flag = format!("--rootfs={}", rootfs.display());
+    let script = "echo x > /written; echo y > /dev/shm/y && cat /dev/shm/y; \
+                  echo z > /dev/null && echo null-ok";
+    let out = world
+        .rkt(&[
+            "run",
+            "--net=none",
+            &root_flag,
+            "--readonly-rootfs",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ])
+        .run();
+    out.assert_success()
+        .assert_stderr_contains("Read-only file system");
+    assert_eq!(out.stdout(), "y\nnull-ok\n");
+    assert!(!rootfs.join("written").exists());
+    // Without the flag the same root is writable.
+    world
+        .rkt(&["run", "--net=none", &root_flag, "--", "sh", "-c", script])
+        .run()
+        .assert_success();
+    assert!(rootfs.join("written").exists());
+    // A host-command pod has no root of its own to protect.
+    world
+        .rkt(&["run", "--readonly-rootfs", "--", "true"])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains("--readonly-rootfs needs --rootfs");
+}

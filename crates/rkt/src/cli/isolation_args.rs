@@ -7,7 +7,7 @@ use rkt::isolation::capabilities::CapsFlag;
 use rkt::isolation::seccomp::SeccompSpec;
 use rkt::isolation::Isolators;
 
-/// Capabilities and seccomp filter of the app.
+/// Capabilities, seccomp filter and read-only root of the app.
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = "Isolation")]
 pub struct IsolationArgs {
@@ -30,12 +30,22 @@ pub struct IsolationArgs {
         value_name = "mode=retain|remove[,errno=ENAME],SYSCALL|@GROUP[,...]"
     )]
     pub seccomp: Option<String>,
+
+    /// Mount the app's root filesystem (--rootfs) read-only; /dev, /dev/shm, /proc, /sys
+    /// and the pod's /etc/resolv.conf and /etc/hosts are separate mounts.
+    #[arg(long)]
+    pub readonly_rootfs: bool,
 }
 
 impl IsolationArgs {
     /// The flags, checked (unknown capabilities, syscalls, groups and errnos are errors
-    /// naming them).
-    pub fn isolators(&self) -> anyhow::Result<Isolators> {
+    /// naming them); `has_rootfs`: whether `--rootfs` was given.
+    pub fn isolators(&self, has_rootfs: bool) -> anyhow::Result<Isolators> {
+        if self.readonly_rootfs && !has_rootfs {
+            anyhow::bail!(
+                "--readonly-rootfs needs --rootfs=DIR (a host-command pod's root is the host's)"
+            );
+        }
         let caps = match (&self.caps_retain, &self.caps_remove) {
             (Some(list), _) => Some(CapsFlag::parse(true, list)?),
             (None, Some(list)) => Some(CapsFlag::parse(false, list)?),
@@ -46,6 +56,10 @@ impl IsolationArgs {
             .as_deref()
             .map(SeccompSpec::parse)
             .transpose()?;
-        Ok(Isolators { caps, seccomp })
+        Ok(Isolators {
+            caps,
+            seccomp,
+            readonly_rootfs: self.readonly_rootfs,
+        })
     }
 }

@@ -81,13 +81,14 @@ impl AppArgs {
             Some(name) => name.clone(),
             None => App::default_name(&self.command[0]),
         };
+        let isolators = self.isolation.isolators(rootfs.is_some())?;
         Ok(App {
             name,
             exec: self.command.clone(),
             env,
             inherit_env: self.inherit_env,
             rootfs,
-            isolators: self.isolation.isolators()?,
+            isolators,
         })
     }
 }

@@ -70,11 +70,14 @@ pub struct Isolators {
     /// `--seccomp`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seccomp: Option<SeccompSpec>,
+    /// `--readonly-rootfs` (with `--rootfs` only).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub readonly_rootfs: bool,
 }
 
 impl Isolators {
     pub fn is_default(&self) -> bool {
-        self.caps.is_none() && self.seccomp.is_none()
+        self.caps.is_none() && self.seccomp.is_none() && !self.readonly_rootfs
     }
 }
 
@@ -98,6 +101,9 @@ pub struct Isolation {
     /// Kernel paths masked and device nodes confined (`false`:
     /// `--insecure-options=paths`).
     pub paths: bool,
+    /// The app's root filesystem is read-only (`--readonly-rootfs`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub readonly_rootfs: bool,
 }
 
 impl Default for Isolation {
@@ -124,6 +130,7 @@ impl Isolation {
             capabilities,
             seccomp,
             paths: !disabled.paths,
+            readonly_rootfs: isolators.readonly_rootfs,
         })
     }
 
@@ -250,7 +257,8 @@ mod tests {
             Isolation {
                 capabilities: None,
                 seccomp: None,
-                paths: false
+                paths: false,
+                readonly_rootfs: false,
             }
         );
         let sys = Recorder::default();

@@ -132,7 +132,13 @@ const AT_RECURSIVE: libc::c_uint = 0x8000;
 
 /// Makes `path` and every mount below it `nodev`.
 pub fn nodev_tree(path: &Path) -> Result<(), IsolationError> {
-    set_tree(path, MOUNT_ATTR_NODEV, "nodev")
+    set_attr(path, MOUNT_ATTR_NODEV, AT_RECURSIVE, "nodev")
+}
+
+/// Makes the mount at `path` (not those below it) read-only, keeping its other flags:
+/// `--readonly-rootfs`, once the pod's `/dev`, `/sys` and files are mounted on it.
+pub fn read_only_mount(path: &Path) -> Result<(), IsolationError> {
+    set_attr(path, MOUNT_ATTR_RDONLY, 0, "read-only")
 }
 
 /// Makes `path` and every mount below it read-only: the host's `/sys` for a pod on the
@@ -140,11 +146,17 @@ pub fn nodev_tree(path: &Path) -> Result<(), IsolationError> {
 /// on the same mount point) and whose submounts (cgroups, debugfs, ...) must not stay
 /// writable.
 pub fn read_only_tree(path: &Path) -> Result<(), IsolationError> {
-    set_tree(path, MOUNT_ATTR_RDONLY, "read-only")
+    set_attr(path, MOUNT_ATTR_RDONLY, AT_RECURSIVE, "read-only")
 }
 
-/// Sets `attr` on `path` and every mount below it (mount_setattr(2), Linux 5.12 or later).
-fn set_tree(path: &Path, attr_set: u64, what: &str) -> Result<(), IsolationError> {
+/// Sets `attr_set` on the mount at `path`, and with `AT_RECURSIVE` in `flags` on every
+/// mount below it (mount_setattr(2), Linux 5.12 or later).
+fn set_attr(
+    path: &Path,
+    attr_set: u64,
+    flags: libc::c_uint,
+    what: &str,
+) -> Result<(), IsolationError> {
     let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| {
         IsolationError::Mount {
             target: path.to_path_buf(),
@@ -164,7 +176,7 @@ fn set_tree(path: &Path, attr_set: u64, what: &str) -> Result<(), IsolationError
             libc::SYS_mount_setattr,
             libc::AT_FDCWD,
             c_path.as_ptr(),
-            AT_RECURSIVE,
+            flags,
             &attr as *const MountAttr,
             std::mem::size_of::<MountAttr>(),
         )

@@ -325,6 +325,16 @@ fn prepare(
     if app.rootfs.is_some() || isolation.paths {
         mounts::populate_dev(&root)?;
     }
+    if isolation.readonly_rootfs && app.rootfs.is_some() {
+        // The init mounts /proc here later: the mount point must exist before.
+        let proc_dir = root.join("proc");
+        std::fs::create_dir_all(&proc_dir).map_err(|source| StageError::Io {
+            what: "create",
+            path: proc_dir,
+            source,
+        })?;
+        isolation::paths::read_only_mount(&root).map_err(StageError::Isolation)?;
+    }
     sethostname(&args.hostname).map_err(|source| StageError::Hostname {
         hostname: args.hostname.clone(),
         source,
