@@ -547,3 +547,67 @@ fn readonly_rootfs_keeps_the_apps_root_read_only_but_its_dev_and_shm_writable() 
         .assert_failure()
         .assert_stderr_contains("--readonly-rootfs needs --rootfs");
 }
+
+#[test]
+fn user_and_groups_set_the_apps_identity_and_drop_its_capabilities() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let status = |flags: &[&str]| {
+        let mut args = vec!["run", "--net=none"];
+        args.extend_from_slice(flags);
+        args.extend(["--", "cat", "/proc/self/status"]);
+        let out = world.rkt(&args).run();
+        out.assert_success();
+        out.stdout()
+    };
+    // Numbers, on a host-command pod.
+    let st = status(&[
+        "--user=65534",
+        "--group=65534",
+        "--supplementary-gids=100,101",
+    ]);
+    assert_eq!(status_field(&st, "Uid"), "65534\t65534\t65534\t65534");
+    assert_eq!(status_field(&st, "Gid"), "65534\t65534\t65534\t65534");
+    assert_eq!(status_field(&st, "Groups"), "100 101");
+    assert_eq!(status_field(&st, "CapEff"), "0000000000000000");
+    assert_eq!(status_field(&st, "CapPrm"), "0000000000000000");
+    assert_eq!(status_field(&st, "CapBnd"), DEFAULT_CAPS);
+    assert_eq!(status_field(&st, "Seccomp"), "2");
+
+    // Names, from the rootfs's own files; the primary group comes with the user.
+    let rootfs = world.path("rootfs");
+    tiny_rootfs(&rootfs);
+    fs::write(
+        rootfs.join("etc/passwd"),
+        "root:x:0:0::/root:/bin/sh\napp:x:1234:2345::/:/bin/sh\n",
+    )
+    .unwrap();
+    fs::write(rootfs.join("etc/group"), "root:x:0:\nwheel:x:3456:\n").unwrap();
+    let root_flag = format!("--rootfs={}", rootfs.display());
+    let st = status(&[&root_flag, "--user=app"]);
+    assert_eq!(status_field(&st, "Uid"), "1234\t1234\t1234\t1234");
+    assert_eq!(status_field(&st, "Gid"), "2345\t2345\t2345\t2345");
+    let st = status(&[&root_flag, "--user=app", "--group=wheel"]);
+    assert_eq!(status_field(&st, "Gid"), "3456\t3456\t3456\t3456");
+    // A name only the host knows is not the rootfs's.
+    world
+        .rkt(&["run", &root_flag, "--user=nobody", "--", "true"])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains("--user=nobody: no such user in")
+        .assert_stderr_contains("etc/passwd");
+
+    // Retained explicitly, a non-root app keeps a capability: port 80 as nobody.
+    let probe = probe().display().to_string();
+    let bind = |flags: &[&str]| {
+        let mut args = vec!["run", "--net=none", "--user=65534"];
+        args.extend_from_slice(flags);
+        args.extend(["--", &probe, "bind-80"]);
+        let out = world.rkt(&args).run();
+        out.assert_success();
+        outcomes(&out.stdout())["bind-80"].clone()
+    };
+    assert_eq!(bind(&[]), "EACCES");
+    assert_eq!(bind(&["--caps-retain=CAP_NET_BIND_SERVICE"]), "ok");
+}

@@ -1,13 +1,15 @@
 //! The app's isolation flags (`run`, `prepare`), rkt's names and syntax; flattened into
 //! the app options. What they mean: [`rkt::isolation`] and docs/isolation.md.
 
+use std::path::Path;
+
 use clap::Args;
 
 use rkt::isolation::capabilities::CapsFlag;
 use rkt::isolation::seccomp::SeccompSpec;
-use rkt::isolation::Isolators;
+use rkt::isolation::{user, Isolators};
 
-/// Capabilities, seccomp filter and read-only root of the app.
+/// Capabilities, seccomp filter, read-only root and identity of the app.
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = "Isolation")]
 pub struct IsolationArgs {
@@ -35,13 +37,29 @@ pub struct IsolationArgs {
     /// and the pod's /etc/resolv.conf and /etc/hosts are separate mounts.
     #[arg(long)]
     pub readonly_rootfs: bool,
+
+    /// Run the app as this user (a number, or a name from the root filesystem's
+    /// /etc/passwd). A non-root app has no capabilities unless --caps-retain names them.
+    #[arg(long, value_name = "UID|NAME")]
+    pub user: Option<String>,
+
+    /// Run the app with this group (a number, or a name from the root filesystem's
+    /// /etc/group) [default: the user's primary group, or 0].
+    #[arg(long, value_name = "GID|NAME")]
+    pub group: Option<String>,
+
+    /// The app's supplementary groups (comma-separated numbers) [default: none once
+    /// --user or --group is given].
+    #[arg(long, value_name = "GID[,GID...]")]
+    pub supplementary_gids: Option<String>,
 }
 
 impl IsolationArgs {
     /// The flags, checked (unknown capabilities, syscalls, groups and errnos are errors
-    /// naming them); `has_rootfs`: whether `--rootfs` was given.
-    pub fn isolators(&self, has_rootfs: bool) -> anyhow::Result<Isolators> {
-        if self.readonly_rootfs && !has_rootfs {
+    /// naming them); names of users and groups are looked up under `rootfs` (the host's
+    /// root without one).
+    pub fn isolators(&self, rootfs: Option<&Path>) -> anyhow::Result<Isolators> {
+        if self.readonly_rootfs && rootfs.is_none() {
             anyhow::bail!(
                 "--readonly-rootfs needs --rootfs=DIR (a host-command pod's root is the host's)"
             );
@@ -56,10 +74,17 @@ impl IsolationArgs {
             .as_deref()
             .map(SeccompSpec::parse)
             .transpose()?;
+        let identity = user::resolve(
+            rootfs.unwrap_or(Path::new("/")),
+            self.user.as_deref(),
+            self.group.as_deref(),
+            self.supplementary_gids.as_deref(),
+        )?;
         Ok(Isolators {
             caps,
             seccomp,
             readonly_rootfs: self.readonly_rootfs,
+            identity,
         })
     }
 }

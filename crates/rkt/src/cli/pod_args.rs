@@ -81,7 +81,7 @@ impl AppArgs {
             Some(name) => name.clone(),
             None => App::default_name(&self.command[0]),
         };
-        let isolators = self.isolation.isolators(rootfs.is_some())?;
+        let isolators = self.isolation.isolators(rootfs.as_deref())?;
         Ok(App {
             name,
             exec: self.command.clone(),

@@ -257,6 +257,19 @@ pub fn limit_process_sets(
         })
 }
 
+/// Raises every capability of `set` into the ambient set (a non-root app keeps them across
+/// `execve`); the set must be permitted and inheritable already.
+pub fn raise_ambient(sys: &dyn Syscall, set: CapSet) -> Result<(), IsolationError> {
+    for cap in (0..NAMES.len() as u8).filter(|&c| set.contains(c)) {
+        sys.raise_ambient(cap)
+            .map_err(|source| IsolationError::Capability {
+                what: format!("keep {} as an ambient capability", cap_name(cap)),
+                source,
+            })?;
+    }
+    Ok(())
+}
+
 /// The permitted set of the calling process (`CapPrm` of `/proc/self/status`).
 pub fn held() -> Result<CapSet, IsolationError> {
     let path = "/proc/self/status";

@@ -17,6 +17,7 @@ pub mod capabilities;
 pub mod paths;
 pub mod seccomp;
 pub mod syscall;
+pub mod user;
 
 use std::path::PathBuf;
 
@@ -27,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use capabilities::{CapSet, CapsFlag};
 use seccomp::SeccompSpec;
 use syscall::Syscall;
+use user::Identity;
 
 /// What can go wrong isolating an app. Each variant names the flag, path or call at fault.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +51,19 @@ pub enum IsolationError {
     },
     #[error("{what}")]
     Unsupported { what: String },
+    #[error("{flag}={value}: {why}")]
+    Identity {
+        flag: &'static str,
+        value: String,
+        why: String,
+    },
+    #[error("cannot run the app as uid {uid}, gid {gid}, groups {groups:?}: {source}")]
+    SetIdentity {
+        uid: u32,
+        gid: u32,
+        groups: Vec<u32>,
+        source: Errno,
+    },
 }
 
 fn seccomp_hint(errno: Errno) -> &'static str {
@@ -73,11 +88,17 @@ pub struct Isolators {
     /// `--readonly-rootfs` (with `--rootfs` only).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub readonly_rootfs: bool,
+    /// `--user`, `--group`, `--supplementary-gids`, resolved to numbers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<Identity>,
 }
 
 impl Isolators {
     pub fn is_default(&self) -> bool {
-        self.caps.is_none() && self.seccomp.is_none() && !self.readonly_rootfs
+        self.caps.is_none()
+            && self.seccomp.is_none()
+            && !self.readonly_rootfs
+            && self.identity.is_none()
     }
 }
 
@@ -104,6 +125,12 @@ pub struct Isolation {
     /// The app's root filesystem is read-only (`--readonly-rootfs`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub readonly_rootfs: bool,
+    /// The app's user and groups; `None`: root, with rkt's groups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<Identity>,
+    /// A non-root app keeps `capabilities` as ambient capabilities (`--caps-retain` given).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ambient: bool,
 }
 
 impl Default for Isolation {
@@ -126,11 +153,15 @@ impl Isolation {
             Some(set.names())
         };
         let seccomp = (!disabled.seccomp).then(|| isolators.seccomp.clone().unwrap_or_default());
+        let non_root = isolators.identity.as_ref().is_some_and(|i| !i.is_root());
+        let retained = matches!(isolators.caps, Some(CapsFlag::Retain(_)));
         Ok(Isolation {
+            ambient: non_root && retained && capabilities.is_some(),
             capabilities,
             seccomp,
             paths: !disabled.paths,
             readonly_rootfs: isolators.readonly_rootfs,
+            identity: isolators.identity.clone(),
         })
     }
 
@@ -158,7 +189,12 @@ impl Isolation {
             Some(spec) => seccomp::filter::compile(&spec.resolve()?)?,
             None => Vec::new(),
         };
-        Ok(Prepared { caps, filters })
+        Ok(Prepared {
+            caps,
+            filters,
+            identity: self.identity.clone(),
+            ambient: self.ambient,
+        })
     }
 }
 
@@ -169,25 +205,52 @@ pub struct Prepared {
     caps: Option<(CapSet, u8)>,
     /// Seccomp programs, in loading order.
     filters: Vec<BpfProgram>,
+    identity: Option<Identity>,
+    ambient: bool,
 }
 
-/// Narrows the calling process (single-threaded, about to `execve` the app): drops the
-/// bounding set to the pod's set and clears the ambient set; sets the inheritable set to
-/// the pod's set and the permitted and effective sets to it plus `CAP_SYS_ADMIN` while
-/// filters are still to be loaded (loading them without `no_new_privs` needs it; keeping
-/// `no_new_privs` off lets set-user-ID programs in the pod work, as in Docker); then loads
-/// the filters. Nothing but `execve` follows, and at `execve` the kernel gives a root app
-/// permitted = effective = inheritable ∪ bounding = the pod's set: no `capset` has to
-/// pass the filter, so a whitelist needs only `execve`.
+/// Narrows the calling process (single-threaded, about to `execve` the app):
+/// 1. drops the bounding set to the pod's set and clears the ambient set;
+/// 2. with `--user`/`--group`: sets the supplementary groups, group and user (asking the
+///    kernel to keep the permitted set across a change to a non-root user, for the steps
+///    below);
+/// 3. sets the inheritable set to the pod's set and the permitted and effective sets to it
+///    plus `CAP_SYS_ADMIN` while filters are still to be loaded (loading them without
+///    `no_new_privs` needs it; keeping `no_new_privs` off lets set-user-ID programs in the
+///    pod work, as in Docker); a non-root app with `--caps-retain` raises the set as
+///    ambient capabilities;
+/// 4. loads the filters.
+///
+/// Nothing but `execve` follows. At `execve` the kernel gives a root app permitted =
+/// effective = inheritable ∪ bounding = the pod's set, and a non-root app its ambient set
+/// (empty unless `--caps-retain`): no `capset` or `setuid` has to pass the filter, so a
+/// whitelist needs only `execve`.
 pub fn apply(sys: &dyn Syscall, prepared: &Prepared) -> Result<(), IsolationError> {
     if let Some((set, last)) = prepared.caps {
         capabilities::limit_bounding(sys, set, last)?;
+    }
+    if let Some(id) = &prepared.identity {
+        let failed = |source| IsolationError::SetIdentity {
+            uid: id.uid,
+            gid: id.gid,
+            groups: id.supplementary_gids.clone(),
+            source,
+        };
+        if !id.is_root() {
+            sys.keep_capabilities().map_err(failed)?;
+        }
+        sys.set_identity(id).map_err(failed)?;
+    }
+    if let Some((set, _)) = prepared.caps {
         let extra = if prepared.filters.is_empty() {
             CapSet(0)
         } else {
             CapSet(1 << capabilities::CAP_SYS_ADMIN)
         };
         capabilities::limit_process_sets(sys, set, extra)?;
+        if prepared.ambient {
+            capabilities::raise_ambient(sys, set)?;
+        }
     }
     for program in &prepared.filters {
         sys.load_seccomp(program)
@@ -230,6 +293,47 @@ mod tests {
     }
 
     #[test]
+    fn a_user_is_set_before_the_sets_and_keeps_retained_caps_as_ambient() {
+        let isolators = Isolators {
+            caps: Some(CapsFlag::Retain(vec!["CAP_NET_BIND_SERVICE".into()])),
+            identity: Some(Identity {
+                uid: 1000,
+                gid: 1000,
+                supplementary_gids: vec![],
+            }),
+            ..Isolators::default()
+        };
+        let iso = Isolation::new(&isolators, Disabled::default()).unwrap();
+        assert!(iso.ambient);
+        let sys = Recorder::default();
+        apply(&sys, &iso.prepare_holding(ALL).unwrap()).unwrap();
+        let calls = sys.calls.borrow();
+        let at = |c: &Call| calls.iter().position(|x| x == c).unwrap();
+        let keep = at(&Call::KeepCapabilities);
+        let id = at(&Call::SetIdentity(1000, 1000));
+        let bind = CapSet(1 << 10);
+        let admin = CapSet(bind.0 | 1 << capabilities::CAP_SYS_ADMIN);
+        let sets = at(&Call::SetCapabilities(admin, bind));
+        let ambient = at(&Call::RaiseAmbient(10));
+        let filter = calls
+            .iter()
+            .position(|c| matches!(c, Call::LoadSeccomp(_)))
+            .unwrap();
+        assert!(at(&Call::ClearAmbient) < keep && keep < id && id < sets);
+        assert!(sets < ambient && ambient < filter);
+        // Without --caps-retain a non-root app keeps nothing.
+        let iso = Isolation::new(
+            &Isolators {
+                caps: None,
+                ..isolators
+            },
+            Disabled::default(),
+        )
+        .unwrap();
+        assert!(!iso.ambient);
+    }
+
+    #[test]
     fn a_failing_step_stops_the_rest_and_names_itself() {
         let prepared = Isolation::default().prepare_holding(ALL).unwrap();
         let sys = Recorder {
@@ -259,6 +363,8 @@ mod tests {
                 seccomp: None,
                 paths: false,
                 readonly_rootfs: false,
+                identity: None,
+                ambient: false,
             }
         );
         let sys = Recorder::default();

@@ -9,6 +9,7 @@ use nix::errno::Errno;
 use seccompiler::sock_filter;
 
 use super::capabilities::CapSet;
+use super::user::Identity;
 
 /// What narrowing a process takes.
 pub trait Syscall {
@@ -20,6 +21,12 @@ pub trait Syscall {
     fn load_seccomp(&self, program: &[sock_filter]) -> Result<(), Errno>;
     /// `capset(2)`: permitted and effective `held`, inheritable `inheritable`.
     fn set_capabilities(&self, held: CapSet, inheritable: CapSet) -> Result<(), Errno>;
+    /// `prctl(PR_SET_KEEPCAPS, 1)`: keep the permitted set across a change of user.
+    fn keep_capabilities(&self) -> Result<(), Errno>;
+    /// `setgroups`, `setgid`, `setuid`, in that order.
+    fn set_identity(&self, id: &Identity) -> Result<(), Errno>;
+    /// `prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap)`.
+    fn raise_ambient(&self, cap: u8) -> Result<(), Errno>;
 }
 
 /// The real calls, on the calling thread.
@@ -109,6 +116,37 @@ impl Syscall for Linux {
         // SAFETY: header and two data structs, as capset(2) with version 3 reads them.
         let rc =
             unsafe { libc::syscall(libc::SYS_capset, &header as *const CapHeader, data.as_ptr()) };
+        Errno::result(rc).map(drop)
+    }
+
+    fn keep_capabilities(&self) -> Result<(), Errno> {
+        // SAFETY: prctl with integer arguments only.
+        let rc = unsafe { libc::prctl(libc::PR_SET_KEEPCAPS, 1 as libc::c_ulong, 0, 0, 0) };
+        Errno::result(rc).map(drop)
+    }
+
+    fn set_identity(&self, id: &Identity) -> Result<(), Errno> {
+        let groups: Vec<nix::unistd::Gid> = id
+            .supplementary_gids
+            .iter()
+            .map(|&g| nix::unistd::Gid::from_raw(g))
+            .collect();
+        nix::unistd::setgroups(&groups)?;
+        nix::unistd::setgid(nix::unistd::Gid::from_raw(id.gid))?;
+        nix::unistd::setuid(nix::unistd::Uid::from_raw(id.uid))
+    }
+
+    fn raise_ambient(&self, cap: u8) -> Result<(), Errno> {
+        // SAFETY: prctl with integer arguments only.
+        let rc = unsafe {
+            libc::prctl(
+                libc::PR_CAP_AMBIENT,
+                libc::PR_CAP_AMBIENT_RAISE as libc::c_ulong,
+                libc::c_ulong::from(cap),
+                0,
+                0,
+            )
+        };
         Errno::result(rc).map(drop)
     }
 }

@@ -8,6 +8,7 @@ use seccompiler::sock_filter;
 
 use super::Syscall;
 use crate::isolation::capabilities::CapSet;
+use crate::isolation::user::Identity;
 
 /// One recorded call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +19,10 @@ pub enum Call {
     LoadSeccomp(usize),
     /// Permitted and effective, inheritable.
     SetCapabilities(CapSet, CapSet),
+    KeepCapabilities,
+    /// uid, gid.
+    SetIdentity(u32, u32),
+    RaiseAmbient(u8),
 }
 
 /// Records every call; the call `fail_at` (0-based) fails with EPERM.
@@ -50,5 +55,14 @@ impl Syscall for Recorder {
     }
     fn set_capabilities(&self, held: CapSet, inheritable: CapSet) -> Result<(), Errno> {
         self.record(Call::SetCapabilities(held, inheritable))
+    }
+    fn keep_capabilities(&self) -> Result<(), Errno> {
+        self.record(Call::KeepCapabilities)
+    }
+    fn set_identity(&self, id: &Identity) -> Result<(), Errno> {
+        self.record(Call::SetIdentity(id.uid, id.gid))
+    }
+    fn raise_ambient(&self, cap: u8) -> Result<(), Errno> {
+        self.record(Call::RaiseAmbient(cap))
     }
 }
