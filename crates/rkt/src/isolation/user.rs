@@ -88,13 +88,11 @@ fn lookup_user(passwd: &Path, text: &str) -> Result<(u32, Option<u32>), Isolatio
         let primary = row(&|f| f[2] == text).and_then(|(_, g)| g);
         return Ok((uid, primary));
     }
-    row(&|f| f[0] == text)
-        .map(|(uid, gid)| (uid, gid))
-        .ok_or_else(|| IsolationError::Identity {
-            flag: "--user",
-            value: text.to_string(),
-            why: format!("no such user in {}", passwd.display()),
-        })
+    row(&|f| f[0] == text).ok_or_else(|| IsolationError::Identity {
+        flag: "--user",
+        value: text.to_string(),
+        why: format!("no such user in {}", passwd.display()),
+    })
 }
 
 /// The number of `text` (a number, or a name in column 0 of `file`, number in `column`).
