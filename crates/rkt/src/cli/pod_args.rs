@@ -38,7 +38,7 @@ pub struct AppArgs {
     pub inherit_env: bool,
 
     #[command(flatten)]
-    pub isolation: IsolationArgs,
+    pub isolation: Box<IsolationArgs>,
 
     /// The command to run and its arguments (put them after `--` if they start with '-').
     #[arg(
