@@ -3,9 +3,9 @@
 //!
 //! Joining a mount namespace requires a single-threaded caller, which `rkt enter` is. The
 //! PID namespace applies to children, so the command is spawned after joining. Before
-//! spawning, `rkt enter` narrows itself as the pod's app was narrowed (capabilities and
-//! seccomp filter, [`crate::isolation::apply`]; the masked paths are the pod's mount
-//! namespace's already), so the command inherits exactly the app's restrictions.
+//! spawning, `rkt enter` narrows itself as the pod's app was narrowed (capabilities, user
+//! and groups, seccomp filter: [`crate::isolation::apply`]; the masked paths are the pod's
+//! mount namespace's already), so the command inherits exactly the app's restrictions.
 
 use std::ffi::OsString;
 use std::fs::File;

@@ -8,12 +8,11 @@
 //! 2. it forks the pod's init, PID 1 of the new PID namespace, reports the init's host PID
 //!    to the runner (`pid <n>` on the status pipe) and waits for it, passing signals on;
 //! 3. the init mounts `/proc` (masking and write-protecting its kernel paths, see
-//!    [`crate::isolation::paths`]), enters the rootfs if any, forks the app, which narrows
-//!    its capabilities and loads its seccomp filter ([`crate::isolation::apply`]) and
-//!    execs; the init passes
-//!    signals on to it, reaps every child, and exits with the app's status (128 + signal
-//!    number when a signal killed it) as soon as the app is gone; leaving PID 1 makes the
-//!    kernel kill whatever else still runs in the pod.
+//!    [`crate::isolation::paths`]), enters the rootfs if any, and forks the app, which
+//!    narrows its capabilities, identity and syscalls ([`crate::isolation::apply`]) and
+//!    execs; the init passes signals on to it, reaps every child, and exits with the
+//!    app's status (128 + signal number when a signal killed it) as soon as the app is
+//!    gone; leaving PID 1 makes the kernel kill whatever else still runs in the pod.
 //!
 //! The status pipe is close-on-exec everywhere, so the runner reads end-of-file once the
 //! app has been executed; any failure before that is reported on it as `error <message>`.
