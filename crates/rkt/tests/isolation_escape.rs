@@ -611,3 +611,80 @@ fn user_and_groups_set_the_apps_identity_and_drop_its_capabilities() {
     assert_eq!(bind(&[]), "EACCES");
     assert_eq!(bind(&["--caps-retain=CAP_NET_BIND_SERVICE"]), "ok");
 }
+
+/// The pod's cgroup directory of `controller` (v1) or of the unified hierarchy (v2).
+fn pod_cgroup(controller: &str, uuid: &str) -> PathBuf {
+    let root = Path::new("/sys/fs/cgroup");
+    if root.join("cgroup.controllers").exists() {
+        root.join("rkt").join(uuid)
+    } else {
+        root.join(controller).join("rkt").join(uuid)
+    }
+}
+
+#[test]
+fn memory_and_cpu_limits_hold_in_a_cgroup_removed_with_the_pod() {
+    require_root!();
+    let v2 = Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+    let mut world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let (uuid, index) = world.spawn_run(&[
+        "--net=none",
+        "--memory=64M",
+        "--cpu=500m",
+        "--",
+        "sleep",
+        "60",
+    ]);
+    let pid = world.wait_running(&uuid);
+    let mem = pod_cgroup("memory", &uuid);
+    let cpu = pod_cgroup("cpu", &uuid);
+    let read =
+        |p: PathBuf| fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    if v2 {
+        assert_eq!(read(mem.join("memory.max")).trim(), "67108864");
+        assert_eq!(read(cpu.join("cpu.max")).trim(), "50000 100000");
+    } else {
+        assert_eq!(read(mem.join("memory.limit_in_bytes")).trim(), "67108864");
+        assert_eq!(read(cpu.join("cpu.cfs_quota_us")).trim(), "50000");
+    }
+    // The pod's init (and so every process of the pod) is inside.
+    let procs = read(mem.join("cgroup.procs"));
+    assert!(
+        procs.lines().any(|l| l == pid.to_string()),
+        "{pid} not in {procs}"
+    );
+    let st = world.status_json(&uuid);
+    assert_eq!(st["isolation"]["limits"]["memory"], 67108864);
+    assert_eq!(st["isolation"]["limits"]["cpuMillis"], 500);
+    world.rkt(&["stop", &uuid]).run().assert_success();
+    world.wait_child(index);
+    assert!(
+        !mem.exists() && !cpu.exists(),
+        "the pod's cgroup was left behind"
+    );
+
+    // Enforced: an app that needs more memory than its limit does not get it.
+    let out = world
+        .rkt(&[
+            "run",
+            "--net=none",
+            "--memory=16M",
+            "--",
+            "sh",
+            "-c",
+            "x=$(head -c 100000000 /dev/zero | tr '\\0' a); echo survived",
+        ])
+        .run();
+    assert_ne!(out.code(), Some(0));
+    assert!(!out.stdout().contains("survived"));
+
+    // Bad values are named before any pod exists.
+    for (flag, needle) in [("--memory=lots", "--memory=lots"), ("--cpu=5m", "--cpu=5m")] {
+        world
+            .rkt(&["prepare", flag, "--", "true"])
+            .run()
+            .assert_failure()
+            .assert_stderr_contains(needle);
+    }
+}

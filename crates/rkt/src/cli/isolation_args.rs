@@ -7,9 +7,9 @@ use clap::Args;
 
 use rkt::isolation::capabilities::CapsFlag;
 use rkt::isolation::seccomp::SeccompSpec;
-use rkt::isolation::{user, Isolators};
+use rkt::isolation::{cgroups, user, Isolators};
 
-/// Capabilities, seccomp filter, read-only root and identity of the app.
+/// Capabilities, seccomp filter, read-only root, identity and resource limits of the app.
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = "Isolation")]
 pub struct IsolationArgs {
@@ -52,6 +52,15 @@ pub struct IsolationArgs {
     /// --user or --group is given].
     #[arg(long, value_name = "GID[,GID...]")]
     pub supplementary_gids: Option<String>,
+
+    /// Limit the pod's memory (e.g. 64M, 1G), in a cgroup of its own.
+    #[arg(long, value_name = "SIZE")]
+    pub memory: Option<String>,
+
+    /// Limit the pod's CPU time, in thousandths of a CPU (500m) or CPUs (2), in a cgroup of
+    /// its own.
+    #[arg(long, value_name = "MILLICORES")]
+    pub cpu: Option<String>,
 }
 
 impl IsolationArgs {
@@ -80,11 +89,20 @@ impl IsolationArgs {
             self.group.as_deref(),
             self.supplementary_gids.as_deref(),
         )?;
+        let limits = cgroups::Limits {
+            memory: self
+                .memory
+                .as_deref()
+                .map(cgroups::parse_memory)
+                .transpose()?,
+            cpu_millis: self.cpu.as_deref().map(cgroups::parse_cpu).transpose()?,
+        };
         Ok(Isolators {
             caps,
             seccomp,
             readonly_rootfs: self.readonly_rootfs,
             identity,
+            limits,
         })
     }
 }

@@ -4,6 +4,8 @@
 //!   `--caps-retain`, `--caps-remove`);
 //! - [`seccomp`]: the syscall filter (rkt's default blacklist, `--seccomp`);
 //! - [`paths`]: masked and read-only kernel paths, `nodev` mounts;
+//! - [`user`]: the app's user and groups;
+//! - [`cgroups`]: resource limits in a cgroup of the pod's own (v1 and v2);
 //! - [`syscall`]: the calls that narrow a process, behind a trait with a recording fake.
 //!
 //! The app's flags are recorded in its manifest ([`Isolators`]); what a pod actually ran
@@ -14,6 +16,7 @@
 //! its command.
 
 pub mod capabilities;
+pub mod cgroups;
 pub mod paths;
 pub mod seccomp;
 pub mod syscall;
@@ -52,7 +55,7 @@ pub enum IsolationError {
     #[error("{what}")]
     Unsupported { what: String },
     #[error("{flag}={value}: {why}")]
-    Identity {
+    BadValue {
         flag: &'static str,
         value: String,
         why: String,
@@ -91,6 +94,9 @@ pub struct Isolators {
     /// `--user`, `--group`, `--supplementary-gids`, resolved to numbers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<Identity>,
+    /// `--memory`, `--cpu`.
+    #[serde(default, skip_serializing_if = "cgroups::Limits::is_none")]
+    pub limits: cgroups::Limits,
 }
 
 impl Isolators {
@@ -99,6 +105,7 @@ impl Isolators {
             && self.seccomp.is_none()
             && !self.readonly_rootfs
             && self.identity.is_none()
+            && self.limits.is_none()
     }
 }
 
@@ -131,6 +138,9 @@ pub struct Isolation {
     /// A non-root app keeps `capabilities` as ambient capabilities (`--caps-retain` given).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ambient: bool,
+    /// Resource limits, in the pod's cgroup (`--memory`, `--cpu`).
+    #[serde(default, skip_serializing_if = "cgroups::Limits::is_none")]
+    pub limits: cgroups::Limits,
 }
 
 impl Default for Isolation {
@@ -162,6 +172,7 @@ impl Isolation {
             paths: !disabled.paths,
             readonly_rootfs: isolators.readonly_rootfs,
             identity: isolators.identity.clone(),
+            limits: isolators.limits,
         })
     }
 
@@ -365,6 +376,7 @@ mod tests {
                 readonly_rootfs: false,
                 identity: None,
                 ambient: false,
+                limits: cgroups::Limits::default(),
             }
         );
         let sys = Recorder::default();

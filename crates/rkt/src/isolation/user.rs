@@ -58,7 +58,7 @@ pub fn resolve(
             .map(str::trim)
             .filter(|g| !g.is_empty())
             .map(|g| {
-                g.parse::<u32>().map_err(|_| IsolationError::Identity {
+                g.parse::<u32>().map_err(|_| IsolationError::BadValue {
                     flag: "--supplementary-gids",
                     value: g.to_string(),
                     why: "not a number".into(),
@@ -88,7 +88,7 @@ fn lookup_user(passwd: &Path, text: &str) -> Result<(u32, Option<u32>), Isolatio
         let primary = row(&|f| f[2] == text).and_then(|(_, g)| g);
         return Ok((uid, primary));
     }
-    row(&|f| f[0] == text).ok_or_else(|| IsolationError::Identity {
+    row(&|f| f[0] == text).ok_or_else(|| IsolationError::BadValue {
         flag: "--user",
         value: text.to_string(),
         why: format!("no such user in {}", passwd.display()),
@@ -110,7 +110,7 @@ fn lookup(
         .map(|l| l.split(':').collect::<Vec<_>>())
         .find(|f| f.len() > column && f[0] == text)
         .and_then(|f| f[column].parse().ok())
-        .ok_or_else(|| IsolationError::Identity {
+        .ok_or_else(|| IsolationError::BadValue {
             flag,
             value: text.to_string(),
             why: format!("no such group in {}", file.display()),

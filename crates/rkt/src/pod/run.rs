@@ -332,6 +332,20 @@ fn start(
             signal,
         });
     }
+    let limits = state
+        .isolation
+        .as_ref()
+        .map(|i| i.limits)
+        .unwrap_or_default();
+    if !limits.is_none() {
+        // Joined by the stage before it forks the pod's init; removed by `release`.
+        isolation::cgroups::detect()
+            .create(&pod.uuid, &limits)
+            .map_err(|source| RunError::Stage {
+                uuid: uuid(),
+                source: StageError::Isolation(source),
+            })?;
+    }
     stage::start(&StageSpec {
         exe: &opts.exe,
         pod_dir: &pod.dir,

@@ -281,6 +281,17 @@ fn prepare(
         .isolation
         .unwrap_or_default();
     let prepared = isolation.prepare().map_err(StageError::Isolation)?;
+    if !isolation.limits.is_none() {
+        // Before the init is forked: every process of the pod starts inside.
+        let uuid = args
+            .pod_dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        isolation::cgroups::detect()
+            .join(&uuid, &isolation.limits, std::process::id())
+            .map_err(StageError::Isolation)?;
+    }
 
     if let Some(netns) = &args.netns {
         let file = File::open(netns).map_err(|source| StageError::Io {
