@@ -283,7 +283,9 @@ pub fn render(r: &Results) -> String {
     if !cycles.is_empty() {
         out.push_str("\nWhere the time goes (medians). *Plugins alone* is the floor minus its namespace part: \
 a runtime that cost nothing at all would still take that long, so *plugins alone / libcni* is the best \
-ratio any runtime can reach against the scripted libcni cycle. The what-if rows run the same `rkt run` \
+ratio any runtime can reach against the scripted libcni cycle. *No isolation* is the same `rkt run` \
+with `--insecure-options=all-run` (no capability, seccomp or path protection, no plugin ownership \
+checks): what isolation costs. The other what-if rows run the same `rkt run` \
 with `fsync` made a no-op (LD_PRELOAD), and that with the data directory on tmpfs: they measure what \
 `fsync` and the filesystem cost. *The pod alone* is that last run with `--net=none`, no CNI work at \
 all: plugins alone plus the pod alone is the least `rkt run` can take with its present process model.\n\n");
@@ -297,7 +299,9 @@ all: plugins alone plus the pod alone is the least `rkt run` can take with its p
         }
         out.push('\n');
         type Cell<'a> = Box<dyn Fn(&[Series]) -> String + 'a>;
-        use crate::scenarios::{CANDIDATE, WHAT_IF_NO_FSYNC, WHAT_IF_NO_NET, WHAT_IF_TMPFS};
+        use crate::scenarios::{
+            CANDIDATE, WHAT_IF_NO_FSYNC, WHAT_IF_NO_ISOLATION, WHAT_IF_NO_NET, WHAT_IF_TMPFS,
+        };
         let what =
             |s: &[Series], label: &str| s.iter().find(|x| x.label == label).map(Series::median);
         let diff = |a: Option<Duration>, b: Option<Duration>| match (a, b) {
@@ -335,6 +339,14 @@ all: plugins alone plus the pod alone is the least `rkt run` can take with its p
                 Box::new(|s| ratio_what(s, CANDIDATE, 1)),
             ),
             ("… that vs floor", Box::new(|s| ratio_what(s, CANDIDATE, 2))),
+            (
+                "what if: no isolation (`--insecure-options=all-run`)",
+                Box::new(|s| opt_what(s, WHAT_IF_NO_ISOLATION)),
+            ),
+            (
+                "cost of isolation (rkt run − that)",
+                Box::new(|s| diff(Some(med(s, 0)), what(s, WHAT_IF_NO_ISOLATION))),
+            ),
             (
                 "what if: fsync a no-op",
                 Box::new(|s| opt_what(s, WHAT_IF_NO_FSYNC)),

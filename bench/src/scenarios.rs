@@ -43,6 +43,13 @@ pub fn pod_cycle(
             Box::new(|| cycle::netns_only(ws)),
         ),
     ];
+    let no_isolation = vec!["--insecure-options=all-run".to_string()];
+    variants.push((
+        WHAT_IF_NO_ISOLATION,
+        Box::new(move || {
+            cycle::rkt_with_app(ws, net, &no_isolation, &["true"], &[]).map(|(d, _)| d)
+        }),
+    ));
     if let Some(w) = what_if {
         let no_fsync = [("LD_PRELOAD", w.no_fsync.as_os_str())];
         variants.push((
@@ -81,6 +88,9 @@ pub fn pod_cycle(
     alternate(&mut variants, warmup, iterations)
 }
 
+/// `rkt run` without pod isolation (and without the plugin ownership checks): what
+/// isolation costs.
+pub const WHAT_IF_NO_ISOLATION: &str = "what if: rkt run --insecure-options=all-run";
 pub const WHAT_IF_NO_FSYNC: &str = "what if: rkt run, fsync a no-op";
 pub const WHAT_IF_TMPFS: &str = "what if: rkt run, fsync a no-op, data dir on tmpfs";
 pub const WHAT_IF_NO_NET: &str = "what if: that with --net=none (no CNI at all)";

@@ -24,6 +24,7 @@ pub mod config;
 pub mod etc_files;
 pub mod firewall;
 pub mod fsutil;
+pub mod isolation;
 pub mod net_inspect;
 pub mod netns;
 pub mod networking;

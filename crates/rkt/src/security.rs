@@ -48,7 +48,7 @@ pub enum SecurityError {
     },
 
     /// `--insecure-options` names something rkt does not know.
-    #[error("--insecure-options={0:?}: unknown option (known: {INSECURE_NET_PLUGINS})")]
+    #[error("--insecure-options={0:?}: unknown option (known: {INSECURE_OPTIONS})")]
     UnknownInsecureOption(String),
 
     /// A path could not be examined.
@@ -80,18 +80,59 @@ fn parse_timeout(value: &str) -> Result<Duration, SecurityError> {
     }
 }
 
+/// The values `--insecure-options` knows: `net-plugins` (above), `capabilities`,
+/// `seccomp` and `paths` (each turns that part of pod isolation off, see
+/// [`crate::isolation`]), and `all-run` (all four).
+pub const INSECURE_OPTIONS: &str = "net-plugins, capabilities, seccomp, paths, all-run";
+
+/// What `--insecure-options` allows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InsecureOptions {
+    /// Untrusted network configurations and plugins.
+    pub net_plugins: bool,
+    /// The parts of pod isolation turned off.
+    pub isolation: crate::isolation::Disabled,
+}
+
+impl InsecureOptions {
+    /// The values [`InsecureOptions::parse`] knows.
+    pub const KNOWN: [&'static str; 5] = [
+        INSECURE_NET_PLUGINS,
+        "capabilities",
+        "seccomp",
+        "paths",
+        "all-run",
+    ];
+
+    /// Parses `--insecure-options` values (each possibly a comma-separated list).
+    pub fn parse(options: &[String]) -> Result<InsecureOptions, SecurityError> {
+        let mut allowed = InsecureOptions::default();
+        for opt in options.iter().flat_map(|o| o.split(',')) {
+            match opt.trim() {
+                INSECURE_NET_PLUGINS => allowed.net_plugins = true,
+                "capabilities" => allowed.isolation.capabilities = true,
+                "seccomp" => allowed.isolation.seccomp = true,
+                "paths" => allowed.isolation.paths = true,
+                "all-run" => {
+                    allowed.net_plugins = true;
+                    allowed.isolation = crate::isolation::Disabled {
+                        capabilities: true,
+                        seccomp: true,
+                        paths: true,
+                    };
+                }
+                "" => {}
+                other => return Err(SecurityError::UnknownInsecureOption(other.to_string())),
+            }
+        }
+        Ok(allowed)
+    }
+}
+
 /// Whether `--insecure-options` values (each possibly a comma-separated list) allow
 /// untrusted network configurations and plugins.
 pub fn insecure_net_plugins(options: &[String]) -> Result<bool, SecurityError> {
-    let mut allowed = false;
-    for opt in options.iter().flat_map(|o| o.split(',')) {
-        match opt.trim() {
-            INSECURE_NET_PLUGINS => allowed = true,
-            "" => {}
-            other => return Err(SecurityError::UnknownInsecureOption(other.to_string())),
-        }
-    }
-    Ok(allowed)
+    Ok(InsecureOptions::parse(options)?.net_plugins)
 }
 
 /// Checks that only root can change `path` (what rkt is about to use as `what`): the path
@@ -190,12 +231,19 @@ mod tests {
     }
 
     #[test]
-    fn insecure_options_know_net_plugins_only() {
+    fn insecure_options_know_net_plugins_and_the_isolation_parts() {
         assert!(!insecure_net_plugins(&[]).unwrap());
         assert!(insecure_net_plugins(&["net-plugins".into()]).unwrap());
         assert!(insecure_net_plugins(&[",net-plugins".into()]).unwrap());
         let e = insecure_net_plugins(&["image".into()]).unwrap_err();
         assert!(e.to_string().contains("\"image\""), "{e}");
+        assert!(e.to_string().contains("all-run"), "{e}");
+        let some = InsecureOptions::parse(&["seccomp,paths".into()]).unwrap();
+        assert!(!some.net_plugins && !some.isolation.capabilities);
+        assert!(some.isolation.seccomp && some.isolation.paths);
+        let all = InsecureOptions::parse(&["all-run".into()]).unwrap();
+        assert!(all.net_plugins && all.isolation.capabilities);
+        assert!(all.isolation.seccomp && all.isolation.paths);
     }
 
     #[test]

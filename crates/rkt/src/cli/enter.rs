@@ -15,8 +15,9 @@ use super::pod_args::{exit_code, store, PodRef};
 use super::GlobalArgs;
 
 /// Run a command (default /bin/bash, else /bin/sh) in a running pod's network, mount, UTS,
-/// IPC and PID namespaces and root directory, and exit with its exit status. As upstream
-/// rkt, the command follows the UUID (`rkt enter UUID ls -l`); `--` before it is optional.
+/// IPC and PID namespaces and root directory, with the capabilities and seccomp filter of
+/// the pod's app, and exit with its exit status. As upstream rkt, the command follows the
+/// UUID (`rkt enter UUID ls -l`); `--` before it is optional.
 #[derive(Debug, Args)]
 pub struct EnterArgs {
     /// The pod's UUID, or any unique prefix of it.
@@ -95,5 +96,6 @@ pub fn run(global: &GlobalArgs, args: &EnterArgs) -> anyhow::Result<ExitCode> {
     if let Some(term) = std::env::var_os("TERM") {
         env.push(("TERM".into(), term));
     }
-    Ok(exit_code(enter(pid, &command, &env)?))
+    let isolation = status.record.isolation.clone().unwrap_or_default();
+    Ok(exit_code(enter(pid, &command, &env, &isolation)?))
 }

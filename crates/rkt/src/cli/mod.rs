@@ -17,6 +17,7 @@ mod enter;
 mod fetch;
 mod gc;
 mod image;
+mod isolation_args;
 mod list;
 mod man;
 mod net;
@@ -105,8 +106,11 @@ pub struct GlobalArgs {
     pub plugin_timeout: std::time::Duration,
     /// Accept insecure settings. `net-plugins`: use network configurations, plugin
     /// directories and plugins that a user other than root can change (run as root, rkt
-    /// refuses them otherwise). `http` (fetch): reach registries over plain HTTP.
-    /// Comma-separated; may be repeated; before or after the command, as upstream rkt.
+    /// refuses them otherwise). `capabilities`, `seccomp`, `paths`: run the app without
+    /// that part of pod isolation (all capabilities; no syscall filter; host's /dev, /proc
+    /// and /sys unprotected). `all-run`: those three and `net-plugins`. `http` (fetch):
+    /// reach registries over plain HTTP. Comma-separated; may be repeated; before or after
+    /// the command, as upstream rkt.
     #[arg(long, global = true, value_name = "OPTION[,OPTION...]")]
     pub insecure_options: Vec<String>,
 }
@@ -134,9 +138,9 @@ pub struct NetDirArgs {
 pub enum Command {
     Config(config::ConfigArgs),
     Version(version::VersionArgs),
-    Run(run::RunArgs),
-    Prepare(prepare::PrepareArgs),
-    RunPrepared(run_prepared::RunPreparedArgs),
+    Run(Box<run::RunArgs>),
+    Prepare(Box<prepare::PrepareArgs>),
+    RunPrepared(Box<run_prepared::RunPreparedArgs>),
     Status(status::StatusArgs),
     List(list::ListArgs),
     Gc(gc::GcArgs),
@@ -158,6 +162,9 @@ pub struct Insecure {
     pub net_plugins: bool,
     /// `http`: registries over plain HTTP.
     pub http: bool,
+    /// `capabilities`, `seccomp`, `paths` (`all-run`: all three and `net-plugins`): the
+    /// parts of pod isolation turned off.
+    pub isolation: rkt::isolation::Disabled,
 }
 
 /// `--insecure-options=http`.
@@ -170,13 +177,23 @@ impl GlobalArgs {
         let mut out = Insecure::default();
         for opt in self.insecure_options.iter().flat_map(|o| o.split(',')) {
             match opt.trim() {
-                rkt::security::INSECURE_NET_PLUGINS => out.net_plugins = true,
                 INSECURE_HTTP => out.http = true,
                 "" => {}
-                other => anyhow::bail!(
-                    "--insecure-options={other:?}: unknown option (known: {}, {INSECURE_HTTP})",
-                    rkt::security::INSECURE_NET_PLUGINS
-                ),
+                other => {
+                    // The options of running pods are the library's.
+                    let Ok(run) = rkt::security::InsecureOptions::parse(&[other.to_string()])
+                    else {
+                        anyhow::bail!(
+                            "--insecure-options={other:?}: unknown option (known: {}, \
+                             {INSECURE_HTTP})",
+                            rkt::security::InsecureOptions::KNOWN.join(", ")
+                        )
+                    };
+                    out.net_plugins |= run.net_plugins;
+                    out.isolation.capabilities |= run.isolation.capabilities;
+                    out.isolation.seccomp |= run.isolation.seccomp;
+                    out.isolation.paths |= run.isolation.paths;
+                }
             }
         }
         Ok(out)

@@ -14,6 +14,7 @@ use rkt::pod::run::{RunOptions, RunOutcome};
 use rkt::pod::{App, IpcMode, Pod, PodStore};
 use rkt::stage::NullStdio;
 
+use super::isolation_args::IsolationArgs;
 use super::{GlobalArgs, NetDirArgs, FAILURE};
 
 /// The app a pod runs.
@@ -75,6 +76,9 @@ pub struct AppArgs {
     #[arg(long, value_name = "KEY=VALUE")]
     pub user_label: Vec<String>,
 
+    #[command(flatten)]
+    pub isolation: Box<IsolationArgs>,
+
     /// The command to run and its arguments: from `--` or the first word that is not an
     /// option. Before it, a word starting with '-' must be one of rkt's options.
     #[arg(value_name = "COMMAND", required = true, trailing_var_arg = true)]
@@ -122,6 +126,7 @@ impl AppArgs {
             Some(name) => name.clone(),
             None => App::default_name(&self.command[0]),
         };
+        let isolators = self.isolation.isolators(rootfs.as_deref())?;
         Ok(App {
             name,
             exec: self.command.clone(),
@@ -135,6 +140,7 @@ impl AppArgs {
             oom_score_adjust: self.oom_score_adjust,
             user_annotations: parse_user_meta("user-annotation", &self.user_annotation)?,
             user_labels: parse_user_meta("user-label", &self.user_label)?,
+            isolators,
         })
     }
 }
@@ -258,7 +264,7 @@ impl PodNetArgs {
         let selection = NetSelection::parse(&self.net)?;
         let ports = rkt::firewall::ports::parse_all(&self.port)?;
         let dirs = global.effective_dirs(&self.dirs)?;
-        let insecure = global.insecure()?.net_plugins;
+        let insecure = global.insecure()?;
         if let Some(name) = &self.hostname {
             // It goes into /etc/hosts and the UTS namespace: no whitespace or shell text.
             let word = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
@@ -284,12 +290,13 @@ impl PodNetArgs {
                 },
                 hostname: self.hostname.clone().unwrap_or_default(),
                 ports,
-                check_ownership: !insecure,
+                check_ownership: !insecure.net_plugins,
             },
             exe: PathBuf::from("/proc/self/exe"),
             uuid_file_save,
             plugin_timeout: global.plugin_timeout,
             null_stdio,
+            isolation_off: insecure.isolation,
         };
         Ok((opts, store))
     }

@@ -1,5 +1,6 @@
 //! Releasing what a pod holds outside its directory: its networks (torn down from the pod's
-//! own record, so it works after configuration or flags changed) and its network namespace.
+//! own record, so it works after configuration or flags changed), its network namespace,
+//! and its cgroup (`--memory`, `--cpu`).
 //! Used by `rkt run` at exit, and by gc and rm for pods whose runner died (whose orphaned
 //! plugins are killed first). Every step is
 //! tried; all failures are returned together. Releasing twice is fine.
@@ -26,10 +27,15 @@ pub enum CleanupError {
     Netns { uuid: String, source: NetnsError },
     #[error(transparent)]
     Pod(#[from] PodError),
+    #[error("pod {uuid}: {source}")]
+    Cgroup {
+        uuid: String,
+        source: crate::isolation::IsolationError,
+    },
 }
 
 /// Tears down the networks recorded in `pod_dir`, then deletes the namespace at `netns`
-/// (when a teardown failed, the interfaces in it first). Each plugin call may take
+/// (when a teardown failed, the interfaces in it first) and the pod's cgroup. Each plugin call may take
 /// `plugin_timeout`.
 pub fn release(
     uuid: &str,
@@ -62,6 +68,13 @@ pub fn release(
                 source,
             });
         }
+    }
+    // The pod's cgroup, if `--memory` or `--cpu` made one (a few rmdir calls otherwise).
+    if let Err(source) = crate::isolation::cgroups::detect().remove(uuid) {
+        errors.push(CleanupError::Cgroup {
+            uuid: uuid.to_string(),
+            source,
+        });
     }
     errors
 }

@@ -201,6 +201,7 @@ mod tests {
             oom_score_adjust: None,
             user_annotations: Default::default(),
             user_labels: Default::default(),
+            isolators: Default::default(),
         };
         let (pod, lock) = store.create(app, &PodState::new(State::Prepared)).unwrap();
         drop(lock);

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
+use crate::isolation::{self, Isolation, IsolationError};
 use crate::netns::{self, NetnsError};
 use crate::networking::{self, NetError, NetInfo, NetOptions, NetSelection, PlannedNet, PodNet};
 use crate::stage::{self, signals, StageError, StageSpec};
@@ -43,6 +44,8 @@ pub struct RunOptions {
     pub plugin_timeout: Duration,
     /// The app's standard streams that are `/dev/null` instead of the runner's.
     pub null_stdio: stage::NullStdio,
+    /// The parts of pod isolation `--insecure-options` turned off.
+    pub isolation_off: isolation::Disabled,
 }
 
 /// How a pod run ended.
@@ -73,6 +76,9 @@ pub enum RunError {
     /// Bad network, DNS or hosts options, found before any pod was created.
     #[error(transparent)]
     Options(NetError),
+    /// Isolation flags that cannot be applied, found before the pod runs.
+    #[error(transparent)]
+    Isolation(IsolationError),
     #[error("{}", super::about_pod(uuid, source))]
     Stage { uuid: String, source: StageError },
     #[error("pod {uuid}: interrupted by {signal} before the app started")]
@@ -118,9 +124,12 @@ pub fn run_new(store: &PodStore, app: App, opts: &RunOptions) -> Result<RunOutco
     // Before the pod exists: `rkt stop` of a pod this young signals this runner, which must
     // then abort the start rather than die of it (a failure here is reported by `start`).
     let _ = signals::install();
+    let isolation = settle_isolation(&app, opts)?;
     // The pod appears already `running`, with the namespace path it is about to get.
     let (pod, lock, state) = store.create_with(app, |uuid| {
-        start_running(uuid, PodState::new(State::Running), opts)
+        let mut state = start_running(uuid, PodState::new(State::Running), opts);
+        state.isolation = Some(isolation);
+        state
     })?;
     run_locked(&pod, lock, opts, state, planned)
 }
@@ -142,9 +151,19 @@ pub fn run_prepared(pod: &Pod, opts: &RunOptions) -> Result<RunOutcome, StartFai
         }
         .into());
     }
-    let state = start_running(&pod.uuid, state, opts);
+    let isolation = settle_isolation(&pod.manifest()?.app, opts)?;
+    let mut state = start_running(&pod.uuid, state, opts);
+    state.isolation = Some(isolation);
     state.store(&pod.dir)?;
     run_locked(pod, lock, opts, state, planned)
+}
+
+/// What the app will run with: its flags, less what `--insecure-options` turned off.
+fn settle_isolation(app: &App, opts: &RunOptions) -> Result<Isolation, StartFailure> {
+    Isolation::new(&app.isolators, opts.isolation_off).map_err(|e| StartFailure {
+        error: Box::new(RunError::Isolation(e)),
+        cleanup: Vec::new(),
+    })
 }
 
 /// Checks the options that can be checked without a pod: DNS and hosts flags, that every
@@ -336,6 +355,20 @@ fn start(
             uuid: uuid(),
             signal,
         });
+    }
+    let limits = state
+        .isolation
+        .as_ref()
+        .map(|i| i.limits)
+        .unwrap_or_default();
+    if !limits.is_none() {
+        // Joined by the stage before it forks the pod's init; removed by `release`.
+        isolation::cgroups::detect()
+            .create(&pod.uuid, &limits)
+            .map_err(|source| RunError::Stage {
+                uuid: uuid(),
+                source: StageError::Isolation(source),
+            })?;
     }
     stage::start(&StageSpec {
         exe: &opts.exe,

@@ -250,6 +250,7 @@ impl PodStatus {
         pod.insert("ports".into(), json!(ports));
         pod.insert("runner_died".into(), json!(self.runner_died));
         pod.insert("error".into(), json!(self.record.error));
+        pod.insert("isolation".into(), json!(self.record.isolation));
         Value::Object(pod)
     }
 }
@@ -271,6 +272,7 @@ mod tests {
             oom_score_adjust: None,
             user_annotations: Default::default(),
             user_labels: Default::default(),
+            isolators: Default::default(),
         };
         app.user_annotations.insert("team".into(), "net".into());
         app.user_labels.insert("tier".into(), "front".into());
@@ -480,6 +482,7 @@ mod tests {
             oom_score_adjust: None,
             user_annotations: Default::default(),
             user_labels: Default::default(),
+            isolators: Default::default(),
         };
         let (pod, lock) = store.create(app, &PodState::new(State::Running)).unwrap();
         assert_eq!(PodStatus::read(&pod).unwrap().state, State::Running);

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::time::Timestamp;
+use crate::isolation::Isolators;
 
 /// The pod's single app: a command from the host, or from a root filesystem directory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,6 +40,9 @@ pub struct App {
     /// `--user-label=K=V`: like annotations, for selecting pods (JSON `user_labels`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub user_labels: BTreeMap<String, String>,
+    /// `--caps-retain`, `--caps-remove`, `--seccomp` (absent: the defaults).
+    #[serde(default, skip_serializing_if = "Isolators::is_default")]
+    pub isolators: Isolators,
 }
 
 /// The pod's IPC namespace (`--ipc`, upstream rkt's values; its `auto` is `private`).

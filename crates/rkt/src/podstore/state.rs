@@ -85,6 +85,11 @@ pub struct PodState {
     /// Why the pod failed to start, if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What the app runs with (capabilities, seccomp, paths), settled when the runner takes
+    /// the pod; the stage and `rkt enter` apply it. Absent (a pod from before isolation
+    /// existed): the defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<crate::isolation::Isolation>,
 }
 
 /// What status and list show of one network: rkt's `net-info.json` fields.
@@ -144,6 +149,7 @@ impl PodState {
             hostname: None,
             networks: Vec::new(),
             error: None,
+            isolation: None,
         }
     }
 

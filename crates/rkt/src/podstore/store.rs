@@ -304,6 +304,7 @@ mod tests {
             oom_score_adjust: None,
             user_annotations: Default::default(),
             user_labels: Default::default(),
+            isolators: Default::default(),
         }
     }
 

@@ -2,7 +2,10 @@
 //! and PID of the pod's init) and root directory.
 //!
 //! Joining a mount namespace requires a single-threaded caller, which `rkt enter` is. The
-//! PID namespace applies to children, so the command is spawned after joining.
+//! PID namespace applies to children, so the command is spawned after joining. Before
+//! spawning, `rkt enter` narrows itself as the pod's app was narrowed (capabilities, user
+//! and groups, seccomp filter: [`crate::isolation::apply`]; the masked paths are the pod's
+//! mount namespace's already), so the command inherits exactly the app's restrictions.
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -15,6 +18,7 @@ use nix::sched::{setns, CloneFlags};
 use nix::unistd::{chdir, chroot, fchdir};
 
 use super::{exit_status_code, StageError};
+use crate::isolation::Isolation;
 
 /// Namespaces joined, in this order (mount last: it changes the root).
 const NAMESPACES: [(&str, CloneFlags); 5] = [
@@ -25,13 +29,16 @@ const NAMESPACES: [(&str, CloneFlags); 5] = [
     ("mnt", CloneFlags::CLONE_NEWNS),
 ];
 
-/// Runs `argv` in the namespaces of the process `init_pid` with `env`; returns its exit
-/// status.
+/// Runs `argv` in the namespaces of the process `init_pid` with `env`, restricted by
+/// `isolation` (the pod's); returns its exit status.
 pub fn enter(
     init_pid: i32,
     argv: &[String],
     env: &[(OsString, OsString)],
+    isolation: &Isolation,
 ) -> Result<i32, StageError> {
+    // Compiled before joining anything, so that a failure leaves the pod untouched.
+    let prepared = isolation.prepare()?;
     let fail = |what: String, source: Errno| StageError::Enter {
         pid: init_pid,
         what,
@@ -57,6 +64,7 @@ pub fn enter(
     fchdir(root.as_raw_fd()).map_err(|e| fail("change to its root".into(), e))?;
     chroot(".").map_err(|e| fail("chroot to its root".into(), e))?;
     chdir("/").map_err(|e| fail("change directory to /".into(), e))?;
+    crate::isolation::apply(&crate::isolation::syscall::Linux, &prepared)?;
 
     let (program, args) = argv.split_first().ok_or(StageError::NoCommand)?;
     let status = Command::new(program)

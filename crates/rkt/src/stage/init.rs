@@ -7,10 +7,12 @@
 //!    prepares the mounts ([`super::mounts`]) and sets the hostname;
 //! 2. it forks the pod's init, PID 1 of the new PID namespace, reports the init's host PID
 //!    to the runner (`pid <n>` on the status pipe) and waits for it, passing signals on;
-//! 3. the init mounts `/proc`, enters the rootfs if any, forks and execs the app, passes
-//!    signals on to it, reaps every child, and exits with the app's status (128 + signal
-//!    number when a signal killed it) as soon as the app is gone; leaving PID 1 makes the
-//!    kernel kill whatever else still runs in the pod.
+//! 3. the init mounts `/proc` (masking and write-protecting its kernel paths, see
+//!    [`crate::isolation::paths`]), enters the rootfs if any, and forks the app, which
+//!    narrows its capabilities, identity and syscalls ([`crate::isolation::apply`]) and
+//!    execs; the init passes signals on to it, reaps every child, and exits with the
+//!    app's status (128 + signal number when a signal killed it) as soon as the app is
+//!    gone; leaving PID 1 makes the kernel kill whatever else still runs in the pod.
 //!
 //! The status pipe is close-on-exec everywhere, so the runner reads end-of-file once the
 //! app has been executed; any failure before that is reported on it as `error <message>`.
@@ -36,7 +38,8 @@ use nix::unistd::{execve, fork, getppid, pipe2, sethostname, ForkResult, Pid};
 
 use super::env::{app_env, find_executable};
 use super::{mounts, signals, StageError};
-use crate::pod::IpcMode;
+use crate::isolation;
+use crate::pod::{IpcMode, PodState};
 use crate::podstore::PodManifest;
 
 /// Exit status of the stage when it fails before the app runs.
@@ -161,7 +164,7 @@ type Failure = (File, StageError);
 
 fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
     let prepared = prepare(args);
-    let (app_argv, env, root) = match prepared {
+    let (app_argv, env, root, isolation) = match prepared {
         Ok(p) => p,
         Err(e) => return Err((status, e)),
     };
@@ -190,7 +193,14 @@ fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
         Ok(ForkResult::Child) => {
             drop(alive_write);
             let mut status = Some(status);
-            let init = pod_init(&app_argv, &env, root.as_deref(), &alive_read, &mut status);
+            let init = pod_init(
+                &app_argv,
+                &env,
+                root.as_deref(),
+                &isolation,
+                &alive_read,
+                &mut status,
+            );
             let code = match init {
                 Ok(code) => code,
                 Err(err) => {
@@ -218,11 +228,26 @@ fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
     }
 }
 
-/// Namespaces, mounts and hostname; returns the app's argv, env and rootfs.
+/// What the pod's init needs of the isolation: whether to protect the kernel paths of its
+/// `/proc`, and the compiled capabilities and filters for the app's process.
+pub(super) struct AppIsolation {
+    paths: bool,
+    prepared: isolation::Prepared,
+}
+
+/// Namespaces, mounts and hostname; returns the app's argv, env, rootfs and isolation.
 #[allow(clippy::type_complexity)]
 fn prepare(
     args: &InitArgs,
-) -> Result<(Vec<String>, Vec<(OsString, OsString)>, Option<PathBuf>), StageError> {
+) -> Result<
+    (
+        Vec<String>,
+        Vec<(OsString, OsString)>,
+        Option<PathBuf>,
+        AppIsolation,
+    ),
+    StageError,
+> {
     set_pdeathsig(Signal::SIGKILL).map_err(|source| StageError::Sys {
         what: "set the parent-death signal for",
         path: args.pod_dir.clone(),
@@ -249,6 +274,25 @@ fn prepare(
         })?;
     let app = manifest.app;
     let env = app_env(&app, std::env::vars_os());
+    // Settled by the runner before it started us (absent only for a pod recorded by an
+    // older rkt: then the defaults). Compiled now, so that a filter or capability this
+    // kernel cannot take fails the pod before anything of the app runs.
+    let isolation = PodState::load(&args.pod_dir)
+        .map_err(|e| StageError::Reported(e.to_string()))?
+        .isolation
+        .unwrap_or_default();
+    let prepared = isolation.prepare().map_err(StageError::Isolation)?;
+    if !isolation.limits.is_none() {
+        // Before the init is forked: every process of the pod starts inside.
+        let uuid = args
+            .pod_dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        isolation::cgroups::detect()
+            .join(&uuid, &isolation.limits, std::process::id())
+            .map_err(StageError::Isolation)?;
+    }
 
     if let Some(netns) = &args.netns {
         let file = File::open(netns).map_err(|source| StageError::Io {
@@ -286,12 +330,29 @@ fn prepare(
     if app.rootfs.is_some() {
         mounts::bind_rootfs(&root)?;
     }
+    if isolation.paths {
+        // No device node of the app's own making opens; the pod's /dev gets the few the
+        // stage binds in, and /sys is read-only.
+        isolation::paths::nodev_tree(&root).map_err(StageError::Isolation)?;
+    }
     mounts::bind_etc_files(&args.pod_dir, &root, app.rootfs.is_some())?;
     if args.netns.is_some() {
         mounts::mount_sysfs(&root)?;
+    } else if isolation.paths && app.rootfs.is_none() {
+        isolation::paths::read_only_tree(Path::new("/sys")).map_err(StageError::Isolation)?;
     }
-    if app.rootfs.is_some() {
+    if app.rootfs.is_some() || isolation.paths {
         mounts::populate_dev(&root)?;
+    }
+    if isolation.readonly_rootfs && app.rootfs.is_some() {
+        // The init mounts /proc here later: the mount point must exist before.
+        let proc_dir = root.join("proc");
+        std::fs::create_dir_all(&proc_dir).map_err(|source| StageError::Io {
+            what: "create",
+            path: proc_dir,
+            source,
+        })?;
+        isolation::paths::read_only_mount(&root).map_err(StageError::Isolation)?;
     }
     sethostname(&args.hostname).map_err(|source| StageError::Hostname {
         hostname: args.hostname.clone(),
@@ -302,7 +363,11 @@ fn prepare(
         path: args.pod_dir.clone(),
         source,
     })?;
-    Ok((app.exec, env, app.rootfs))
+    let isolation = AppIsolation {
+        paths: isolation.paths,
+        prepared,
+    };
+    Ok((app.exec, env, app.rootfs, isolation))
 }
 
 /// PID 1 of the pod. It closes its copy of the status pipe once the app is forked, so that
@@ -311,6 +376,7 @@ fn pod_init(
     argv: &[String],
     env: &[(OsString, OsString)],
     rootfs: Option<&Path>,
+    isolation: &AppIsolation,
     stage_alive: &OwnedFd,
     status: &mut Option<File>,
 ) -> Result<i32, StageError> {
@@ -334,6 +400,9 @@ fn pod_init(
     let _ = set_name(c"rkt-init");
     let root = rootfs.unwrap_or(Path::new("/"));
     mounts::mount_proc(root)?;
+    if isolation.paths {
+        isolation::paths::protect_kernel_paths(root).map_err(StageError::Isolation)?;
+    }
     if let Some(rootfs) = rootfs {
         mounts::enter_rootfs(rootfs)?;
     }
@@ -364,13 +433,18 @@ fn pod_init(
     match unsafe { fork() }.map_err(sys("fork the app", &exe))? {
         ForkResult::Child => {
             signals::reset_for_exec();
-            let errno = match execve(&c_exe, &c_argv, &c_env) {
-                Err(errno) => errno,
-                Ok(never) => match never {},
-            };
-            let err = StageError::Exec {
-                program: exe,
-                source: errno,
+            let err = match isolation::apply(&isolation::syscall::Linux, &isolation.prepared) {
+                Err(e) => StageError::Isolation(e),
+                Ok(()) => {
+                    let errno = match execve(&c_exe, &c_argv, &c_env) {
+                        Err(errno) => errno,
+                        Ok(never) => match never {},
+                    };
+                    StageError::Exec {
+                        program: exe,
+                        source: errno,
+                    }
+                }
             };
             if let Some(status) = status.as_mut() {
                 report(status, &err);

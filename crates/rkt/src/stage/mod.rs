@@ -77,6 +77,8 @@ pub enum StageError {
     NulByte { text: String },
     #[error("{0}")]
     Reported(String),
+    #[error("pod isolation: {0}")]
+    Isolation(#[from] crate::isolation::IsolationError),
     #[error("the runner (PID {pid}) ended before the pod stage started")]
     RunnerGone { pid: i32 },
     #[error("the pod stage ended ({status}) before starting the app")]

@@ -9,13 +9,16 @@
 //!   into the rootfs (see [`bind_etc_files`]);
 //! - with its own network namespace, a fresh read-only `sysfs` on `/sys`, so
 //!   `/sys/class/net` lists the pod's interfaces;
-//! - with `--rootfs`: the directory bind-mounted onto itself (to become the root), a tmpfs
-//!   `/dev` holding bind mounts of the host's `null`, `zero`, `full`, `random`, `urandom`,
-//!   `tty` and `/dev/pts`, plus a tmpfs `/dev/shm`;
+//! - with `--rootfs`, and for every pod whose kernel paths are protected
+//!   ([`crate::isolation::paths`]): a `nodev` tmpfs `/dev` holding bind mounts of the host's
+//!   `null`, `zero`, `full`, `random`, `urandom` and `tty` (the only device nodes that open
+//!   in the pod), a new `devpts` instance on `/dev/pts` and a private tmpfs `/dev/shm`;
+//!   with `--rootfs`, the directory is first bind-mounted onto itself (to become the root);
 //! - in the pod's PID namespace (by its init): a new `/proc`, then `pivot_root` into the
 //!   rootfs.
 
 use std::fs::{self, OpenOptions};
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
@@ -222,22 +225,33 @@ pub fn mount_sysfs(root: &Path) -> Result<(), StageError> {
     )
 }
 
-/// A minimal `/dev` for a rootfs: a tmpfs with the host's basic device nodes bound in.
+/// A minimal `/dev` under `root` (the host's root too): a `nodev` tmpfs with the host's
+/// basic device nodes bound in (each bind made `dev` again, since `root`'s mounts may all
+/// be `nodev`), a new devpts instance and a private `/dev/shm`.
 pub fn populate_dev(root: &Path) -> Result<(), StageError> {
     let dev = root.join("dev");
     fs::create_dir_all(&dev).map_err(io_err("create", &dev))?;
+    // Opened before the tmpfs hides them when `root` is the host's root.
+    let mut sources = Vec::new();
+    for node in DEV_NODES {
+        let host = Path::new("/dev").join(node);
+        if let Ok(fd) = nix::fcntl::open(
+            &host,
+            nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_CLOEXEC,
+            nix::sys::stat::Mode::empty(),
+        ) {
+            // SAFETY: open(2) just returned this descriptor; nothing else owns it.
+            sources.push((node, unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }));
+        }
+    }
     do_mount(
         Some(Path::new("tmpfs")),
         &dev,
         Some("tmpfs"),
-        MsFlags::MS_NOSUID | MsFlags::MS_STRICTATIME,
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_STRICTATIME,
         Some("mode=755,size=65536k"),
     )?;
-    for node in DEV_NODES {
-        let host = Path::new("/dev").join(node);
-        if fs::metadata(&host).is_err() {
-            continue;
-        }
+    for (node, fd) in &sources {
         let target = dev.join(node);
         OpenOptions::new()
             .write(true)
@@ -245,19 +259,25 @@ pub fn populate_dev(root: &Path) -> Result<(), StageError> {
             .truncate(false)
             .open(&target)
             .map_err(io_err("create", &target))?;
-        do_mount(Some(&host), &target, None, MsFlags::MS_BIND, None)?;
-    }
-    let pts = dev.join("pts");
-    fs::create_dir(&pts).map_err(io_err("create", &pts))?;
-    if Path::new("/dev/pts").is_dir() {
+        let source = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+        do_mount(Some(&source), &target, None, MsFlags::MS_BIND, None)?;
         do_mount(
-            Some(Path::new("/dev/pts")),
-            &pts,
             None,
-            MsFlags::MS_BIND | MsFlags::MS_REC,
+            &target,
+            None,
+            MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
             None,
         )?;
     }
+    let pts = dev.join("pts");
+    fs::create_dir(&pts).map_err(io_err("create", &pts))?;
+    do_mount(
+        Some(Path::new("devpts")),
+        &pts,
+        Some("devpts"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
+        Some("newinstance,ptmxmode=0666,mode=0620"),
+    )?;
     let shm = dev.join("shm");
     fs::create_dir(&shm).map_err(io_err("create", &shm))?;
     do_mount(

@@ -1,0 +1,263 @@
+//! `escape-probe CHECK...`: run inside a pod by the isolation tests. For each check it
+//! forks and attempts one thing with the system call itself (no shell tools, which a test host may
+//! lack) and prints `CHECK: ok` or `CHECK: ENAME`. Every attempt is harmless when it
+//! succeeds: invalid arguments where a call would change the host (reboot, modules), an
+//! open for writing without a write where a write would (sysrq), temporary files removed.
+//!
+//! Checks: mount-proc, mount-sysfs, mknod-block (make a block node and read it),
+//! unshare-user, unshare-mount, clone-user, init-module, finit-module, reboot, keyctl,
+//! write-sysrq, write-proc-sys, write-sys, raw-socket, bind-80, chown, setuid.
+
+use std::ffi::CString;
+use std::io::Error;
+
+fn errno_name(err: &Error) -> String {
+    let n = err.raw_os_error().unwrap_or(0);
+    let name = match n {
+        libc::EPERM => "EPERM",
+        libc::EACCES => "EACCES",
+        libc::EROFS => "EROFS",
+        libc::ENOSYS => "ENOSYS",
+        libc::EINVAL => "EINVAL",
+        libc::ENOENT => "ENOENT",
+        libc::ENXIO => "ENXIO",
+        libc::EBUSY => "EBUSY",
+        libc::EEXIST => "EEXIST",
+        libc::EBADF => "EBADF",
+        libc::EFAULT => "EFAULT",
+        libc::ENOEXEC => "ENOEXEC",
+        libc::EADDRINUSE => "EADDRINUSE",
+        libc::EADDRNOTAVAIL => "EADDRNOTAVAIL",
+        _ => return format!("errno{n}"),
+    };
+    name.to_string()
+}
+
+/// `Ok` for a return value that is not -1, the errno otherwise.
+fn check(rc: i64) -> Result<(), Error> {
+    if rc == -1 {
+        Err(Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+fn c(s: &str) -> CString {
+    CString::new(s).unwrap()
+}
+
+/// A fresh directory under /tmp, removed by the caller.
+fn temp_dir(tag: &str) -> String {
+    let dir = format!("/tmp/escape-probe-{tag}-{}", std::process::id());
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir(&dir).expect("create a directory under /tmp");
+    dir
+}
+
+fn mount_fs(fstype: &str) -> Result<(), Error> {
+    let dir = temp_dir(fstype);
+    let target = c(&dir);
+    let fs = c(fstype);
+    // SAFETY: NUL-terminated strings that outlive the calls.
+    let rc = unsafe {
+        libc::mount(
+            fs.as_ptr(),
+            target.as_ptr(),
+            fs.as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    let res = check(rc as i64);
+    if res.is_ok() {
+        // SAFETY: as above.
+        unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
+    }
+    let _ = std::fs::remove_dir(&dir);
+    res
+}
+
+/// A block device number the kernel has (from /sys/dev/block, else loop0).
+fn some_block_device() -> (u32, u32) {
+    if let Ok(entries) = std::fs::read_dir("/sys/dev/block") {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some((maj, min)) = name.split_once(':') {
+                if let (Ok(maj), Ok(min)) = (maj.parse(), min.parse()) {
+                    return (maj, min);
+                }
+            }
+        }
+    }
+    (7, 0)
+}
+
+fn mknod_block() -> Result<(), Error> {
+    let dir = temp_dir("mknod");
+    let node = format!("{dir}/blk");
+    let (maj, min) = some_block_device();
+    let path = c(&node);
+    // SAFETY: a NUL-terminated path; makedev only combines numbers.
+    let res = check(unsafe {
+        libc::mknod(
+            path.as_ptr(),
+            libc::S_IFBLK | 0o600,
+            libc::makedev(maj, min),
+        )
+    } as i64)
+    .and_then(|()| {
+        use std::io::Read;
+        let mut f = std::fs::File::open(&node)?;
+        let mut buf = [0u8; 512];
+        f.read(&mut buf).map(drop)
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    res
+}
+
+fn unshare(flags: libc::c_int) -> Result<(), Error> {
+    // SAFETY: unshare takes flags only; the probe is single-threaded.
+    check(unsafe { libc::unshare(flags) } as i64)
+}
+
+fn clone_user() -> Result<(), Error> {
+    // SAFETY: a fork-like clone (no CLONE_VM) of this single-threaded process; the child
+    // only calls _exit.
+    let pid = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            (libc::CLONE_NEWUSER | libc::SIGCHLD) as libc::c_ulong,
+            0usize,
+            0usize,
+            0usize,
+            0usize,
+        )
+    };
+    check(pid)?;
+    if pid == 0 {
+        // SAFETY: ends the child at once.
+        unsafe { libc::_exit(0) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for our own child.
+    unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) };
+    Ok(())
+}
+
+fn open_for_writing(path: &str) -> Result<(), Error> {
+    std::fs::OpenOptions::new().write(true).open(path).map(drop)
+}
+
+fn setuid_in_child() -> Result<(), Error> {
+    // SAFETY: fork of a single-threaded process; the child makes two calls and _exits.
+    let pid = unsafe { libc::fork() };
+    check(pid as i64)?;
+    if pid == 0 {
+        // SAFETY: plain calls in the child.
+        let ok = unsafe { libc::setuid(65534) == 0 && libc::getuid() == 65534 };
+        // SAFETY: ends the child.
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for our own child.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+        Ok(())
+    } else {
+        Err(Error::from_raw_os_error(libc::EPERM))
+    }
+}
+
+fn attempt(name: &str) -> Result<(), Error> {
+    match name {
+        "mount-proc" => mount_fs("proc"),
+        "mount-sysfs" => mount_fs("sysfs"),
+        "mknod-block" => mknod_block(),
+        "unshare-user" => unshare(libc::CLONE_NEWUSER),
+        "unshare-mount" => unshare(libc::CLONE_NEWNS),
+        "clone-user" => clone_user(),
+        // An empty image: refused with EPERM before the kernel looks at it, EINVAL or
+        // ENOEXEC after (nothing loaded).
+        "init-module" => {
+            let params = c("");
+            // SAFETY: a valid pointer to zero bytes of image and a NUL-terminated string.
+            check(unsafe {
+                libc::syscall(
+                    libc::SYS_init_module,
+                    params.as_ptr(),
+                    0usize,
+                    params.as_ptr(),
+                )
+            })
+        }
+        "finit-module" => {
+            let f = std::fs::File::open("/dev/null")?;
+            let params = c("");
+            use std::os::fd::AsRawFd;
+            // SAFETY: a descriptor we own and a NUL-terminated string.
+            check(unsafe {
+                libc::syscall(libc::SYS_finit_module, f.as_raw_fd(), params.as_ptr(), 0)
+            })
+        }
+        // Wrong magic numbers: refused with EPERM without CAP_SYS_BOOT, EINVAL with it.
+        "reboot" => check(unsafe {
+            // SAFETY: integer arguments only; the bad magic makes it a no-op.
+            libc::syscall(libc::SYS_reboot, 1, 2, libc::LINUX_REBOOT_CMD_CAD_OFF, 0)
+        }),
+        // KEYCTL_GET_KEYRING_ID of the session keyring, without creating it.
+        "keyctl" => check(unsafe {
+            // SAFETY: integer arguments only.
+            libc::syscall(libc::SYS_keyctl, 0, -3i64, 0)
+        }),
+        "write-sysrq" => open_for_writing("/proc/sysrq-trigger"),
+        "write-proc-sys" => open_for_writing("/proc/sys/kernel/domainname"),
+        "write-sys" => open_for_writing("/sys/kernel/uevent_helper")
+            .or_else(|_| open_for_writing("/sys/class/net/lo/mtu")),
+        "raw-socket" => {
+            // SAFETY: plain socket calls on a descriptor we own.
+            let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_ICMP) };
+            check(fd as i64)?;
+            unsafe { libc::close(fd) };
+            Ok(())
+        }
+        "bind-80" => std::net::TcpListener::bind("127.0.0.1:80").map(drop),
+        "chown" => {
+            let dir = temp_dir("chown");
+            let file = format!("{dir}/f");
+            std::fs::write(&file, b"x")?;
+            let res = std::os::unix::fs::chown(&file, Some(65534), Some(65534));
+            let _ = std::fs::remove_dir_all(&dir);
+            res
+        }
+        "setuid" => setuid_in_child(),
+        other => {
+            eprintln!("escape-probe: unknown check {other:?}");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// Each check runs in a child of its own, so that one that succeeds (entering a new user
+/// namespace, say) does not change what the next one starts from.
+fn main() {
+    use std::io::Write;
+    for name in std::env::args().skip(1) {
+        // SAFETY: fork of a single-threaded process; the child runs one check and _exits.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let line = match attempt(&name) {
+                Ok(()) => format!("{name}: ok\n"),
+                Err(e) => format!("{name}: {}\n", errno_name(&e)),
+            };
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(line.as_bytes());
+            let _ = out.flush();
+            // SAFETY: ends the child without running the parent's exit handlers.
+            unsafe { libc::_exit(0) };
+        }
+        assert!(pid > 0, "fork: {}", Error::last_os_error());
+        let mut status = 0;
+        // SAFETY: waits for our own child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+    }
+}

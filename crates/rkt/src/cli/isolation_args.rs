@@ -1,0 +1,108 @@
+//! The app's isolation flags (`run`, `prepare`), rkt's names and syntax; flattened into
+//! the app options. What they mean: [`rkt::isolation`] and docs/isolation.md.
+
+use std::path::Path;
+
+use clap::Args;
+
+use rkt::isolation::capabilities::CapsFlag;
+use rkt::isolation::seccomp::SeccompSpec;
+use rkt::isolation::{cgroups, user, Isolators};
+
+/// Capabilities, seccomp filter, read-only root, identity and resource limits of the app.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Isolation")]
+pub struct IsolationArgs {
+    /// Give the app exactly these capabilities (comma-separated, e.g.
+    /// CAP_NET_ADMIN,CAP_CHOWN) instead of the default 14 (rkt's and Docker's).
+    #[arg(long, value_name = "CAP[,CAP...]", conflicts_with = "caps_remove")]
+    pub caps_retain: Option<String>,
+
+    /// Take these capabilities out of the default 14.
+    #[arg(long, value_name = "CAP[,CAP...]")]
+    pub caps_remove: Option<String>,
+
+    /// The app's seccomp filter instead of the default
+    /// (mode=remove,@rkt/default-blacklist): `mode=remove` refuses the listed calls,
+    /// `mode=retain` allows only them; refused calls fail with errno (default EPERM).
+    /// Groups: @rkt/default-blacklist, @rkt/default-whitelist, @docker/default-blacklist,
+    /// @docker/default-whitelist.
+    #[arg(
+        long,
+        value_name = "mode=retain|remove[,errno=ENAME],SYSCALL|@GROUP[,...]"
+    )]
+    pub seccomp: Option<String>,
+
+    /// Mount the app's root filesystem (--rootfs) read-only; /dev, /dev/shm, /proc, /sys
+    /// and the pod's /etc/resolv.conf and /etc/hosts are separate mounts.
+    #[arg(long)]
+    pub readonly_rootfs: bool,
+
+    /// Run the app as this user (a number, or a name from the root filesystem's
+    /// /etc/passwd). A non-root app has no capabilities unless --caps-retain names them.
+    #[arg(long, value_name = "UID|NAME")]
+    pub user: Option<String>,
+
+    /// Run the app with this group (a number, or a name from the root filesystem's
+    /// /etc/group) [default: the user's primary group, or 0].
+    #[arg(long, value_name = "GID|NAME")]
+    pub group: Option<String>,
+
+    /// The app's supplementary groups (comma-separated numbers) [default: none once
+    /// --user or --group is given].
+    #[arg(long, value_name = "GID[,GID...]")]
+    pub supplementary_gids: Option<String>,
+
+    /// Limit the pod's memory (e.g. 64M, 1G), in a cgroup of its own.
+    #[arg(long, value_name = "SIZE")]
+    pub memory: Option<String>,
+
+    /// Limit the pod's CPU time, in thousandths of a CPU (500m) or CPUs (2), in a cgroup of
+    /// its own.
+    #[arg(long, value_name = "MILLICORES")]
+    pub cpu: Option<String>,
+}
+
+impl IsolationArgs {
+    /// The flags, checked (unknown capabilities, syscalls, groups and errnos are errors
+    /// naming them); names of users and groups are looked up under `rootfs` (the host's
+    /// root without one).
+    pub fn isolators(&self, rootfs: Option<&Path>) -> anyhow::Result<Isolators> {
+        if self.readonly_rootfs && rootfs.is_none() {
+            anyhow::bail!(
+                "--readonly-rootfs needs --rootfs=DIR (a host-command pod's root is the host's)"
+            );
+        }
+        let caps = match (&self.caps_retain, &self.caps_remove) {
+            (Some(list), _) => Some(CapsFlag::parse(true, list)?),
+            (None, Some(list)) => Some(CapsFlag::parse(false, list)?),
+            (None, None) => None,
+        };
+        let seccomp = self
+            .seccomp
+            .as_deref()
+            .map(SeccompSpec::parse)
+            .transpose()?;
+        let identity = user::resolve(
+            rootfs.unwrap_or(Path::new("/")),
+            self.user.as_deref(),
+            self.group.as_deref(),
+            self.supplementary_gids.as_deref(),
+        )?;
+        let limits = cgroups::Limits {
+            memory: self
+                .memory
+                .as_deref()
+                .map(cgroups::parse_memory)
+                .transpose()?,
+            cpu_millis: self.cpu.as_deref().map(cgroups::parse_cpu).transpose()?,
+        };
+        Ok(Isolators {
+            caps,
+            seccomp,
+            readonly_rootfs: self.readonly_rootfs,
+            identity,
+            limits,
+        })
+    }
+}

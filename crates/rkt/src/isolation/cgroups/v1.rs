@@ -1,0 +1,149 @@
+//! cgroup v1: one hierarchy per controller (`<root>/memory`, `<root>/cpu`), the pod's
+//! cgroup `rkt/<uuid>` in each hierarchy a limit needs.
+
+use std::path::{Path, PathBuf};
+
+use super::{mkdir, pod_dir, rmdir, write, Limits, Manager, CPU_PERIOD_US};
+use crate::isolation::IsolationError;
+
+/// The v1 hierarchies mounted under `root` (normally `/sys/fs/cgroup`).
+pub struct V1 {
+    root: PathBuf,
+}
+
+/// The controllers rkt's isolators use, and the file that shows one is mounted.
+const CONTROLLERS: [(&str, &str); 2] = [
+    ("memory", "memory.limit_in_bytes"),
+    ("cpu", "cpu.cfs_quota_us"),
+];
+
+impl V1 {
+    pub fn new(root: &Path) -> V1 {
+        V1 {
+            root: root.to_path_buf(),
+        }
+    }
+
+    /// The hierarchies `limits` needs, each checked to be mounted.
+    fn hierarchies(&self, limits: &Limits) -> Result<Vec<(&'static str, PathBuf)>, IsolationError> {
+        let mut wanted = Vec::new();
+        for (name, probe) in CONTROLLERS {
+            let needed = match name {
+                "memory" => limits.memory.is_some(),
+                _ => limits.cpu_millis.is_some(),
+            };
+            if !needed {
+                continue;
+            }
+            let dir = self.root.join(name);
+            if !dir.join(probe).exists() {
+                return Err(IsolationError::Unsupported {
+                    what: format!(
+                        "--{}: this host has no cgroup v1 {name} controller at {} to enforce it",
+                        if name == "memory" { "memory" } else { "cpu" },
+                        dir.display()
+                    ),
+                });
+            }
+            wanted.push((name, dir));
+        }
+        Ok(wanted)
+    }
+}
+
+impl Manager for V1 {
+    fn create(&self, uuid: &str, limits: &Limits) -> Result<(), IsolationError> {
+        for (name, hierarchy) in self.hierarchies(limits)? {
+            let dir = pod_dir(&hierarchy, uuid);
+            mkdir(&dir)?;
+            match name {
+                "memory" => {
+                    if let Some(bytes) = limits.memory {
+                        write(&dir.join("memory.limit_in_bytes"), &bytes.to_string())?;
+                    }
+                }
+                _ => {
+                    if let Some(quota) = limits.cpu_quota_us() {
+                        write(&dir.join("cpu.cfs_period_us"), &CPU_PERIOD_US.to_string())?;
+                        write(&dir.join("cpu.cfs_quota_us"), &quota.to_string())?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn join(&self, uuid: &str, limits: &Limits, pid: u32) -> Result<(), IsolationError> {
+        for (_, hierarchy) in self.hierarchies(limits)? {
+            write(
+                &pod_dir(&hierarchy, uuid).join("cgroup.procs"),
+                &pid.to_string(),
+            )?;
+        }
+        Ok(())
+    }
+
+    fn remove(&self, uuid: &str) -> Result<(), IsolationError> {
+        let mut first_err = None;
+        for (name, _) in CONTROLLERS {
+            if let Err(e) = rmdir(&pod_dir(&self.root.join(name), uuid)) {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fake_root() -> tempfile::TempDir {
+        let root = tempfile::tempdir().unwrap();
+        for (name, probe) in CONTROLLERS {
+            std::fs::create_dir_all(root.path().join(name)).unwrap();
+            std::fs::write(root.path().join(name).join(probe), "").unwrap();
+        }
+        root
+    }
+
+    #[test]
+    fn limits_are_written_in_the_pods_cgroup_of_each_hierarchy() {
+        let root = fake_root();
+        let v1 = V1::new(root.path());
+        let limits = Limits {
+            memory: Some(64 << 20),
+            cpu_millis: Some(500),
+        };
+        v1.create("u1", &limits).unwrap();
+        let read = |p: &str| std::fs::read_to_string(root.path().join(p)).unwrap();
+        assert_eq!(read("memory/rkt/u1/memory.limit_in_bytes"), "67108864");
+        assert_eq!(read("cpu/rkt/u1/cpu.cfs_quota_us"), "50000");
+        assert_eq!(read("cpu/rkt/u1/cpu.cfs_period_us"), "100000");
+        v1.join("u1", &limits, 42).unwrap();
+        assert_eq!(read("memory/rkt/u1/cgroup.procs"), "42");
+        // The fake's files keep the directories from being removed, as processes would.
+        assert!(v1.remove("u1").is_err());
+        for f in ["memory/rkt/u1", "cpu/rkt/u1"] {
+            for e in std::fs::read_dir(root.path().join(f)).unwrap() {
+                std::fs::remove_file(e.unwrap().path()).unwrap();
+            }
+        }
+        v1.remove("u1").unwrap();
+        assert!(!root.path().join("memory/rkt/u1").exists());
+        v1.remove("u1").unwrap();
+    }
+
+    #[test]
+    fn a_missing_controller_is_an_error_naming_flag_and_place() {
+        let root = tempfile::tempdir().unwrap();
+        let v1 = V1::new(root.path());
+        let limits = Limits {
+            memory: None,
+            cpu_millis: Some(500),
+        };
+        let e = v1.create("u1", &limits).unwrap_err().to_string();
+        assert!(e.contains("--cpu") && e.contains("cpu controller"), "{e}");
+        assert!(!root.path().join("cpu/rkt").exists());
+    }
+}

@@ -1,0 +1,130 @@
+//! cgroup v2: the unified hierarchy at `root`; the pod's cgroup `rkt/<uuid>`, with the
+//! controllers its limits need enabled in `rkt`'s and the root's `cgroup.subtree_control`.
+
+use std::path::{Path, PathBuf};
+
+use super::{mkdir, pod_dir, rmdir, write, Limits, Manager, CPU_PERIOD_US};
+use crate::isolation::IsolationError;
+
+/// The unified hierarchy mounted at `root` (normally `/sys/fs/cgroup`).
+pub struct V2 {
+    root: PathBuf,
+}
+
+impl V2 {
+    pub fn new(root: &Path) -> V2 {
+        V2 {
+            root: root.to_path_buf(),
+        }
+    }
+
+    /// The controllers `limits` needs, each checked to be available at the root.
+    fn controllers(&self, limits: &Limits) -> Result<Vec<&'static str>, IsolationError> {
+        let path = self.root.join("cgroup.controllers");
+        let available = std::fs::read_to_string(&path).map_err(|source| IsolationError::Io {
+            what: "read",
+            path: path.clone(),
+            source,
+        })?;
+        let mut wanted = Vec::new();
+        for (name, flag, needed) in [
+            ("memory", "--memory", limits.memory.is_some()),
+            ("cpu", "--cpu", limits.cpu_millis.is_some()),
+        ] {
+            if !needed {
+                continue;
+            }
+            if !available.split_whitespace().any(|c| c == name) {
+                return Err(IsolationError::Unsupported {
+                    what: format!(
+                        "{flag}: the cgroup v2 hierarchy at {} offers no {name} controller \
+                         ({} lists {:?})",
+                        self.root.display(),
+                        path.display(),
+                        available.trim()
+                    ),
+                });
+            }
+            wanted.push(name);
+        }
+        Ok(wanted)
+    }
+}
+
+impl Manager for V2 {
+    fn create(&self, uuid: &str, limits: &Limits) -> Result<(), IsolationError> {
+        let controllers = self.controllers(limits)?;
+        let rkt = self.root.join("rkt");
+        mkdir(&rkt)?;
+        let enable: Vec<String> = controllers.iter().map(|c| format!("+{c}")).collect();
+        for dir in [&self.root, &rkt] {
+            write(&dir.join("cgroup.subtree_control"), &enable.join(" "))?;
+        }
+        let dir = pod_dir(&self.root, uuid);
+        mkdir(&dir)?;
+        if let Some(bytes) = limits.memory {
+            write(&dir.join("memory.max"), &bytes.to_string())?;
+        }
+        if let Some(quota) = limits.cpu_quota_us() {
+            write(&dir.join("cpu.max"), &format!("{quota} {CPU_PERIOD_US}"))?;
+        }
+        Ok(())
+    }
+
+    fn join(&self, uuid: &str, _limits: &Limits, pid: u32) -> Result<(), IsolationError> {
+        write(
+            &pod_dir(&self.root, uuid).join("cgroup.procs"),
+            &pid.to_string(),
+        )
+    }
+
+    fn remove(&self, uuid: &str) -> Result<(), IsolationError> {
+        rmdir(&pod_dir(&self.root, uuid))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_go_to_memory_max_and_cpu_max_with_the_controllers_enabled() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(
+            root.path().join("cgroup.controllers"),
+            "cpuset cpu io memory pids\n",
+        )
+        .unwrap();
+        let v2 = V2::new(root.path());
+        let limits = Limits {
+            memory: Some(1 << 30),
+            cpu_millis: Some(2000),
+        };
+        v2.create("u2", &limits).unwrap();
+        let read = |p: &str| std::fs::read_to_string(root.path().join(p)).unwrap();
+        assert_eq!(read("cgroup.subtree_control"), "+memory +cpu");
+        assert_eq!(read("rkt/cgroup.subtree_control"), "+memory +cpu");
+        assert_eq!(read("rkt/u2/memory.max"), "1073741824");
+        assert_eq!(read("rkt/u2/cpu.max"), "200000 100000");
+        v2.join("u2", &limits, 7).unwrap();
+        assert_eq!(read("rkt/u2/cgroup.procs"), "7");
+    }
+
+    #[test]
+    fn a_controller_the_hierarchy_lacks_is_an_error() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("cgroup.controllers"), "pids\n").unwrap();
+        let limits = Limits {
+            memory: Some(1 << 30),
+            cpu_millis: None,
+        };
+        let e = V2::new(root.path())
+            .create("u2", &limits)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--memory") && e.contains("no memory controller"),
+            "{e}"
+        );
+    }
+}
