@@ -50,7 +50,7 @@ pub enum ImageCommand {
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// Do not print the header line.
-    #[arg(long)]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
     pub no_legend: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]

@@ -35,7 +35,7 @@ pub struct IsolationArgs {
 
     /// Mount the app's root filesystem (--rootfs) read-only; /dev, /dev/shm, /proc, /sys
     /// and the pod's /etc/resolv.conf and /etc/hosts are separate mounts.
-    #[arg(long)]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
     pub readonly_rootfs: bool,
 
     /// Run the app as this user (a number, or a name from the root filesystem's

@@ -418,9 +418,33 @@ mod tests {
         let cli = Cli::try_parse_from(["rkt", "--insecure-options=image", "config"]).unwrap();
         let err = cli.global.insecure().unwrap_err().to_string();
         assert!(
-            err.contains("\"image\"") && err.contains("net-plugins, http"),
+            err.contains("\"image\"")
+                && err.contains("net-plugins, capabilities, seccomp, paths, all-run, http"),
             "{err}"
         );
+    }
+
+    /// Every on/off flag of every command takes `=true` and `=false` as upstream rkt's did
+    /// (a bare clap `bool` switch would refuse them): a new one cannot slip in as a switch.
+    #[test]
+    fn every_on_off_flag_takes_a_value() {
+        fn walk(cmd: &clap::Command, path: &str, bare: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let switch = matches!(
+                    arg.get_action(),
+                    clap::ArgAction::SetTrue | clap::ArgAction::SetFalse
+                );
+                if switch && arg.get_num_args().is_none_or(|n| n.max_values() == 0) {
+                    bare.push(format!("{path} --{}", arg.get_id()));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), bare);
+            }
+        }
+        let mut bare = Vec::new();
+        walk(&<Cli as clap::CommandFactory>::command(), "rkt", &mut bare);
+        assert!(bare.is_empty(), "switches without =true/=false: {bare:?}");
     }
 
     #[test]

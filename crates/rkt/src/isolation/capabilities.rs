@@ -12,11 +12,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::syscall::Syscall;
 use super::IsolationError;
 
 /// Capability names by number (the kernel's numbering, `linux/capability.h`).
-const NAMES: [&str; 41] = [
+pub(super) const NAMES: [&str; 41] = [
     "CAP_CHOWN",
     "CAP_DAC_OVERRIDE",
     "CAP_DAC_READ_SEARCH",
@@ -208,67 +207,8 @@ pub fn last_cap() -> Result<u8, IsolationError> {
         })
 }
 
-/// Narrows the calling process to `set`: drops the other capabilities (up to `last`) from
-/// the bounding set and clears the ambient set. The other sets follow in
-/// [`limit_process_sets`].
-pub fn limit_bounding(sys: &dyn Syscall, set: CapSet, last: u8) -> Result<(), IsolationError> {
-    let wanted_unknown = set.0 >> (last as u32 + 1);
-    if wanted_unknown != 0 {
-        let names = CapSet(set.0 & !((1u64 << (last as u32 + 1)) - 1)).names();
-        return Err(IsolationError::Unsupported {
-            what: format!(
-                "this kernel knows capabilities up to number {last}, not {}",
-                names.join(", ")
-            ),
-        });
-    }
-    for cap in 0..=last {
-        if !set.contains(cap) {
-            sys.drop_bounding(cap)
-                .map_err(|source| IsolationError::Capability {
-                    what: format!("drop {} from the bounding set", cap_name(cap)),
-                    source,
-                })?;
-        }
-    }
-    sys.clear_ambient()
-        .map_err(|source| IsolationError::Capability {
-            what: "clear the ambient set".into(),
-            source,
-        })
-}
-
 /// `CAP_SYS_ADMIN`: loading a seccomp filter without `no_new_privs` needs it.
 pub const CAP_SYS_ADMIN: u8 = 21;
-
-/// Sets the inheritable set to `set` and the permitted and effective sets to `set` plus
-/// `extra` (what the process still needs before `execve`, see [`super::apply`]). At
-/// `execve` the kernel then gives a root app permitted = effective = inheritable ∪
-/// bounding = `set`.
-pub fn limit_process_sets(
-    sys: &dyn Syscall,
-    set: CapSet,
-    extra: CapSet,
-) -> Result<(), IsolationError> {
-    sys.set_capabilities(CapSet(set.0 | extra.0), set)
-        .map_err(|source| IsolationError::Capability {
-            what: format!("narrow the capability sets to {set} with capset(2)"),
-            source,
-        })
-}
-
-/// Raises every capability of `set` into the ambient set (a non-root app keeps them across
-/// `execve`); the set must be permitted and inheritable already.
-pub fn raise_ambient(sys: &dyn Syscall, set: CapSet) -> Result<(), IsolationError> {
-    for cap in (0..NAMES.len() as u8).filter(|&c| set.contains(c)) {
-        sys.raise_ambient(cap)
-            .map_err(|source| IsolationError::Capability {
-                what: format!("keep {} as an ambient capability", cap_name(cap)),
-                source,
-            })?;
-    }
-    Ok(())
-}
 
 /// The permitted set of the calling process (`CapPrm` of `/proc/self/status`).
 pub fn held() -> Result<CapSet, IsolationError> {
@@ -303,7 +243,7 @@ pub fn check_held(set: CapSet, held: CapSet) -> Result<(), IsolationError> {
     })
 }
 
-fn cap_name(cap: u8) -> String {
+pub(super) fn cap_name(cap: u8) -> String {
     NAMES
         .get(cap as usize)
         .map(|n| n.to_string())

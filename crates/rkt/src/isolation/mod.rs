@@ -17,14 +17,13 @@
 
 pub mod capabilities;
 pub mod cgroups;
+mod error;
+mod narrow;
 pub mod paths;
 pub mod seccomp;
 pub mod syscall;
 pub mod user;
 
-use std::path::PathBuf;
-
-use nix::errno::Errno;
 use seccompiler::BpfProgram;
 use serde::{Deserialize, Serialize};
 
@@ -33,50 +32,7 @@ use seccomp::SeccompSpec;
 use syscall::Syscall;
 use user::Identity;
 
-/// What can go wrong isolating an app. Each variant names the flag, path or call at fault.
-#[derive(Debug, thiserror::Error)]
-pub enum IsolationError {
-    #[error("{flag}: unknown capability {name:?} (expected names like CAP_NET_ADMIN)")]
-    UnknownCapability { flag: String, name: String },
-    #[error("--seccomp={value}: {why}")]
-    Seccomp { value: String, why: String },
-    #[error("cannot {what}: {source}")]
-    Capability { what: String, source: Errno },
-    #[error("cannot load the seccomp filter: {source}{}", seccomp_hint(*source))]
-    SeccompLoad { source: Errno },
-    #[error("cannot mount over {target}: {source}")]
-    Mount { target: PathBuf, source: Errno },
-    #[error("cannot {what} {path}: {source}")]
-    Io {
-        what: &'static str,
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{what}")]
-    Unsupported { what: String },
-    #[error("{flag}={value}: {why}")]
-    BadValue {
-        flag: &'static str,
-        value: String,
-        why: String,
-    },
-    #[error("cannot run the app as uid {uid}, gid {gid}, groups {groups:?}: {source}")]
-    SetIdentity {
-        uid: u32,
-        gid: u32,
-        groups: Vec<u32>,
-        source: Errno,
-    },
-}
-
-fn seccomp_hint(errno: Errno) -> &'static str {
-    if errno == Errno::EINVAL {
-        " (this kernel may lack seccomp filters, CONFIG_SECCOMP_FILTER; pass \
-         --insecure-options=seccomp to run without)"
-    } else {
-        ""
-    }
-}
+pub use error::IsolationError;
 
 /// The app's isolation flags, recorded in its manifest: `None` means the default.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -238,7 +194,7 @@ pub struct Prepared {
 /// whitelist needs only `execve`.
 pub fn apply(sys: &dyn Syscall, prepared: &Prepared) -> Result<(), IsolationError> {
     if let Some((set, last)) = prepared.caps {
-        capabilities::limit_bounding(sys, set, last)?;
+        narrow::limit_bounding(sys, set, last)?;
     }
     if let Some(id) = &prepared.identity {
         let failed = |source| IsolationError::SetIdentity {
@@ -258,9 +214,9 @@ pub fn apply(sys: &dyn Syscall, prepared: &Prepared) -> Result<(), IsolationErro
         } else {
             CapSet(1 << capabilities::CAP_SYS_ADMIN)
         };
-        capabilities::limit_process_sets(sys, set, extra)?;
+        narrow::limit_process_sets(sys, set, extra)?;
         if prepared.ambient {
-            capabilities::raise_ambient(sys, set)?;
+            narrow::raise_ambient(sys, set)?;
         }
     }
     for program in &prepared.filters {
