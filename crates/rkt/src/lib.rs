@@ -5,6 +5,8 @@
 //! - [`pod`]: pods on disk, their states and locks.
 //! - [`netns`]: network namespaces, created, bind-mounted, entered and removed.
 //! - [`networking`]: network selection, built-in networks, setup and teardown, DNS and hosts.
+//! - [`image_pod`]: pods that run an image: the overlay root filesystem, the image's user,
+//!   which images pods use.
 //! - [`stage`]: the process that runs the app inside the pod's namespaces.
 //! - [`security`]: who may write what rkt runs as root; the plugin timeout.
 //!
@@ -12,6 +14,7 @@
 
 pub mod config;
 pub mod fsutil;
+pub mod image_pod;
 pub mod netns;
 pub mod networking;
 pub mod pod;

@@ -44,7 +44,7 @@ pub enum SecurityError {
     },
 
     /// `--insecure-options` names something rkt does not know.
-    #[error("--insecure-options={0:?}: unknown option (known: {INSECURE_NET_PLUGINS})")]
+    #[error("--insecure-options={0:?}: unknown option (known: {INSECURE_NET_PLUGINS}, http)")]
     UnknownInsecureOption(String),
 
     /// A path could not be examined.
@@ -83,7 +83,8 @@ pub fn insecure_net_plugins(options: &[String]) -> Result<bool, SecurityError> {
     for opt in options.iter().flat_map(|o| o.split(',')) {
         match opt.trim() {
             INSECURE_NET_PLUGINS => allowed = true,
-            "" => {}
+            // For images (`rkt run IMAGE`): plain HTTP to registries.
+            "http" | "" => {}
             other => return Err(SecurityError::UnknownInsecureOption(other.to_string())),
         }
     }

@@ -11,6 +11,7 @@ mod enter;
 mod fetch;
 mod gc;
 mod image;
+mod image_app;
 mod list;
 mod man;
 mod net;

@@ -47,7 +47,11 @@ pub struct AppArgs {
     #[arg(long, value_name = "KEY=VALUE")]
     pub user_label: Vec<String>,
 
-    /// The command to run and its arguments (put them after `--` if they start with '-').
+    #[command(flatten)]
+    pub image: super::image_app::ImageAppArgs,
+
+    /// The command to run and its arguments (put them after `--` if they start with '-'),
+    /// or an IMAGE (see `rkt fetch`), optionally followed by --exec=PATH and `-- ARGS`.
     #[arg(
         value_name = "COMMAND",
         required = true,
@@ -94,6 +98,7 @@ impl AppArgs {
             env,
             inherit_env: self.inherit_env,
             rootfs,
+            image: None,
             user_annotations: parse_user_meta("user-annotation", &self.user_annotation)?,
             user_labels: parse_user_meta("user-label", &self.user_label)?,
         })

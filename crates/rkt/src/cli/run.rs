@@ -27,7 +27,7 @@ pub struct RunArgs {
 }
 
 pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
-    let app = args.app.app()?;
+    let app = super::image_app::app(global, &args.app, &args.net.dirs.insecure_options)?;
     let opts = args.net.run_options(global, args.uuid_file_save.clone())?;
     let store = store(global)?;
     let outcome = run_new(&store, app, &opts)?;

@@ -1,5 +1,6 @@
 //! Releasing what a pod holds outside its directory: its networks (torn down from the pod's
-//! own record, so it works after configuration or flags changed) and its network namespace.
+//! own record, so it works after configuration or flags changed), its network namespace, and
+//! an image pod's overlay mount.
 //! Used by `rkt run` at exit, and by gc and rm for pods whose runner died. Every step is
 //! tried; all failures are returned together. Releasing twice is fine.
 
@@ -24,10 +25,16 @@ pub enum CleanupError {
     Netns { uuid: String, source: NetnsError },
     #[error(transparent)]
     Pod(#[from] PodError),
+    #[error("pod {uuid}: {source}")]
+    Rootfs {
+        uuid: String,
+        source: crate::image_pod::rootfs::RootfsError,
+    },
 }
 
 /// Tears down the networks recorded in `pod_dir`, then deletes the namespace at `netns`
-/// (when a teardown failed, the interfaces in it first).
+/// (when a teardown failed, the interfaces in it first), then unmounts an image pod's
+/// overlay root filesystem.
 pub fn release(uuid: &str, pod_dir: &Path, netns: Option<&Path>) -> Vec<CleanupError> {
     let mut errors = Vec::new();
     let pod = PodNet {
@@ -53,6 +60,12 @@ pub fn release(uuid: &str, pod_dir: &Path, netns: Option<&Path>) -> Vec<CleanupE
                 source,
             });
         }
+    }
+    if let Err(source) = crate::image_pod::rootfs::release(pod_dir) {
+        errors.push(CleanupError::Rootfs {
+            uuid: uuid.to_string(),
+            source,
+        });
     }
     errors
 }

@@ -300,6 +300,7 @@ mod tests {
             env: vec![],
             inherit_env: false,
             rootfs: None,
+            image: None,
             user_annotations: Default::default(),
             user_labels: Default::default(),
         }

@@ -91,6 +91,7 @@ mod tests {
                 .collect(),
             inherit_env: inherit,
             rootfs: None,
+            image: None,
             user_annotations: Default::default(),
             user_labels: Default::default(),
         }

@@ -36,6 +36,7 @@ use nix::unistd::{execve, fork, getppid, pipe2, sethostname, ForkResult, Pid};
 
 use super::env::{app_env, find_executable};
 use super::{mounts, signals, StageError};
+use crate::image_pod::AppImage;
 use crate::pod::PodManifest;
 
 /// Exit status of the stage when it fails before the app runs.
@@ -160,7 +161,7 @@ type Failure = (File, StageError);
 
 fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
     let prepared = prepare(args);
-    let (app_argv, env, root) = match prepared {
+    let (app_argv, env, root, image) = match prepared {
         Ok(p) => p,
         Err(e) => return Err((status, e)),
     };
@@ -189,7 +190,13 @@ fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
         Ok(ForkResult::Child) => {
             drop(alive_write);
             let mut status = Some(status);
-            let init = pod_init(&app_argv, &env, root.as_deref(), &alive_read, &mut status);
+            let init = pod_init(
+                &app_argv,
+                &env,
+                (root.as_deref(), image.as_ref()),
+                &alive_read,
+                &mut status,
+            );
             let code = match init {
                 Ok(code) => code,
                 Err(err) => {
@@ -217,11 +224,16 @@ fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
     }
 }
 
-/// Namespaces, mounts and hostname; returns the app's argv, env and rootfs.
-#[allow(clippy::type_complexity)]
-fn prepare(
-    args: &InitArgs,
-) -> Result<(Vec<String>, Vec<(OsString, OsString)>, Option<PathBuf>), StageError> {
+/// What [`prepare`] returns: the app's argv, env, rootfs and image.
+type Prepared = (
+    Vec<String>,
+    Vec<(OsString, OsString)>,
+    Option<PathBuf>,
+    Option<AppImage>,
+);
+
+/// Namespaces, mounts and hostname; returns the app's argv, env, rootfs and image.
+fn prepare(args: &InitArgs) -> Result<Prepared, StageError> {
     set_pdeathsig(Signal::SIGKILL).map_err(|source| StageError::Sys {
         what: "set the parent-death signal for",
         path: args.pod_dir.clone(),
@@ -246,7 +258,7 @@ fn prepare(
             path: manifest_path,
             source,
         })?;
-    let app = manifest.app;
+    let app = crate::image_pod::for_stage(manifest.app, &args.pod_dir);
     let env = app_env(&app, std::env::vars_os());
 
     if let Some(netns) = &args.netns {
@@ -293,7 +305,7 @@ fn prepare(
         path: args.pod_dir.clone(),
         source,
     })?;
-    Ok((app.exec, env, app.rootfs))
+    Ok((app.exec, env, app.rootfs, app.image))
 }
 
 /// PID 1 of the pod. It closes its copy of the status pipe once the app is forked, so that
@@ -301,7 +313,7 @@ fn prepare(
 fn pod_init(
     argv: &[String],
     env: &[(OsString, OsString)],
-    rootfs: Option<&Path>,
+    (rootfs, image): (Option<&Path>, Option<&AppImage>),
     stage_alive: &OwnedFd,
     status: &mut Option<File>,
 ) -> Result<i32, StageError> {
@@ -328,6 +340,10 @@ fn pod_init(
     if let Some(rootfs) = rootfs {
         mounts::enter_rootfs(rootfs)?;
     }
+    let creds = match image {
+        Some(image) => crate::image_pod::process::enter(image)?,
+        None => None,
+    };
     let program = argv.first().ok_or(StageError::NoCommand)?;
     let path_var = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v);
     let exe = find_executable(program, path_var).ok_or_else(|| StageError::NotFound {
@@ -355,9 +371,13 @@ fn pod_init(
     match unsafe { fork() }.map_err(sys("fork the app", &exe))? {
         ForkResult::Child => {
             signals::reset_for_exec();
-            let errno = match execve(&c_exe, &c_argv, &c_env) {
+            let switched = match &creds {
+                Some(creds) => crate::image_pod::user::apply(creds),
+                None => Ok(()),
+            };
+            let errno = match switched.and_then(|()| execve(&c_exe, &c_argv, &c_env).map(|_| ())) {
                 Err(errno) => errno,
-                Ok(never) => match never {},
+                Ok(()) => unreachable!("execve returned without an error"),
             };
             let err = StageError::Exec {
                 program: exe,

@@ -74,6 +74,8 @@ pub enum StageError {
     NulByte { text: String },
     #[error("{0}")]
     Reported(String),
+    #[error(transparent)]
+    ImageApp(#[from] crate::image_pod::process::ProcessError),
     #[error("the runner (PID {pid}) ended before the pod stage started")]
     RunnerGone { pid: i32 },
     #[error("the pod stage ended ({status}) before starting the app")]
