@@ -613,6 +613,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn mounts_count_when_at_or_below_the_data_dir() {
+        let dir = Path::new("/nonexistent-leak-check/data");
+        assert!(under("/nonexistent-leak-check/data/pods/u/rootfs", dir));
+        assert!(under("/nonexistent-leak-check/data", dir));
+        assert!(!under("/nonexistent-leak-check/data2/x", dir));
+        assert!(!under("/run/netns/rkt-u", dir));
+        assert!(!under("/anything", Path::new("/")));
+    }
+
+    #[test]
     fn chain_names_are_the_reference_plugins() {
         // Seen on a host: ptp's masquerading chain for this network and container.
         assert_eq!(
