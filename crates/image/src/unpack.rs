@@ -792,6 +792,45 @@ mod tests {
     }
 
     #[test]
+    fn overlay_whiteouts_are_recorded_for_overlayfs() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipping: device nodes and trusted.* attributes need root");
+            return;
+        }
+        let f = fixture();
+        let options = UnpackOptions {
+            overlay_whiteouts: true,
+            ..UnpackOptions::default()
+        };
+        let layer = Layer::new()
+            .file("a/.wh.x", "")
+            .file("b/.wh..wh..opq", "")
+            .file("b/new", "5")
+            .bytes();
+        unpack_layer(&layer[..], &f.root, "test-layer", None, &options).unwrap();
+        let x = std::fs::symlink_metadata(f.root.join("a/x")).unwrap();
+        assert!(
+            std::os::unix::fs::FileTypeExt::is_char_device(&x.file_type()) && x.rdev() == 0,
+            "a/x is not a 0/0 character device"
+        );
+        let path = CString::new(f.root.join("b").as_os_str().as_bytes()).unwrap();
+        let mut value = [0u8; 8];
+        // SAFETY: NUL-terminated strings and a buffer of the length given.
+        let n = unsafe {
+            libc::getxattr(
+                path.as_ptr(),
+                c"trusted.overlay.opaque".as_ptr(),
+                value.as_mut_ptr().cast(),
+                value.len(),
+            )
+        };
+        assert_eq!(&value[..n.max(0) as usize], b"y");
+        assert_eq!(std::fs::read_to_string(f.root.join("b/new")).unwrap(), "5");
+        assert!(!f.root.join("a/.wh.x").exists() && !f.root.join("b/.wh..wh..opq").exists());
+    }
+
+    #[test]
     fn refuses_dotdot_and_absolute_names() {
         for name in [
             "../outside/evil",
