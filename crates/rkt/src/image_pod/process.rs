@@ -18,6 +18,21 @@ pub enum ProcessError {
     },
     #[error(transparent)]
     User(#[from] UserError),
+    #[error("cannot switch to the image's user (uid {uid}, gid {gid}): {source}")]
+    SwitchUser {
+        uid: u32,
+        gid: u32,
+        source: nix::errno::Errno,
+    },
+}
+
+/// Takes `creds` for the calling process (the app's, just before it executes the app).
+pub fn switch_user(creds: &Credentials) -> Result<(), ProcessError> {
+    user::apply(creds).map_err(|source| ProcessError::SwitchUser {
+        uid: creds.uid,
+        gid: creds.gid,
+        source,
+    })
 }
 
 /// Enters `image`'s working directory and resolves its user. Call inside the pod's root.

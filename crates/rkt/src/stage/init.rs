@@ -371,17 +371,19 @@ fn pod_init(
     match unsafe { fork() }.map_err(sys("fork the app", &exe))? {
         ForkResult::Child => {
             signals::reset_for_exec();
-            let switched = match &creds {
-                Some(creds) => crate::image_pod::user::apply(creds),
-                None => Ok(()),
-            };
-            let errno = match switched.and_then(|()| execve(&c_exe, &c_argv, &c_env).map(|_| ())) {
-                Err(errno) => errno,
-                Ok(()) => unreachable!("execve returned without an error"),
-            };
-            let err = StageError::Exec {
-                program: exe,
-                source: errno,
+            let switched = creds.as_ref().map(crate::image_pod::process::switch_user);
+            let err = match switched.transpose() {
+                Err(e) => StageError::from(e),
+                Ok(_) => {
+                    let errno = match execve(&c_exe, &c_argv, &c_env) {
+                        Err(errno) => errno,
+                        Ok(never) => match never {},
+                    };
+                    StageError::Exec {
+                        program: exe,
+                        source: errno,
+                    }
+                }
             };
             if let Some(status) = status.as_mut() {
                 report(status, &err);
