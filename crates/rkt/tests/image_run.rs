@@ -140,6 +140,13 @@ fn image_apps_from_a_layout_and_a_registry() {
         .run()
         .assert_exit_code(254)
         .assert_stderr_contains("\"stray\"");
+    // A pod that fails to start after its overlay was mounted leaves no mount.
+    world
+        .rkt(&["run", none, &v1, "--exec=/no/such/program"])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains("/no/such/program");
+    assert!(mounts_under(&world.path("data")).is_empty());
 
     // User: a name from the image's own /etc/passwd and /etc/group, and numeric IDs.
     let ids = "/bin/busybox id -u; /bin/busybox id -g; /bin/busybox id -G";
@@ -262,8 +269,8 @@ fn an_image_pod_on_the_default_network_has_an_address() {
 }
 
 #[test]
-fn kill_9_of_an_image_pod_runner_then_gc_unmounts_the_overlay() {
-    if !ready_for_images("kill_9_of_an_image_pod_runner_then_gc_unmounts_the_overlay") {
+fn kill_9_of_an_image_pod_runner_then_gc_or_rm_unmounts_the_overlay() {
+    if !ready_for_images("kill_9_of_an_image_pod_runner_then_gc_or_rm_unmounts_the_overlay") {
         return;
     }
     let mut world = World::new();
@@ -302,6 +309,25 @@ fn kill_9_of_an_image_pod_runner_then_gc_unmounts_the_overlay() {
         .rkt(&["gc", "--grace-period=0s"])
         .run()
         .assert_success();
+    assert!(mounts_under(&world.path("data")).is_empty());
+    assert!(!world.path(&format!("data/pods/{uuid}")).exists());
+
+    // The same with `rkt rm` instead of gc.
+    let (uuid, index) = world.spawn_run(&[
+        "--net=none",
+        &v1,
+        "--exec=/bin/busybox",
+        "--",
+        "sleep",
+        "600",
+    ]);
+    world.wait_running(&uuid);
+    assert_eq!(mounts_under(&world.path("data")).len(), 1);
+    let pid = world.child(index).id() as i32;
+    kill(Pid::from_raw(pid), Signal::SIGKILL).unwrap();
+    world.wait_child(index);
+    wait_for(|| (world.status_json(&uuid)["state"] == "exited").then_some(()));
+    world.rkt(&["rm", &uuid]).run().assert_success();
     assert!(mounts_under(&world.path("data")).is_empty());
     assert!(!world.path(&format!("data/pods/{uuid}")).exists());
     guard.check();
