@@ -149,19 +149,37 @@ fn image_apps_from_a_layout_and_a_registry() {
     assert!(mounts_under(&world.path("data")).is_empty());
 
     // User: a name from the image's own /etc/passwd and /etc/group, and numeric IDs.
-    let ids = "/bin/busybox id -u; /bin/busybox id -g; /bin/busybox id -G";
+    // HOME is the user's, from its passwd entry ("/" without one), unless set.
+    let ids = "/bin/busybox id -u; /bin/busybox id -g; /bin/busybox id -G; echo $HOME";
     let user = format!("oci:{}:user", layout.display());
     world
         .rkt(&["run", none, &user, "--", ids])
         .run()
         .assert_success()
-        .assert_stdout_contains("1001\n1002\n1002 1003\n");
+        .assert_stdout_contains("1001\n1002\n1002 1003\n/srv/web\n");
+    world
+        .rkt(&[
+            "run",
+            none,
+            "--set-env=HOME=/mine",
+            &user,
+            "--",
+            "echo $HOME",
+        ])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("/mine\n");
     let numeric = format!("oci:{}:numeric", layout.display());
     world
         .rkt(&["run", none, &numeric, "--", ids])
         .run()
         .assert_success()
-        .assert_stdout_contains("4242\n4343\n4343\n");
+        .assert_stdout_contains("4242\n4343\n4343\n/\n");
+    world
+        .rkt(&["run", none, &v1, "--", "echo $HOME"])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("/root\n");
 
     // The pod writes to its overlay's upper directory; the image stays as it was.
     let out = world

@@ -129,6 +129,7 @@ pub fn app(global: &GlobalArgs, args: &AppArgs, insecure: &[String]) -> anyhow::
         .collect();
     env.append(&mut app.env);
     app.env = env;
+    let home_from_user = !args.inherit_env && !app.env.iter().any(|(k, _)| k == "HOME");
     app.exec = argv;
     let name = display_name(&record, &reference, first);
     if args.name.is_none() {
@@ -141,6 +142,7 @@ pub fn app(global: &GlobalArgs, args: &AppArgs, insecure: &[String]) -> anyhow::
         working_dir: config.working_dir().clone().filter(|d| !d.is_empty()),
         user: config.user().clone().filter(|u| !u.is_empty()),
         no_overlay: image.no_overlay,
+        home_from_user,
     });
     Ok(app)
 }

@@ -38,6 +38,10 @@ pub struct AppImage {
     /// `--no-overlay`: unpack a copy of the image into the pod instead of an overlay mount.
     #[serde(default)]
     pub no_overlay: bool,
+    /// Neither the image's Env nor `--set-env` sets `HOME`: the app gets its user's home
+    /// directory from the pod's `/etc/passwd` (`/` for a user without one), as in Docker.
+    #[serde(default)]
+    pub home_from_user: bool,
 }
 
 /// The directory an image pod's root filesystem is mounted or unpacked at.

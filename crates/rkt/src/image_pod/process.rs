@@ -3,6 +3,7 @@
 //! `User` in the pod's own `/etc` (see [`super::user`]); the app's process then takes those
 //! credentials just before it executes the app.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::user::{self, Credentials, UserError};
@@ -24,6 +25,32 @@ pub enum ProcessError {
         gid: u32,
         source: nix::errno::Errno,
     },
+}
+
+/// `env` with `HOME` set to the home directory of the image's user (see
+/// [`AppImage::home_from_user`]); root keeps `/root` when it has no passwd entry.
+pub fn with_home(
+    env: &[(OsString, OsString)],
+    image: Option<&AppImage>,
+    creds: Option<&Credentials>,
+) -> Vec<(OsString, OsString)> {
+    let mut env = env.to_vec();
+    let (Some(image), Some(creds)) = (image, creds) else {
+        return env;
+    };
+    if !image.home_from_user {
+        return env;
+    }
+    let home = match (&creds.home, creds.uid) {
+        (Some(home), _) => home.clone(),
+        (None, 0) => return env,
+        (None, _) => "/".to_string(),
+    };
+    match env.iter_mut().find(|(k, _)| k == "HOME") {
+        Some(entry) => entry.1 = home.into(),
+        None => env.push(("HOME".into(), home.into())),
+    }
+    env
 }
 
 /// Takes `creds` for the calling process (the app's, just before it executes the app).

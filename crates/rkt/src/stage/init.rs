@@ -344,6 +344,7 @@ fn pod_init(
         Some(image) => crate::image_pod::process::enter(image)?,
         None => None,
     };
+    let env = &crate::image_pod::process::with_home(env, image, creds.as_ref());
     let program = argv.first().ok_or(StageError::NoCommand)?;
     let path_var = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v);
     let exe = find_executable(program, path_var).ok_or_else(|| StageError::NotFound {
