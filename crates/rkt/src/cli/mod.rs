@@ -116,7 +116,8 @@ pub struct NetDirArgs {
 
     /// Accept insecure settings. `net-plugins`: use network configurations, plugin
     /// directories and plugins that a user other than root can change (run as root, rkt
-    /// refuses them otherwise). Comma-separated; may be repeated.
+    /// refuses them otherwise). `http` (`rkt run IMAGE`): reach the image's registry over
+    /// plain HTTP. Comma-separated; may be repeated.
     #[arg(long, value_name = "OPTION[,OPTION...]")]
     pub insecure_options: Vec<String>,
 }
