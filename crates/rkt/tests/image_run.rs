@@ -245,6 +245,19 @@ fn image_apps_from_a_layout_and_a_registry() {
         .unwrap_or_else(|| panic!("{uuid} not listed:\n{}", list.stdout()));
     let cols: Vec<&str> = row.split('\t').collect();
     assert_eq!((cols[2], cols[3]), (name.as_str(), id.as_str()), "{row}");
+    // A stored name and an ID prefix are images too; a host command stays one.
+    for stored in [name.as_str(), &id[7..19], &id] {
+        world
+            .rkt(&["run", none, stored])
+            .run()
+            .assert_success()
+            .assert_stdout_contains("hello from /etc\n");
+    }
+    world
+        .rkt(&["run", none, "echo", "host command"])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("host command\n");
 
     world
         .rkt(&["gc", "--grace-period=0s"])
