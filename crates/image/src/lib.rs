@@ -2,11 +2,12 @@
 //! content-addressed store ([`store`]), transports that read images from registries, OCI
 //! layouts and archives ([`transport`]) in front of one verified copy ([`copy`]), fetching
 //! by reference with a pull policy ([`fetch`]), and layer unpacking that never writes
-//! outside its target ([`unpack`]). It knows nothing of pods or of rkt's command line.
+//! outside its target ([`unpack`]), also once per layer for overlay mounts ([`layers`]). It knows nothing of pods or of rkt's command line.
 
 pub mod copy;
 pub mod digest;
 pub mod fetch;
+pub mod layers;
 pub mod lock;
 pub mod platform;
 pub mod reference;

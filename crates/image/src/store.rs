@@ -7,6 +7,7 @@
 //! blobs/sha256/<hex>   every blob (layers, configs, manifests), named by its digest
 //! tmp/                 partial writes; whatever is here after a crash is garbage (gc)
 //! images.json          the index: one record per image (ID, manifest, names, times)
+//! layers/<hex>/        each layer unpacked on its own for overlay mounts (see `layers`)
 //! lock                 shared while fetching or reading, exclusive for rm and gc
 //! index.lock           exclusive while images.json is read, changed and replaced
 //! ```
@@ -64,6 +65,8 @@ pub enum StoreError {
     Ambiguous { query: String, matches: Vec<String> },
     #[error("blob {digest} is not in the store")]
     BlobMissing { digest: Digest },
+    #[error("image {image}: cannot tell its layers: {reason}")]
+    Layer { image: Digest, reason: String },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
@@ -104,6 +107,8 @@ pub struct GcReport {
     pub blobs: Vec<Digest>,
     /// Partial downloads removed from `tmp/`.
     pub partials: usize,
+    /// Unpacked layer directories removed because no image has the layer.
+    pub layers: usize,
     /// Every step that failed; gc goes on past each.
     pub errors: Vec<StoreError>,
 }
@@ -113,6 +118,9 @@ pub struct GcReport {
 pub struct Store {
     root: PathBuf,
 }
+
+/// How stale a `last_used` [`Store::touch`] leaves alone, in seconds.
+const TOUCH_PRECISION_SECS: u64 = 60;
 
 /// Seconds since the epoch, now.
 pub fn now_secs() -> u64 {
@@ -347,8 +355,15 @@ impl Store {
         })
     }
 
-    /// Sets an image's `last_used` to now.
+    /// Sets an image's `last_used` to now. A use within the last minute is recorded already
+    /// closely enough for gc's grace period: then the index is not rewritten (and fsynced),
+    /// which keeps starting pods from a stored image cheap.
     pub fn touch(&self, id: &Digest) -> Result<(), StoreError> {
+        let recent = now_secs().saturating_sub(TOUCH_PRECISION_SECS);
+        let images = self.images()?;
+        if images.iter().any(|r| &r.id == id && r.last_used >= recent) {
+            return Ok(());
+        }
         self.update_index(|index| {
             if let Some(r) = index.images.iter_mut().find(|r| &r.id == id) {
                 r.last_used = now_secs();
@@ -413,6 +428,7 @@ impl Store {
             }
         };
         let mut referenced = BTreeSet::new();
+        let mut diff_ids = BTreeSet::new();
         for image in &kept {
             match self.referenced_blobs(image) {
                 Ok(blobs) => referenced.extend(blobs),
@@ -421,7 +437,20 @@ impl Store {
                     return report;
                 }
             }
+            match crate::layers::diff_ids(self, image) {
+                Ok(ids) => diff_ids.extend(ids),
+                Err(e) => {
+                    report.errors.push(StoreError::Layer {
+                        image: image.id.clone(),
+                        reason: e.to_string(),
+                    });
+                    return report;
+                }
+            }
         }
+        let (layers, errors) = crate::layers::remove_unused(self, &diff_ids);
+        report.layers = layers;
+        report.errors.extend(errors);
         let blobs_dir = self.blobs_dir();
         match fs::read_dir(&blobs_dir) {
             Ok(entries) => {

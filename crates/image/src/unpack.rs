@@ -78,6 +78,11 @@ pub struct UnpackOptions {
     /// Give entries the owners the layer names (needs root); otherwise they keep the
     /// caller's. Defaults to whether the caller is root.
     pub same_owner: bool,
+    /// Record whiteouts the way overlayfs reads them instead of applying them: `.wh.NAME`
+    /// becomes a character device 0/0 named `NAME`, `.wh..wh..opq` the extended attribute
+    /// `trusted.overlay.opaque=y` on its directory. For a layer unpacked on its own, to be
+    /// one lower directory of an overlay mount.
+    pub overlay_whiteouts: bool,
 }
 
 impl Default for UnpackOptions {
@@ -85,6 +90,7 @@ impl Default for UnpackOptions {
         // SAFETY: geteuid has no preconditions.
         UnpackOptions {
             same_owner: unsafe { libc::geteuid() } == 0,
+            overlay_whiteouts: false,
         }
     }
 }
@@ -404,6 +410,19 @@ impl Unpacker {
         let dirfd = dir.as_raw_fd();
         let parent_path = parents.join("/");
 
+        if name == OPAQUE && self.options.overlay_whiteouts {
+            return set_opaque(&dir).map_err(entry_err);
+        }
+        if let (Some(hidden), true) = (name.strip_prefix(WHITEOUT), self.options.overlay_whiteouts)
+        {
+            let c = cstr(OsStr::new(hidden)).map_err(entry_err)?;
+            remove_at(dirfd, &c).map_err(entry_err)?;
+            // SAFETY: `c` is NUL-terminated; a 0/0 character device is overlayfs's whiteout.
+            check(unsafe { libc::mknodat(dirfd, c.as_ptr(), libc::S_IFCHR, 0) })
+                .map_err(entry_err)?;
+            self.created.insert(join(&parent_path, hidden));
+            return Ok(());
+        }
         if name == OPAQUE {
             for child in list_dir_path(&dir).map_err(entry_err)? {
                 let child_path = join(&parent_path, &child.to_string_lossy());
@@ -560,6 +579,22 @@ impl Unpacker {
             )
         })
     }
+}
+
+/// Marks the directory opened with `O_PATH` as opaque for overlayfs (through
+/// `/proc/self/fd`, since the `f*xattr` calls refuse `O_PATH` descriptors).
+fn set_opaque(dir: &OwnedFd) -> io::Result<()> {
+    let path = CString::new(format!("/proc/self/fd/{}", dir.as_raw_fd())).expect("no NUL");
+    // SAFETY: both strings are NUL-terminated and the value is one byte long.
+    check(unsafe {
+        libc::setxattr(
+            path.as_ptr(),
+            c"trusted.overlay.opaque".as_ptr(),
+            c"y".as_ptr().cast(),
+            1,
+            0,
+        )
+    })
 }
 
 /// The names in a directory opened with `O_PATH` (reopened for reading through
@@ -752,6 +787,45 @@ mod tests {
         assert!(!f.root.join("a/x").exists());
         assert!(f.root.join("a/y").exists());
         assert!(!f.root.join("b/z").exists() && !f.root.join("b/sub").exists());
+        assert_eq!(std::fs::read_to_string(f.root.join("b/new")).unwrap(), "5");
+        assert!(!f.root.join("a/.wh.x").exists() && !f.root.join("b/.wh..wh..opq").exists());
+    }
+
+    #[test]
+    fn overlay_whiteouts_are_recorded_for_overlayfs() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipping: device nodes and trusted.* attributes need root");
+            return;
+        }
+        let f = fixture();
+        let options = UnpackOptions {
+            overlay_whiteouts: true,
+            ..UnpackOptions::default()
+        };
+        let layer = Layer::new()
+            .file("a/.wh.x", "")
+            .file("b/.wh..wh..opq", "")
+            .file("b/new", "5")
+            .bytes();
+        unpack_layer(&layer[..], &f.root, "test-layer", None, &options).unwrap();
+        let x = std::fs::symlink_metadata(f.root.join("a/x")).unwrap();
+        assert!(
+            std::os::unix::fs::FileTypeExt::is_char_device(&x.file_type()) && x.rdev() == 0,
+            "a/x is not a 0/0 character device"
+        );
+        let path = CString::new(f.root.join("b").as_os_str().as_bytes()).unwrap();
+        let mut value = [0u8; 8];
+        // SAFETY: NUL-terminated strings and a buffer of the length given.
+        let n = unsafe {
+            libc::getxattr(
+                path.as_ptr(),
+                c"trusted.overlay.opaque".as_ptr(),
+                value.as_mut_ptr().cast(),
+                value.len(),
+            )
+        };
+        assert_eq!(&value[..n.max(0) as usize], b"y");
         assert_eq!(std::fs::read_to_string(f.root.join("b/new")).unwrap(), "5");
         assert!(!f.root.join("a/.wh.x").exists() && !f.root.join("b/.wh..wh..opq").exists());
     }

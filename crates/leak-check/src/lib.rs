@@ -19,7 +19,8 @@
 //!   (`rkt run --uuid-file-save`) of [`Ctx::uuid_files_in`]. A [`Guard`] remembers every id
 //!   it has seen, so a pod `rkt gc` removed still counts at the end;
 //! - network namespaces under `/run/netns` whose name holds one of the ids, and their bind
-//!   mounts (mountinfo);
+//!   mounts (mountinfo); any mount at or below the data dir (an image pod's overlay root
+//!   filesystem at `<data>/pods/<uuid>/rootfs`);
 //! - host links named with [`Ctx::link`] or [`Guard::add_link`], or carrying an address in
 //!   one of the test's subnets ([`Ctx::subnet`]); host addresses and routes in those
 //!   subnets, and routes on those links (`dev <name>`);
@@ -231,6 +232,13 @@ fn cache_entries(dir: &Path, out: &mut BTreeSet<String>) {
     }
 }
 
+/// Whether the mount point `m` (as mountinfo shows it) is at or below `dir`.
+fn under(m: &str, dir: &Path) -> bool {
+    let dir = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let dir = dir.display().to_string();
+    !dir.is_empty() && dir != "/" && Path::new(m).starts_with(&dir)
+}
+
 impl Snapshot {
     /// Reads the host's state now, limited to what `ctx` may own.
     pub fn take(ctx: &Ctx) -> Snapshot {
@@ -239,8 +247,8 @@ impl Snapshot {
             mounts: fs::read_to_string("/proc/self/mountinfo")
                 .unwrap_or_default()
                 .lines()
-                .filter(|l| l.contains("/run/netns/"))
                 .map(|l| l.split_whitespace().nth(4).unwrap_or("").to_string())
+                .filter(|m| m.starts_with("/run/netns/") || under(m, &ctx.data_dir))
                 .collect(),
             links: lines_of(&["ip", "-o", "link", "show"])
                 .iter()
@@ -403,7 +411,10 @@ fn leaked(ctx: &Ctx, before: &Snapshot, ids: &BTreeSet<String>) -> Vec<String> {
         }
     }
     for m in new(&after.mounts, &before.mounts) {
-        if mine(&m) {
+        if under(&m, &ctx.data_dir) {
+            // An image pod's overlay root filesystem, or anything else mounted in a pod.
+            out.push(format!("mount {m} under the data directory"));
+        } else if mine(&m) {
             out.push(format!("namespace bind mount {m}"));
         }
     }
@@ -600,6 +611,16 @@ impl Drop for Guard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mounts_count_when_at_or_below_the_data_dir() {
+        let dir = Path::new("/nonexistent-leak-check/data");
+        assert!(under("/nonexistent-leak-check/data/pods/u/rootfs", dir));
+        assert!(under("/nonexistent-leak-check/data", dir));
+        assert!(!under("/nonexistent-leak-check/data2/x", dir));
+        assert!(!under("/run/netns/rkt-u", dir));
+        assert!(!under("/anything", Path::new("/")));
+    }
 
     #[test]
     fn chain_names_are_the_reference_plugins() {

@@ -11,6 +11,8 @@
 //! - [`etc_files`]: the pod's `/etc/resolv.conf` and `/etc/hosts`.
 //! - [`firewall`]: what rkt does to the host's firewall itself: the sweep of rules a DEL
 //!   left, and port forwarding's plumbing.
+//! - [`image_pod`]: pods that run an image: the overlay root filesystem, the image's user,
+//!   which images pods use.
 //! - [`stage`]: the process that runs the app inside the pod's namespaces.
 //! - [`podstore`]: pods on disk: store, manifest, state record, locks.
 //! - [`security`]: who may write what rkt runs as root; the plugin timeout.
@@ -24,6 +26,7 @@ pub mod config;
 pub mod etc_files;
 pub mod firewall;
 pub mod fsutil;
+pub mod image_pod;
 pub mod isolation;
 pub mod net_inspect;
 pub mod netns;

@@ -64,26 +64,37 @@ pub fn run(global: &GlobalArgs, args: &FetchArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|text| ImageRef::parse(text).map(|r| (r, text)))
         .collect::<Result<Vec<_>, _>>()?;
-    let auth = load_docker_auth(&global.config_dirs()?)?;
     let store = image_store(global)?;
     for (reference, text) in refs {
-        let mut options = options.clone();
-        if let ImageRef::Docker(d) = &reference {
-            if let Some(a) = auth.get(&d.host).or_else(|| auth.get(d.api_host())) {
-                global.debug(format_args!(
-                    "credentials for {} from {}",
-                    d.host,
-                    a.origin.display()
-                ));
-                options.registry.credentials = Some(Credentials {
-                    user: a.user.clone(),
-                    password: a.password.clone(),
-                });
-            }
-        }
-        let record = ::image::fetch(&store, &reference, text, &options)
-            .with_context(|| format!("fetching {text}"))?;
+        let record = fetch_image(global, &store, &reference, text, &options)?;
         println!("{}", record.id);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Fetches one image (subject to the pull policy), with the registry credentials that
+/// auth.d has for its host.
+pub fn fetch_image(
+    global: &GlobalArgs,
+    store: &::image::Store,
+    reference: &ImageRef,
+    text: &str,
+    options: &FetchOptions,
+) -> anyhow::Result<::image::ImageRecord> {
+    let mut options = options.clone();
+    if let ImageRef::Docker(d) = reference {
+        let auth = load_docker_auth(&global.config_dirs()?)?;
+        if let Some(a) = auth.get(&d.host).or_else(|| auth.get(d.api_host())) {
+            global.debug(format_args!(
+                "credentials for {} from {}",
+                d.host,
+                a.origin.display()
+            ));
+            options.registry.credentials = Some(Credentials {
+                user: a.user.clone(),
+                password: a.password.clone(),
+            });
+        }
+    }
+    ::image::fetch(store, reference, text, &options).with_context(|| format!("fetching {text}"))
 }

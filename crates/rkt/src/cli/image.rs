@@ -1,6 +1,6 @@
 //! `rkt image`: list, remove, garbage-collect and show the images in the store.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -82,8 +82,8 @@ pub fn run(global: &GlobalArgs, args: &ImageArgs) -> anyhow::Result<ExitCode> {
     let store = image_store(global)?;
     match &args.command {
         ImageCommand::List(a) => list(&store, a),
-        ImageCommand::Rm(a) => rm(&store, a),
-        ImageCommand::Gc(a) => gc(&store, a),
+        ImageCommand::Rm(a) => rm(global, &store, a),
+        ImageCommand::Gc(a) => gc(global, &store, a),
         ImageCommand::CatManifest(a) => {
             let record = store.resolve(&a.image)?;
             let manifest: serde_json::Value =
@@ -175,9 +175,29 @@ fn list(store: &Store, args: &ListArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn rm(store: &Store, args: &RmArgs) -> anyhow::Result<ExitCode> {
+/// The IDs of the images pods of this data directory use, each with their pods' UUIDs.
+fn in_use(global: &GlobalArgs) -> anyhow::Result<BTreeMap<String, Vec<String>>> {
+    let pods = super::pod_args::store(global)?;
+    rkt::image_pod::images_in_use(&pods)
+        .with_context(|| format!("finding the images pods in {} use", pods.dir().display()))
+}
+
+fn rm(global: &GlobalArgs, store: &Store, args: &RmArgs) -> anyhow::Result<ExitCode> {
+    let used = in_use(global)?;
     let mut failed = 0;
     for query in &args.images {
+        // As rkt did: an image a pod uses stays until the pod is removed.
+        if let Ok(record) = store.resolve(query) {
+            if let Some(pods) = used.get(&record.id.to_string()) {
+                eprintln!(
+                    "rkt: image rm: image {} is used by pod(s) {}; remove them first (`rkt rm`, or `rkt gc` once they exited)",
+                    record.id,
+                    pods.join(", ")
+                );
+                failed += 1;
+                continue;
+            }
+        }
         match store.remove_image(query) {
             Ok(record) => println!("removed image {}", record.id),
             Err(e) => {
@@ -192,10 +212,14 @@ fn rm(store: &Store, args: &RmArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn gc(store: &Store, args: &GcArgs) -> anyhow::Result<ExitCode> {
-    // No pod runs from a stored image yet (rkt run takes a host command or --rootfs), so
-    // no image is in use by a pod.
-    let report = store.gc(args.grace_period, &BTreeSet::new());
+fn gc(global: &GlobalArgs, store: &Store, args: &GcArgs) -> anyhow::Result<ExitCode> {
+    // Images that pods use (prepared, running, exited and not yet removed) stay, with
+    // their blobs and unpacked layers.
+    let used: BTreeSet<::image::Digest> = in_use(global)?
+        .keys()
+        .filter_map(|id| id.parse().ok())
+        .collect();
+    let report = store.gc(args.grace_period, &used);
     for id in &report.images {
         println!("removed image {id}");
     }
@@ -205,6 +229,9 @@ fn gc(store: &Store, args: &GcArgs) -> anyhow::Result<ExitCode> {
             report.blobs.len(),
             report.partials
         );
+    }
+    if report.layers > 0 {
+        println!("removed {} unpacked layer(s)", report.layers);
     }
     for err in &report.errors {
         eprintln!("rkt: image gc: {err}");

@@ -15,7 +15,8 @@ use super::GlobalArgs;
 ///
 /// As rkt 1.30 did: UUID, APP, IMAGE NAME, STATE,
 /// CREATED, STARTED, NETWORKS, separated by exactly one tab (so `cut -f` picks a column).
-/// IMAGE NAME is `-` for a host command and the root directory for a --rootfs app.
+/// IMAGE NAME is the image's name for an image app, `-` for a host command and the root
+/// directory for a --rootfs app; IMAGE ID (with --full) the image's ID or `-`.
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// Show whole UUIDs, an IMAGE ID column, and absolute times (Go's layout
@@ -58,13 +59,14 @@ fn rows(statuses: &[PodStatus], full: bool) -> Vec<Vec<String>> {
             s.uuid[..8].to_string()
         };
         let app = &s.manifest.app;
-        let image = match &app.rootfs {
-            Some(dir) => cell(&dir.to_string_lossy()),
-            None => "-".to_string(),
+        let image = match (&app.image, &app.rootfs) {
+            (Some(image), _) => cell(&image.name),
+            (None, Some(dir)) => cell(&dir.to_string_lossy()),
+            (None, None) => "-".to_string(),
         };
         let mut row = vec![uuid, cell(&app.name), image];
         if full {
-            row.push("-".to_string());
+            row.push(app.image.as_ref().map_or("-".to_string(), |i| cell(&i.id)));
         }
         // A pod that failed to start says so (its error is in `status --format=json`).
         let state = match (s.rkt_state(), &s.record.error) {

@@ -17,6 +17,7 @@ mod enter;
 mod fetch;
 mod gc;
 mod image;
+mod image_app;
 mod isolation_args;
 mod list;
 mod man;

@@ -79,7 +79,11 @@ pub struct AppArgs {
     #[command(flatten)]
     pub isolation: Box<IsolationArgs>,
 
-    /// The command to run and its arguments: from `--` or the first word that is not an
+    #[command(flatten)]
+    pub image: super::image_app::ImageAppArgs,
+
+    /// The command to run and its arguments, or an IMAGE (see `rkt fetch`) optionally
+    /// followed by --exec=PATH and `-- ARGS`: from `--` or the first word that is not an
     /// option. Before it, a word starting with '-' must be one of rkt's options.
     #[arg(value_name = "COMMAND", required = true, trailing_var_arg = true)]
     pub command: Vec<String>,
@@ -138,6 +142,7 @@ impl AppArgs {
                 _ => IpcMode::Private,
             },
             oom_score_adjust: self.oom_score_adjust,
+            image: None,
             user_annotations: parse_user_meta("user-annotation", &self.user_annotation)?,
             user_labels: parse_user_meta("user-label", &self.user_label)?,
             isolators,

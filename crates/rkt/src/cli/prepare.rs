@@ -32,7 +32,7 @@ pub struct PrepareArgs {
 
 pub fn run(global: &GlobalArgs, args: &PrepareArgs) -> anyhow::Result<ExitCode> {
     args.unsupported.refuse()?;
-    let app = args.app.app()?;
+    let app = super::image_app::app(global, &args.app)?;
     let store = store(global)?;
     let (pod, lock) = store.create(app, &PodState::new(State::Prepared))?;
     drop(lock);

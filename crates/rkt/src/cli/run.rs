@@ -34,7 +34,7 @@ pub struct RunArgs {
 
 pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     args.unsupported.refuse()?;
-    let app = args.app.app()?;
+    let app = super::image_app::app(global, &args.app)?;
     let (opts, store) = args
         .net
         .run_options(global, &args.stdio, args.uuid_file_save.clone())?;

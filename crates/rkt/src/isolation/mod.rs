@@ -176,6 +176,16 @@ pub struct Prepared {
     ambient: bool,
 }
 
+impl Prepared {
+    /// Runs the app as `identity` when no `--user`/`--group` chose one (an image's `User`).
+    /// Such an app gets no capabilities unless it is root, as the kernel does on `setuid`.
+    pub fn default_identity(&mut self, identity: Identity) {
+        if self.identity.is_none() {
+            self.identity = Some(identity);
+        }
+    }
+}
+
 /// Narrows the calling process (single-threaded, about to `execve` the app):
 /// 1. drops the bounding set to the pod's set and clears the ambient set;
 /// 2. with `--user`/`--group`: sets the supplementary groups, group and user (asking the

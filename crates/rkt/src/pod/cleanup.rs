@@ -1,6 +1,6 @@
 //! Releasing what a pod holds outside its directory: its networks (torn down from the pod's
 //! own record, so it works after configuration or flags changed), its network namespace,
-//! and its cgroup (`--memory`, `--cpu`).
+//! its cgroup (`--memory`, `--cpu`) and an image pod's overlay mount.
 //! Used by `rkt run` at exit, and by gc and rm for pods whose runner died (whose orphaned
 //! plugins are killed first). Every step is
 //! tried; all failures are returned together. Releasing twice is fine.
@@ -27,16 +27,21 @@ pub enum CleanupError {
     Netns { uuid: String, source: NetnsError },
     #[error(transparent)]
     Pod(#[from] PodError),
-    #[error("pod {uuid}: {source}")]
+    #[error("{}", super::about_pod(uuid, source))]
     Cgroup {
         uuid: String,
         source: crate::isolation::IsolationError,
     },
+    #[error("{}", super::about_pod(uuid, source))]
+    Rootfs {
+        uuid: String,
+        source: crate::image_pod::rootfs::RootfsError,
+    },
 }
 
 /// Tears down the networks recorded in `pod_dir`, then deletes the namespace at `netns`
-/// (when a teardown failed, the interfaces in it first) and the pod's cgroup. Each plugin call may take
-/// `plugin_timeout`.
+/// (when a teardown failed, the interfaces in it first), removes the pod's cgroup and unmounts
+/// an image pod's overlay root filesystem. Each plugin call may take `plugin_timeout`.
 pub fn release(
     uuid: &str,
     pod_dir: &Path,
@@ -72,6 +77,12 @@ pub fn release(
     // The pod's cgroup, if `--memory` or `--cpu` made one (a few rmdir calls otherwise).
     if let Err(source) = crate::isolation::cgroups::detect().remove(uuid) {
         errors.push(CleanupError::Cgroup {
+            uuid: uuid.to_string(),
+            source,
+        });
+    }
+    if let Err(source) = crate::image_pod::rootfs::release(pod_dir) {
+        errors.push(CleanupError::Rootfs {
             uuid: uuid.to_string(),
             source,
         });

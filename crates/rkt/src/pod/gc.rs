@@ -236,6 +236,7 @@ mod tests {
             rootfs: None,
             ipc: Default::default(),
             oom_score_adjust: None,
+            image: None,
             user_annotations: Default::default(),
             user_labels: Default::default(),
             isolators: Default::default(),

@@ -1,7 +1,8 @@
 //! Running a pod, start to end: `rkt run` and `rkt run-prepared`.
 //!
 //! Under the pod's exclusive lock, held throughout: record `running` (with the namespace
-//! path, before the namespace exists) → create the network namespace (not for
+//! path, before the namespace exists) → build an image pod's root filesystem (see
+//! [`crate::image_pod::rootfs`]) → create the network namespace (not for
 //! `--net=host`) → set up the networks → start the stage and record the init's PID → wait →
 //! tear the networks down → delete the namespace → record `exited` with the app's status.
 //! When any step fails, everything set up so far is released, the pod is recorded `exited`
@@ -83,6 +84,11 @@ pub enum RunError {
     Stage { uuid: String, source: StageError },
     #[error("pod {uuid}: interrupted by {signal} before the app started")]
     Interrupted { uuid: String, signal: Signal },
+    #[error("pod {uuid}: {source}")]
+    Rootfs {
+        uuid: String,
+        source: Box<crate::image_pod::rootfs::RootfsError>,
+    },
     #[error("pod {uuid}: cannot install signal forwarding: {source}")]
     Signals {
         uuid: String,
@@ -312,6 +318,13 @@ fn start(
             uuid: uuid(),
             path: path.clone(),
             source,
+        })?;
+    }
+    // An image pod's root filesystem, mounted here so that gc finds it if this runner dies.
+    if let Some(image) = pod.manifest().map_err(RunError::Pod)?.app.image {
+        crate::image_pod::rootfs::build(&pod.dir, &image).map_err(|source| RunError::Rootfs {
+            uuid: uuid(),
+            source: Box::new(source),
         })?;
     }
     if let Some(path) = netns_path {

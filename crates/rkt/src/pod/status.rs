@@ -214,8 +214,12 @@ impl PodStatus {
         if let Some(code) = self.record.exit_status {
             a.insert("exit_code".into(), json!(code));
         }
-        // No images: the app runs a host command or a root directory.
-        a.insert("image_id".into(), json!(""));
+        // Empty for a host command or a root directory.
+        let image_id = app.image.as_ref().map_or("", |i| i.id.as_str());
+        a.insert("image_id".into(), json!(image_id));
+        if let Some(image) = &app.image {
+            a.insert("image_name".into(), json!(image.name));
+        }
         if !app.user_annotations.is_empty() {
             a.insert("user_annotations".into(), json!(app.user_annotations));
         }
@@ -270,6 +274,7 @@ mod tests {
             rootfs: None,
             ipc: Default::default(),
             oom_score_adjust: None,
+            image: None,
             user_annotations: Default::default(),
             user_labels: Default::default(),
             isolators: Default::default(),
@@ -480,6 +485,7 @@ mod tests {
             rootfs: None,
             ipc: Default::default(),
             oom_score_adjust: None,
+            image: None,
             user_annotations: Default::default(),
             user_labels: Default::default(),
             isolators: Default::default(),

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use super::time::Timestamp;
 use crate::isolation::Isolators;
 
-/// The pod's single app: a command from the host, or from a root filesystem directory.
+/// The pod's single app: a command from the host, from a root filesystem directory, or from
+/// an image.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct App {
@@ -33,6 +34,10 @@ pub struct App {
     /// runner's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oom_score_adjust: Option<i16>,
+    /// The image the app runs from (`rkt run IMAGE`); its root directory is then
+    /// `<pod>/rootfs`, built from the image when the pod starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<crate::image_pod::AppImage>,
     /// `--user-annotation=K=V`: free-form facts about the app for the user's tools; rkt
     /// only stores and shows them (status, JSON `user_annotations`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

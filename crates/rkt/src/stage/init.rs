@@ -38,7 +38,9 @@ use nix::unistd::{execve, fork, getppid, pipe2, sethostname, ForkResult, Pid};
 
 use super::env::{app_env, find_executable};
 use super::{mounts, signals, StageError};
+use crate::image_pod::AppImage;
 use crate::isolation;
+use crate::isolation::user::Identity;
 use crate::pod::{IpcMode, PodState};
 use crate::podstore::PodManifest;
 
@@ -164,7 +166,7 @@ type Failure = (File, StageError);
 
 fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
     let prepared = prepare(args);
-    let (app_argv, env, root, isolation) = match prepared {
+    let (app_argv, env, root, isolation, image) = match prepared {
         Ok(p) => p,
         Err(e) => return Err((status, e)),
     };
@@ -196,8 +198,8 @@ fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
             let init = pod_init(
                 &app_argv,
                 &env,
-                root.as_deref(),
-                &isolation,
+                (root.as_deref(), image.as_ref()),
+                isolation,
                 &alive_read,
                 &mut status,
             );
@@ -235,19 +237,18 @@ pub(super) struct AppIsolation {
     prepared: isolation::Prepared,
 }
 
-/// Namespaces, mounts and hostname; returns the app's argv, env, rootfs and isolation.
-#[allow(clippy::type_complexity)]
-fn prepare(
-    args: &InitArgs,
-) -> Result<
-    (
-        Vec<String>,
-        Vec<(OsString, OsString)>,
-        Option<PathBuf>,
-        AppIsolation,
-    ),
-    StageError,
-> {
+/// What [`prepare`] returns: the app's argv, env, rootfs, isolation and image.
+type Prepared = (
+    Vec<String>,
+    Vec<(OsString, OsString)>,
+    Option<PathBuf>,
+    AppIsolation,
+    Option<AppImage>,
+);
+
+/// Namespaces, mounts and hostname; returns the app's argv, env, rootfs, isolation and
+/// image.
+fn prepare(args: &InitArgs) -> Result<Prepared, StageError> {
     set_pdeathsig(Signal::SIGKILL).map_err(|source| StageError::Sys {
         what: "set the parent-death signal for",
         path: args.pod_dir.clone(),
@@ -272,7 +273,7 @@ fn prepare(
             path: manifest_path,
             source,
         })?;
-    let app = manifest.app;
+    let app = crate::image_pod::for_stage(manifest.app, &args.pod_dir);
     let env = app_env(&app, std::env::vars_os());
     // Settled by the runner before it started us (absent only for a pod recorded by an
     // older rkt: then the defaults). Compiled now, so that a filter or capability this
@@ -367,7 +368,7 @@ fn prepare(
         paths: isolation.paths,
         prepared,
     };
-    Ok((app.exec, env, app.rootfs, isolation))
+    Ok((app.exec, env, app.rootfs, isolation, app.image))
 }
 
 /// PID 1 of the pod. It closes its copy of the status pipe once the app is forked, so that
@@ -375,8 +376,8 @@ fn prepare(
 fn pod_init(
     argv: &[String],
     env: &[(OsString, OsString)],
-    rootfs: Option<&Path>,
-    isolation: &AppIsolation,
+    (rootfs, image): (Option<&Path>, Option<&AppImage>),
+    mut isolation: AppIsolation,
     stage_alive: &OwnedFd,
     status: &mut Option<File>,
 ) -> Result<i32, StageError> {
@@ -406,6 +407,20 @@ fn pod_init(
     if let Some(rootfs) = rootfs {
         mounts::enter_rootfs(rootfs)?;
     }
+    let creds = match image {
+        Some(image) => crate::image_pod::process::enter(image)?,
+        None => None,
+    };
+    // The image's User, unless --user/--group chose the identity: the isolation switches
+    // to it in the app's process, in its order (bounding set first, then the user).
+    if let Some(creds) = &creds {
+        isolation.prepared.default_identity(Identity {
+            uid: creds.uid,
+            gid: creds.gid,
+            supplementary_gids: creds.groups.clone(),
+        });
+    }
+    let env = &crate::image_pod::process::with_home(env, image, creds.as_ref());
     let program = argv.first().ok_or(StageError::NoCommand)?;
     let path_var = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v);
     let exe = find_executable(program, path_var).ok_or_else(|| StageError::NotFound {

@@ -79,6 +79,8 @@ pub enum StageError {
     Reported(String),
     #[error("pod isolation: {0}")]
     Isolation(#[from] crate::isolation::IsolationError),
+    #[error(transparent)]
+    ImageApp(#[from] crate::image_pod::process::ProcessError),
     #[error("the runner (PID {pid}) ended before the pod stage started")]
     RunnerGone { pid: i32 },
     #[error("the pod stage ended ({status}) before starting the app")]

@@ -1,0 +1,225 @@
+//! The app of `rkt run` and `rkt prepare` when the first positional argument is an image (a
+//! transport prefix, an image ID, or a name in the store) rather than a host command: the
+//! image is fetched per `--pull-policy`, and the app is its Entrypoint + Cmd (`--exec`
+//! replaces the Entrypoint and drops the Cmd, `-- ARGS` replace the Cmd), with its Env
+//! (under `--set-env`), WorkingDir and User.
+
+use anyhow::{bail, Context};
+use clap::Args;
+
+use ::image::{ImageRecord, ImageRef};
+use rkt::image_pod::AppImage;
+use rkt::pod::App;
+
+use super::fetch::{fetch_image, fetch_options, PullPolicyArg};
+use super::image::image_store;
+use super::pod_args::AppArgs;
+use super::GlobalArgs;
+
+/// Options for an app that runs an image.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Image")]
+pub struct ImageAppArgs {
+    /// With an IMAGE: run PATH instead of the image's Entrypoint (and without its Cmd;
+    /// arguments after `--` are passed). May also follow the IMAGE.
+    #[arg(long, value_name = "PATH")]
+    pub exec: Option<String>,
+
+    /// With an IMAGE: when to fetch it (never: only the store; new: when not stored;
+    /// update: always ask its source).
+    #[arg(long, value_enum, default_value_t = PullPolicyArg::New)]
+    pub pull_policy: PullPolicyArg,
+
+    /// With an IMAGE: unpack a copy of it into the pod instead of mounting an overlay of
+    /// its layers (the fallback when the kernel has no overlay support).
+    #[arg(long)]
+    pub no_overlay: bool,
+}
+
+/// Whether `first` (the first positional argument) names an image: a transport, an ID, or
+/// a name the store of the data directory in effect holds.
+fn is_image(global: &GlobalArgs, first: &str) -> anyhow::Result<bool> {
+    // A transport prefix makes it an image even when the rest is bad: the reference's
+    // error then names it, instead of a host command "docker://…" not being found.
+    const PREFIXES: [&str; 5] = [
+        "docker://",
+        "oci:",
+        "oci-archive:",
+        "docker-archive:",
+        "sha256:",
+    ];
+    if ImageRef::is_explicit(first) || PREFIXES.iter().any(|p| first.starts_with(p)) {
+        return Ok(true);
+    }
+    if first.contains('/') && !first.contains(':') || first.starts_with(['/', '.']) {
+        return Ok(false);
+    }
+    let dirs = global.effective_dirs(&super::NetDirArgs::default())?;
+    // Never create a store just to look: a host command stays one when there is none.
+    if !dirs.data.value.join("images/images.json").is_file() {
+        return Ok(false);
+    }
+    Ok(image_store(global)?.resolve(first).is_ok())
+}
+
+/// The app `args` describe: a host command as before, or an image's app
+/// (`--insecure-options=http` lets its registry be reached over plain HTTP).
+pub fn app(global: &GlobalArgs, args: &AppArgs) -> anyhow::Result<App> {
+    let image = &args.image;
+    let first = &args.command[0];
+    if !is_image(global, first)? {
+        if image.exec.is_some() {
+            bail!("--exec needs an IMAGE (docker://, oci:, oci-archive:, docker-archive:, an image ID or a stored name), but {first:?} is a host command");
+        }
+        return args.app();
+    }
+    if args.rootfs.is_some() {
+        bail!(
+            "--rootfs and an IMAGE ({first}) exclude each other: the image is the root filesystem"
+        );
+    }
+    let (exec_after, cmd_args) = split_rest(first, &args.command[1..])?;
+    let exec = match (&image.exec, exec_after) {
+        (Some(_), Some(_)) => bail!("--exec given twice for {first}"),
+        (e, a) => e.clone().or(a),
+    };
+    let reference = ImageRef::parse(first)?;
+    let options = fetch_options(image.pull_policy, global.insecure()?.http)?;
+    let store = image_store(global)?;
+    let record = fetch_image(global, &store, &reference, first, &options)?;
+    let config = store
+        .config(&record)
+        .with_context(|| format!("reading the config of image {}", record.id))?;
+    let config = config.config().clone().unwrap_or_default();
+
+    let mut argv: Vec<String> = match &exec {
+        Some(path) => vec![path.clone()],
+        None => config.entrypoint().clone().unwrap_or_default(),
+    };
+    match cmd_args {
+        Some(given) => argv.extend(given),
+        None if exec.is_none() => argv.extend(config.cmd().clone().unwrap_or_default()),
+        None => {}
+    }
+    if argv.is_empty() {
+        bail!(
+            "image {first} ({}) has no Entrypoint or Cmd: give the program with --exec=PATH",
+            record.id
+        );
+    }
+    // The base app (names, --set-env, annotations) as for a host command, then the image's.
+    let base = AppArgs {
+        command: argv.clone(),
+        ..args.clone()
+    };
+    let mut app = base.app()?;
+    let mut env: Vec<(String, String)> = config
+        .env()
+        .clone()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    env.append(&mut app.env);
+    app.env = env;
+    let home_from_user = !args.inherit_env && !app.env.iter().any(|(k, _)| k == "HOME");
+    app.exec = argv;
+    let name = display_name(&record, &reference, first);
+    if args.name.is_none() {
+        app.name = default_name(&name);
+    }
+    app.image = Some(AppImage {
+        id: record.id.to_string(),
+        name,
+        store: store.root().to_path_buf(),
+        working_dir: config.working_dir().clone().filter(|d| !d.is_empty()),
+        user: config.user().clone().filter(|u| !u.is_empty()),
+        no_overlay: image.no_overlay,
+        home_from_user,
+    });
+    Ok(app)
+}
+
+/// What follows the IMAGE: `--exec=PATH` (or `--exec PATH`), then optionally `--` and the
+/// arguments that replace the image's Cmd.
+fn split_rest(
+    image: &str,
+    rest: &[String],
+) -> anyhow::Result<(Option<String>, Option<Vec<String>>)> {
+    let mut exec = None;
+    let mut i = 0;
+    while i < rest.len() {
+        let arg = &rest[i];
+        if arg == "--" {
+            return Ok((exec, Some(rest[i + 1..].to_vec())));
+        }
+        if let Some(path) = arg.strip_prefix("--exec=") {
+            exec = Some(path.to_string());
+        } else if arg == "--exec" && i + 1 < rest.len() {
+            i += 1;
+            exec = Some(rest[i].clone());
+        } else {
+            bail!("unexpected {arg:?} after the image {image}: only --exec=PATH may follow it; put the app's arguments after \"--\"");
+        }
+        i += 1;
+    }
+    Ok((exec, None))
+}
+
+/// The image's name as status and list show it.
+fn display_name(record: &ImageRecord, reference: &ImageRef, text: &str) -> String {
+    ::image::fetch::store_name(reference)
+        .or_else(|| record.names.first().cloned())
+        .unwrap_or_else(|| text.to_string())
+}
+
+/// The default app name: the last component of the image's repository or path, without a
+/// tag or digest (`host/lib/busybox:v1` → `busybox`).
+fn default_name(name: &str) -> String {
+    let base = name
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or(name);
+    let base = base.split(['@', ':']).next().unwrap_or(base);
+    if base.is_empty() || base.contains(['=', ' ']) {
+        "app".to_string()
+    } else {
+        base.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn exec_and_args_follow_the_image() {
+        let (exec, args) =
+            split_rest("img", &strings(&["--exec=/bin/ls", "--", "-l", "/"])).unwrap();
+        assert_eq!(exec.as_deref(), Some("/bin/ls"));
+        assert_eq!(args.unwrap(), strings(&["-l", "/"]));
+        let (exec, args) = split_rest("img", &strings(&["--exec", "/bin/ls"])).unwrap();
+        assert_eq!((exec.as_deref(), args), (Some("/bin/ls"), None));
+        assert_eq!(split_rest("img", &[]).unwrap(), (None, None));
+        let err = split_rest("img", &strings(&["echo"]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("\"echo\"") && err.contains("img"), "{err}");
+    }
+
+    #[test]
+    fn the_default_app_name_is_the_repository_or_directory() {
+        assert_eq!(default_name("127.0.0.1:5000/test/busybox:v1"), "busybox");
+        assert_eq!(
+            default_name("docker.io/library/alpine@sha256:abc"),
+            "alpine"
+        );
+        assert_eq!(default_name("oci:/tmp/layout:v1"), "layout");
+    }
+}

@@ -1,0 +1,77 @@
+//! Pods that run an image: what the pod manifest records of the image ([`AppImage`]), the
+//! pod's root filesystem built from the image's layers ([`rootfs`], with the overlay mount
+//! in [`overlay`]), the image's `User` resolved in the pod's own `/etc/passwd` and
+//! `/etc/group` ([`user`]) and its `WorkingDir`, applied by the pod's init ([`process`]), and
+//! which images pods use ([`images_in_use`]), so that the image store keeps them.
+//!
+//! An image pod is a `--rootfs` pod whose directory is `<pod>/rootfs`: the stage gives it
+//! `/proc`, a minimal `/dev`, `/etc/resolv.conf` and `/etc/hosts` the same way.
+
+pub mod overlay;
+pub mod process;
+pub mod rootfs;
+pub mod user;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::pod::{App, PodError, PodStore};
+
+/// The image an app runs from, as recorded in the pod manifest when the pod is created.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppImage {
+    /// The image ID (`sha256:` of its config).
+    pub id: String,
+    /// The name it was given by (`docker.io/library/busybox:latest`, `oci:/path:tag`).
+    pub name: String,
+    /// The image store it is in (`<data dir>/images`).
+    pub store: PathBuf,
+    /// The image's `WorkingDir`: the app starts there (created when missing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_dir: Option<String>,
+    /// The image's `User` (`uid[:gid]` or `name[:group]`), resolved in the pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// `--no-overlay`: unpack a copy of the image into the pod instead of an overlay mount.
+    #[serde(default)]
+    pub no_overlay: bool,
+    /// Neither the image's Env nor `--set-env` sets `HOME`: the app gets its user's home
+    /// directory from the pod's `/etc/passwd` (`/` for a user without one), as in Docker.
+    #[serde(default)]
+    pub home_from_user: bool,
+}
+
+/// The directory an image pod's root filesystem is mounted or unpacked at.
+pub fn rootfs_dir(pod_dir: &Path) -> PathBuf {
+    pod_dir.join("rootfs")
+}
+
+/// The app as the stage runs it: an image app's root directory is `<pod>/rootfs`.
+pub fn for_stage(mut app: App, pod_dir: &Path) -> App {
+    if app.image.is_some() {
+        app.rootfs = Some(rootfs_dir(pod_dir));
+    }
+    app
+}
+
+/// The IDs of the images pods in `store` use (prepared, running, or exited and not yet
+/// removed by gc or rm), each with those pods' UUIDs. A pod whose manifest cannot be read
+/// is an error: the caller must not take its image for unused.
+pub fn images_in_use(store: &PodStore) -> Result<BTreeMap<String, Vec<String>>, PodError> {
+    let mut used: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for pod in store.list()? {
+        match pod.manifest() {
+            Ok(manifest) => {
+                if let Some(image) = manifest.app.image {
+                    used.entry(image.id).or_default().push(pod.uuid.clone());
+                }
+            }
+            Err(e) if e.is_gone() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(used)
+}

@@ -1,0 +1,87 @@
+//! Building and releasing an image pod's root filesystem at `<pod>/rootfs`: an overlay of
+//! the image's layers (each unpacked once in the image store) when the kernel and the
+//! filesystem under the pod directory support it, else, or with `--no-overlay`, a copy of
+//! the image unpacked into the pod directory. Built by the runner before the stage starts;
+//! released with the pod's networks (at the end of `rkt run`, by `rkt rm` and `rkt gc`).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use image::layers::layer_dirs;
+use image::unpack::{unpack_image, UnpackError, UnpackOptions};
+use image::{Store, StoreError};
+
+use super::overlay::{mount_overlay, unmount_all, OverlayError};
+use super::{rootfs_dir, AppImage};
+
+/// Why an image pod's root filesystem could not be built or released.
+#[derive(Debug, thiserror::Error)]
+pub enum RootfsError {
+    #[error("image {image}: {source} (was it removed with `rkt image rm`?)")]
+    Store { image: String, source: StoreError },
+    #[error("image {image}: {source}")]
+    Unpack { image: String, source: UnpackError },
+    #[error(transparent)]
+    Overlay(#[from] OverlayError),
+    #[error("cannot remove {path}: {source}")]
+    Remove {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// How the root filesystem was built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Built {
+    Overlay,
+    Copy,
+}
+
+/// Builds the root filesystem of the pod in `pod_dir` from `image`.
+pub fn build(pod_dir: &Path, image: &AppImage) -> Result<Built, RootfsError> {
+    let store_err = |source| RootfsError::Store {
+        image: image.id.clone(),
+        source,
+    };
+    let unpack_err = |source| RootfsError::Unpack {
+        image: image.id.clone(),
+        source,
+    };
+    let store = Store::open(&image.store).map_err(store_err)?;
+    let record = store.resolve(&image.id).map_err(store_err)?;
+    let target = rootfs_dir(pod_dir);
+    if !image.no_overlay {
+        let lowers = layer_dirs(&store, &record).map_err(unpack_err)?;
+        match mount_overlay(&lowers, &pod_dir.join("overlay"), &target) {
+            Ok(()) => return Ok(Built::Overlay),
+            Err(e) if e.unsupported() => remove_dir(&pod_dir.join("overlay"))?,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    remove_dir(&target)?;
+    let _lock = store
+        .lock(image::lock::LockKind::Shared)
+        .map_err(store_err)?;
+    unpack_image(&store, &record, &target, &UnpackOptions::default()).map_err(unpack_err)?;
+    Ok(Built::Copy)
+}
+
+fn remove_dir(path: &Path) -> Result<(), RootfsError> {
+    match fs::remove_dir_all(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(RootfsError::Remove {
+            path: path.to_path_buf(),
+            source: e,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Unmounts the pod's overlay, if mounted; what is left (upper directory, a copy) goes with
+/// the pod directory. Safe to call for any pod, any number of times.
+pub fn release(pod_dir: &Path) -> Result<(), RootfsError> {
+    let target = rootfs_dir(pod_dir);
+    if !target.exists() {
+        return Ok(());
+    }
+    Ok(unmount_all(&target)?)
+}

@@ -1,0 +1,450 @@
+//! `rkt run IMAGE` and `rkt prepare IMAGE` as a user runs them: pods from a busybox image
+//! built here with umoci (an OCI layout) and pushed with skopeo to a real registry
+//! (`docker-registry`) on loopback. The app is the image's Entrypoint + Cmd with its Env,
+//! WorkingDir and User, on an overlay of the image's layers that rm and gc unmount, even
+//! after the runner was killed. Needs root; skips with a message otherwise (under CI a
+//! missing tool fails). Run under the root-tests lock (pods on the default network).
+
+mod leaks;
+mod pod_support;
+mod support;
+
+#[path = "../../image/tests/common/mod.rs"]
+mod image_common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use image_common::{busybox_layout, ready, run, skopeo_copy};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use pod_support::{wait_for, World};
+
+/// The layout of `busybox_layout` (tag `v1`: Entrypoint `/bin/sh -c`, Cmd
+/// `echo $GREETING from $(pwd)`, Env `GREETING=hello`, WorkingDir `/etc`, a second layer
+/// whiting out `/etc/remove-me`), plus tag `user` (a third layer with /etc/passwd and
+/// /etc/group, User `web`) and tag `numeric` (User `4242:4343`).
+fn layout(work: &Path) -> PathBuf {
+    let layout = busybox_layout(work);
+    let v1 = format!("{}:v1", layout.display());
+    let bundle = work.join("user-bundle");
+    run(Command::new("umoci")
+        .args(["unpack", "--image", &v1])
+        .arg(&bundle));
+    let etc = bundle.join("rootfs/etc");
+    fs::write(
+        etc.join("passwd"),
+        "root:x:0:0:root:/root:/bin/sh\nweb:x:1001:1002:Web:/srv/web:/bin/sh\n",
+    )
+    .unwrap();
+    fs::write(
+        etc.join("group"),
+        "root:x:0:\nweb:x:1002:\nlogs:x:1003:web\n",
+    )
+    .unwrap();
+    let user = format!("{}:user", layout.display());
+    run(Command::new("umoci")
+        .args(["repack", "--image", &user])
+        .arg(&bundle));
+    run(Command::new("umoci").args(["config", "--image", &user, "--config.user", "web"]));
+    run(Command::new("umoci").args([
+        "config",
+        "--image",
+        &v1,
+        "--tag",
+        "numeric",
+        "--config.user",
+        "4242:4343",
+    ]));
+    fs::remove_dir_all(&bundle).unwrap();
+    layout
+}
+
+/// Mount points at or below `dir`, from this process's mountinfo.
+fn mounts_under(dir: &Path) -> Vec<String> {
+    let dir = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .filter(|m| Path::new(m).starts_with(&dir))
+        .map(str::to_string)
+        .collect()
+}
+
+fn ready_for_images(test: &str) -> bool {
+    ready(test, &["umoci", "skopeo", "docker-registry"])
+}
+
+#[test]
+fn image_apps_from_a_layout_and_a_registry() {
+    if !ready_for_images("image_apps_from_a_layout_and_a_registry") {
+        return;
+    }
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let layout = layout(world.root.path());
+    let v1 = format!("oci:{}:v1", layout.display());
+    let none = "--net=none";
+
+    // Entrypoint + Cmd, Env and WorkingDir; the second layer's whiteout hides a file.
+    world
+        .rkt(&["run", none, &v1])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("hello from /etc\n");
+    world
+        .rkt(&[
+            "run",
+            none,
+            &v1,
+            "--",
+            "test ! -e /etc/remove-me && cat /etc/second",
+        ])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("layer 2\n");
+    // --set-env over the image's Env; -- ARGS replace the Cmd, not the Entrypoint.
+    world
+        .rkt(&["run", none, "--set-env=GREETING=bye", &v1])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("bye from /etc\n");
+    world
+        .rkt(&["run", none, &v1, "--", "echo replaced $GREETING"])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("replaced hello\n");
+    // --exec replaces the Entrypoint and drops the Cmd, before or after the image.
+    world
+        .rkt(&[
+            "run",
+            none,
+            &v1,
+            "--exec=/bin/busybox",
+            "--",
+            "echo",
+            "exec'd",
+        ])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("exec'd\n");
+    world
+        .rkt(&["run", none, "--exec=/bin/busybox", &v1, "--", "pwd"])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("/etc\n");
+    world
+        .rkt(&["run", none, &v1, "stray"])
+        .run()
+        .assert_exit_code(254)
+        .assert_stderr_contains("\"stray\"");
+    // A pod that fails to start after its overlay was mounted leaves no mount.
+    world
+        .rkt(&["run", none, &v1, "--exec=/no/such/program"])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains("/no/such/program");
+    assert!(mounts_under(&world.path("data")).is_empty());
+
+    // User: a name from the image's own /etc/passwd and /etc/group, and numeric IDs.
+    // HOME is the user's, from its passwd entry ("/" without one), unless set.
+    let ids = "/bin/busybox id -u; /bin/busybox id -g; /bin/busybox id -G; echo $HOME";
+    let user = format!("oci:{}:user", layout.display());
+    world
+        .rkt(&["run", none, &user, "--", ids])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("1001\n1002\n1002 1003\n/srv/web\n");
+    world
+        .rkt(&[
+            "run",
+            none,
+            "--set-env=HOME=/mine",
+            &user,
+            "--",
+            "echo $HOME",
+        ])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("/mine\n");
+    let numeric = format!("oci:{}:numeric", layout.display());
+    world
+        .rkt(&["run", none, &numeric, "--", ids])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("4242\n4343\n4343\n/\n");
+    world
+        .rkt(&["run", none, &v1, "--", "echo $HOME"])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("/root\n");
+
+    // The pod writes to its overlay's upper directory; the image stays as it was.
+    let out = world
+        .rkt(&["run", none, &v1, "--", "echo changed > /etc/greeting"])
+        .run();
+    out.assert_success();
+    world
+        .rkt(&["run", none, &v1, "--", "cat /etc/greeting"])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("hello\n");
+    let layers = world.path("data/images/layers");
+    assert_eq!(
+        fs::read_dir(&layers).unwrap().count(),
+        3,
+        "v1's two, user's one"
+    );
+    let uppers: Vec<PathBuf> = world
+        .pods()
+        .iter()
+        .map(|u| world.path(&format!("data/pods/{u}/overlay/upper/etc/greeting")))
+        .filter(|p| p.is_file())
+        .collect();
+    assert_eq!(uppers.len(), 1, "one pod wrote /etc/greeting");
+    assert_eq!(fs::read_to_string(&uppers[0]).unwrap(), "changed\n");
+    // --no-overlay: a copy in the pod directory.
+    world
+        .rkt(&["run", none, "--no-overlay", &v1])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("hello from /etc\n");
+    assert!(mounts_under(&world.path("data")).is_empty());
+
+    // From the registry (plain HTTP only when asked); status and list name the image.
+    let registry = image_common::Registry::start("");
+    let remote = format!("docker://{}/test/busybox:v1", registry.addr);
+    skopeo_copy(&format!("oci:{}:v1", layout.display()), &remote);
+    let uuid_file = world.path("uuid-registry");
+    let save = format!("--uuid-file-save={}", uuid_file.display());
+    world
+        .rkt(&["run", none, "--insecure-options=http", &save, &remote])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("hello from /etc\n");
+    let uuid = fs::read_to_string(&uuid_file).unwrap();
+    let id = world
+        .rkt(&["fetch", "--pull-policy=never", &remote])
+        .run()
+        .stdout()
+        .trim()
+        .to_string();
+    assert!(id.starts_with("sha256:"), "{id}");
+    let status = world.status_json(&uuid);
+    assert_eq!(status["apps"][0]["image_id"], id.as_str());
+    assert_eq!(status["apps"][0]["name"], "busybox");
+    let name = format!("{}/test/busybox:v1", registry.addr);
+    let list = world.rkt(&["list", "--full", "--no-legend"]).run();
+    let row = list
+        .stdout()
+        .lines()
+        .find(|l| l.starts_with(&uuid))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("{uuid} not listed:\n{}", list.stdout()));
+    let cols: Vec<&str> = row.split('\t').collect();
+    assert_eq!((cols[2], cols[3]), (name.as_str(), id.as_str()), "{row}");
+    // A stored name and an ID prefix are images too; a host command stays one.
+    for stored in [name.as_str(), &id[7..19], &id] {
+        world
+            .rkt(&["run", none, stored])
+            .run()
+            .assert_success()
+            .assert_stdout_contains("hello from /etc\n");
+    }
+    world
+        .rkt(&["run", none, "echo", "host command"])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("host command\n");
+
+    world
+        .rkt(&["gc", "--grace-period=0s"])
+        .run()
+        .assert_success();
+    assert!(world.pods().is_empty());
+}
+
+#[test]
+fn an_image_pod_on_the_default_network_has_an_address() {
+    if !ready_for_images("an_image_pod_on_the_default_network_has_an_address") {
+        return;
+    }
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
+    let layout = busybox_layout(world.root.path());
+    let v1 = format!("oci:{}:v1", layout.display());
+    world
+        .rkt(&[
+            "run",
+            "--net=default",
+            &v1,
+            "--exec=/bin/busybox",
+            "--",
+            "ip",
+            "-4",
+            "-o",
+            "addr",
+            "show",
+            "dev",
+            "eth0",
+        ])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("inet 172.16.28.");
+    world
+        .rkt(&["gc", "--grace-period=0s"])
+        .run()
+        .assert_success();
+}
+
+#[test]
+fn kill_9_of_an_image_pod_runner_then_gc_or_rm_unmounts_the_overlay() {
+    if !ready_for_images("kill_9_of_an_image_pod_runner_then_gc_or_rm_unmounts_the_overlay") {
+        return;
+    }
+    let mut world = World::new();
+    let guard = leaks::Guard::new(world.leak_ctx());
+    let layout = busybox_layout(world.root.path());
+    let v1 = format!("oci:{}:v1", layout.display());
+    let (uuid, index) = world.spawn_run(&[
+        "--net=none",
+        &v1,
+        "--exec=/bin/busybox",
+        "--",
+        "sleep",
+        "600",
+    ]);
+    world.wait_running(&uuid);
+    let rootfs = world.path(&format!("data/pods/{uuid}/rootfs"));
+    let mounted = mounts_under(&world.path("data"));
+    assert_eq!(mounted.len(), 1, "{mounted:?}");
+    assert!(Path::new(&mounted[0]).ends_with(format!("{uuid}/rootfs")));
+    // The leak checker sees the overlay for what it is.
+    let leaked = guard.leaked();
+    assert!(
+        leaked
+            .iter()
+            .any(|l| l.contains("rootfs") && l.contains("mount")),
+        "{leaked:?}"
+    );
+
+    let pid = world.child(index).id() as i32;
+    kill(Pid::from_raw(pid), Signal::SIGKILL).unwrap();
+    world.wait_child(index);
+    // The pod's init dies with its stage; the overlay stays mounted until gc.
+    wait_for(|| (world.status_json(&uuid)["state"] == "exited").then_some(()));
+    assert!(rootfs.exists());
+    world
+        .rkt(&["gc", "--grace-period=0s"])
+        .run()
+        .assert_success();
+    assert!(mounts_under(&world.path("data")).is_empty());
+    assert!(!world.path(&format!("data/pods/{uuid}")).exists());
+
+    // The same with `rkt rm` instead of gc.
+    let (uuid, index) = world.spawn_run(&[
+        "--net=none",
+        &v1,
+        "--exec=/bin/busybox",
+        "--",
+        "sleep",
+        "600",
+    ]);
+    world.wait_running(&uuid);
+    assert_eq!(mounts_under(&world.path("data")).len(), 1);
+    let pid = world.child(index).id() as i32;
+    kill(Pid::from_raw(pid), Signal::SIGKILL).unwrap();
+    world.wait_child(index);
+    wait_for(|| (world.status_json(&uuid)["state"] == "exited").then_some(()));
+    world.rkt(&["rm", &uuid]).run().assert_success();
+    assert!(mounts_under(&world.path("data")).is_empty());
+    assert!(!world.path(&format!("data/pods/{uuid}")).exists());
+    guard.check();
+}
+
+#[test]
+fn image_rm_and_gc_keep_an_image_a_pod_uses() {
+    if !ready_for_images("image_rm_and_gc_keep_an_image_a_pod_uses") {
+        return;
+    }
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let layout = busybox_layout(world.root.path());
+    let v1 = format!("oci:{}:v1", layout.display());
+    let out = world.rkt(&["prepare", &v1]).run();
+    out.assert_success();
+    let uuid = out.stdout().trim().to_string();
+    let id = world
+        .rkt(&["fetch", "--pull-policy=never", &v1])
+        .run()
+        .stdout()
+        .trim()
+        .to_string();
+    // Refused while the pod is prepared, and once it ran and exited.
+    world
+        .rkt(&["image", "rm", &id])
+        .run()
+        .assert_exit_code(254)
+        .assert_stderr_contains(&uuid);
+    world
+        .rkt(&["run-prepared", "--net=none", &uuid])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("hello from /etc\n");
+    world
+        .rkt(&["image", "rm", &id])
+        .run()
+        .assert_exit_code(254)
+        .assert_stderr_contains(&uuid);
+    world
+        .rkt(&["image", "gc", "--grace-period=0s"])
+        .run()
+        .assert_success();
+    world
+        .rkt(&["image", "list", "--no-legend"])
+        .run()
+        .assert_stdout_contains(&id[7..19]);
+    let layers = world.path("data/images/layers");
+    assert_eq!(fs::read_dir(&layers).unwrap().count(), 2);
+
+    // Once the pod is gone the image goes, with its unpacked layers.
+    world.rkt(&["rm", &uuid]).run().assert_success();
+    world.rkt(&["image", "rm", &id]).run().assert_success();
+    world
+        .rkt(&["image", "gc", "--grace-period=0s"])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("removed 2 unpacked layer(s)");
+    assert_eq!(fs::read_dir(&layers).unwrap().count(), 0);
+}
+
+#[test]
+fn a_bad_image_reference_is_an_error_naming_it_and_creates_nothing() {
+    if !ready_for_images("a_bad_image_reference_is_an_error_naming_it_and_creates_nothing") {
+        return;
+    }
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let missing = format!("oci:{}:v1", world.path("no-such-layout").display());
+    for args in [
+        &["run", "--net=none", "docker://Bad/Name"][..],
+        &["run", "--net=none", missing.as_str()][..],
+        &["prepare", missing.as_str()][..],
+    ] {
+        world
+            .rkt(args)
+            .run()
+            .assert_exit_code(254)
+            .assert_stderr_contains(args[args.len() - 1]);
+    }
+    world
+        .rkt(&["run", "--net=none", "--exec=/bin/true", "true"])
+        .run()
+        .assert_exit_code(254)
+        .assert_stderr_contains("--exec needs an IMAGE");
+    assert!(world.pods().is_empty(), "{:?}", world.pods());
+    let blobs = world.path("data/images/blobs/sha256");
+    assert_eq!(fs::read_dir(&blobs).map_or(0, |d| d.count()), 0);
+}
