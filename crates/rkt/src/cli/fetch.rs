@@ -9,7 +9,6 @@ use ::image::transport::registry::{Credentials, RegistryOptions};
 use ::image::{FetchOptions, ImageRef, Platform, PullPolicy};
 use rkt::config::auth::load_docker_auth;
 
-use super::image::image_store;
 use super::GlobalArgs;
 
 /// When `rkt fetch` goes to an image's source.
@@ -97,4 +96,17 @@ pub fn fetch_image(
         }
     }
     ::image::fetch(store, reference, text, &options).with_context(|| format!("fetching {text}"))
+}
+
+/// The image store of the data directory in effect: `<data dir>/images`.
+pub fn image_store(global: &GlobalArgs) -> anyhow::Result<::image::store::Store> {
+    let dirs = global.effective_dirs(&super::NetDirArgs::default())?;
+    image_store_in(&dirs.data.value)
+}
+
+/// The image store of the data directory `data`.
+pub fn image_store_in(data: &std::path::Path) -> anyhow::Result<::image::store::Store> {
+    let root = data.join("images");
+    ::image::store::Store::open(&root)
+        .with_context(|| format!("opening the image store {}", root.display()))
 }

@@ -10,15 +10,9 @@ use clap::{Args, Subcommand};
 use ::image::store::now_secs;
 use ::image::{ImageRecord, Store};
 
+use super::fetch::image_store;
 use super::status::Format;
 use super::GlobalArgs;
-
-/// The image store of the data directory in effect: `<data dir>/images`.
-pub fn image_store(global: &GlobalArgs) -> anyhow::Result<Store> {
-    let dirs = global.effective_dirs(&super::NetDirArgs::default())?;
-    let root = dirs.data.value.join("images");
-    Store::open(&root).with_context(|| format!("opening the image store {}", root.display()))
-}
 
 fn duration(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text).map_err(|e| format!("{e} (expected e.g. 30m, 24h, 0s)"))

@@ -5,40 +5,19 @@
 //! (under `--set-env`), WorkingDir and User.
 
 use anyhow::{bail, Context};
-use clap::Args;
+use std::path::Path;
 
 use ::image::{ImageRecord, ImageRef};
 use rkt::image_pod::AppImage;
 use rkt::pod::App;
 
-use super::fetch::{fetch_image, fetch_options, PullPolicyArg};
-use super::image::image_store;
+use super::fetch::{fetch_image, fetch_options, image_store_in};
 use super::pod_args::AppArgs;
 use super::GlobalArgs;
 
-/// Options for an app that runs an image.
-#[derive(Debug, Clone, Args)]
-#[command(next_help_heading = "Image")]
-pub struct ImageAppArgs {
-    /// With an IMAGE: run PATH instead of the image's Entrypoint (and without its Cmd;
-    /// arguments after `--` are passed). May also follow the IMAGE.
-    #[arg(long, value_name = "PATH")]
-    pub exec: Option<String>,
-
-    /// With an IMAGE: when to fetch it (never: only the store; new: when not stored;
-    /// update: always ask its source).
-    #[arg(long, value_enum, default_value_t = PullPolicyArg::New)]
-    pub pull_policy: PullPolicyArg,
-
-    /// With an IMAGE: unpack a copy of it into the pod instead of mounting an overlay of
-    /// its layers (the fallback when the kernel has no overlay support).
-    #[arg(long)]
-    pub no_overlay: bool,
-}
-
 /// Whether `first` (the first positional argument) names an image: a transport, an ID, or
-/// a name the store of the data directory in effect holds.
-fn is_image(global: &GlobalArgs, first: &str) -> anyhow::Result<bool> {
+/// a name the store of the data directory `data` holds.
+fn is_image(data: &Path, first: &str) -> anyhow::Result<bool> {
     // A transport prefix makes it an image even when the rest is bad: the reference's
     // error then names it, instead of a host command "docker://…" not being found.
     const PREFIXES: [&str; 5] = [
@@ -54,20 +33,20 @@ fn is_image(global: &GlobalArgs, first: &str) -> anyhow::Result<bool> {
     if first.contains('/') && !first.contains(':') || first.starts_with(['/', '.']) {
         return Ok(false);
     }
-    let dirs = global.effective_dirs(&super::NetDirArgs::default())?;
     // Never create a store just to look: a host command stays one when there is none.
-    if !dirs.data.value.join("images/images.json").is_file() {
+    if !data.join("images/images.json").is_file() {
         return Ok(false);
     }
-    Ok(image_store(global)?.resolve(first).is_ok())
+    Ok(image_store_in(data)?.resolve(first).is_ok())
 }
 
-/// The app `args` describe: a host command as before, or an image's app
-/// (`--insecure-options=http` lets its registry be reached over plain HTTP).
-pub fn app(global: &GlobalArgs, args: &AppArgs) -> anyhow::Result<App> {
+/// The app `args` describe: a host command as before, or an image's app from the store of
+/// the data directory `data` (`--insecure-options=http` lets its registry be reached over
+/// plain HTTP).
+pub fn app(global: &GlobalArgs, data: &Path, args: &AppArgs) -> anyhow::Result<App> {
     let image = &args.image;
     let first = &args.command[0];
-    if !is_image(global, first)? {
+    if !is_image(data, first)? {
         if image.exec.is_some() {
             bail!("--exec needs an IMAGE (docker://, oci:, oci-archive:, docker-archive:, an image ID or a stored name), but {first:?} is a host command");
         }
@@ -85,7 +64,7 @@ pub fn app(global: &GlobalArgs, args: &AppArgs) -> anyhow::Result<App> {
     };
     let reference = ImageRef::parse(first)?;
     let options = fetch_options(image.pull_policy, global.insecure()?.http)?;
-    let store = image_store(global)?;
+    let store = image_store_in(data)?;
     let record = fetch_image(global, &store, &reference, first, &options)?;
     let config = store
         .config(&record)

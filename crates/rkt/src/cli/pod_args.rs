@@ -80,13 +80,33 @@ pub struct AppArgs {
     pub isolation: Box<IsolationArgs>,
 
     #[command(flatten)]
-    pub image: super::image_app::ImageAppArgs,
+    pub image: ImageAppArgs,
 
     /// The command to run and its arguments, or an IMAGE (see `rkt fetch`) optionally
     /// followed by --exec=PATH and `-- ARGS`: from `--` or the first word that is not an
     /// option. Before it, a word starting with '-' must be one of rkt's options.
     #[arg(value_name = "COMMAND", required = true, trailing_var_arg = true)]
     pub command: Vec<String>,
+}
+
+/// Options for an app that runs an image.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Image")]
+pub struct ImageAppArgs {
+    /// With an IMAGE: run PATH instead of the image's Entrypoint (and without its Cmd;
+    /// arguments after `--` are passed). May also follow the IMAGE.
+    #[arg(long, value_name = "PATH")]
+    pub exec: Option<String>,
+
+    /// With an IMAGE: when to fetch it (never: only the store; new: when not stored;
+    /// update: always ask its source).
+    #[arg(long, value_enum, default_value_t = super::fetch::PullPolicyArg::New)]
+    pub pull_policy: super::fetch::PullPolicyArg,
+
+    /// With an IMAGE: unpack a copy of it into the pod instead of mounting an overlay of
+    /// its layers (the fallback when the kernel has no overlay support).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
+    pub no_overlay: bool,
 }
 
 impl AppArgs {
@@ -262,13 +282,13 @@ impl PodNetArgs {
     pub fn run_options(
         &self,
         global: &GlobalArgs,
+        dirs: &rkt::config::EffectiveDirs,
         stdio: &StdioArgs,
         uuid_file_save: Option<PathBuf>,
     ) -> anyhow::Result<(RunOptions, PodStore)> {
         let null_stdio = stdio.null_stdio()?;
         let selection = NetSelection::parse(&self.net)?;
         let ports = rkt::firewall::ports::parse_all(&self.port)?;
-        let dirs = global.effective_dirs(&self.dirs)?;
         let insecure = global.insecure()?;
         if let Some(name) = &self.hostname {
             // It goes into /etc/hosts and the UTS namespace: no whitespace or shell text.

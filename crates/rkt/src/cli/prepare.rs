@@ -7,8 +7,10 @@ use clap::Args;
 
 use rkt::pod::{PodState, State};
 
-use super::pod_args::{store, AppArgs, UnsupportedArgs};
+use super::pod_args::{AppArgs, UnsupportedArgs};
 use super::GlobalArgs;
+use super::NetDirArgs;
+use rkt::pod::PodStore;
 
 /// Create a pod for a command without running it, and print its UUID. Networking options
 /// belong to `rkt run-prepared`.
@@ -32,8 +34,9 @@ pub struct PrepareArgs {
 
 pub fn run(global: &GlobalArgs, args: &PrepareArgs) -> anyhow::Result<ExitCode> {
     args.unsupported.refuse()?;
-    let app = super::image_app::app(global, &args.app)?;
-    let store = store(global)?;
+    let dirs = global.effective_dirs(&NetDirArgs::default())?;
+    let app = super::image_app::app(global, &dirs.data.value, &args.app)?;
+    let store = PodStore::new(dirs.pods_dir());
     let (pod, lock) = store.create(app, &PodState::new(State::Prepared))?;
     drop(lock);
     if let Some(file) = &args.uuid_file_save {

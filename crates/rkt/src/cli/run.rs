@@ -34,10 +34,11 @@ pub struct RunArgs {
 
 pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     args.unsupported.refuse()?;
-    let app = super::image_app::app(global, &args.app)?;
-    let (opts, store) = args
-        .net
-        .run_options(global, &args.stdio, args.uuid_file_save.clone())?;
+    let dirs = global.effective_dirs(&args.net.dirs)?;
+    let (opts, store) =
+        args.net
+            .run_options(global, &dirs, &args.stdio, args.uuid_file_save.clone())?;
+    let app = super::image_app::app(global, &dirs.data.value, &args.app)?;
     let outcome = run_new(&store, app, &opts)?;
     Ok(finish(global, &outcome))
 }

@@ -28,7 +28,8 @@ pub struct RunPreparedArgs {
 
 pub fn run(global: &GlobalArgs, args: &RunPreparedArgs) -> anyhow::Result<ExitCode> {
     args.unsupported.refuse()?;
-    let (opts, store) = args.net.run_options(global, &args.stdio, None)?;
+    let dirs = global.effective_dirs(&args.net.dirs)?;
+    let (opts, store) = args.net.run_options(global, &dirs, &args.stdio, None)?;
     let pod = args.pod.lookup(&store)?;
     let outcome = run_prepared(&pod, &opts)?;
     Ok(finish(global, &outcome))

@@ -15,34 +15,9 @@ pub mod user;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
 use crate::pod::{App, PodError, PodStore};
 
-/// The image an app runs from, as recorded in the pod manifest when the pod is created.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AppImage {
-    /// The image ID (`sha256:` of its config).
-    pub id: String,
-    /// The name it was given by (`docker.io/library/busybox:latest`, `oci:/path:tag`).
-    pub name: String,
-    /// The image store it is in (`<data dir>/images`).
-    pub store: PathBuf,
-    /// The image's `WorkingDir`: the app starts there (created when missing).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub working_dir: Option<String>,
-    /// The image's `User` (`uid[:gid]` or `name[:group]`), resolved in the pod.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub user: Option<String>,
-    /// `--no-overlay`: unpack a copy of the image into the pod instead of an overlay mount.
-    #[serde(default)]
-    pub no_overlay: bool,
-    /// Neither the image's Env nor `--set-env` sets `HOME`: the app gets its user's home
-    /// directory from the pod's `/etc/passwd` (`/` for a user without one), as in Docker.
-    #[serde(default)]
-    pub home_from_user: bool,
-}
+pub use crate::podstore::manifest::AppImage;
 
 /// The directory an image pod's root filesystem is mounted or unpacked at.
 pub fn rootfs_dir(pod_dir: &Path) -> PathBuf {
