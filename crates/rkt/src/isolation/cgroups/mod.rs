@@ -79,15 +79,30 @@ fn write(path: &Path, value: &str) -> Result<(), IsolationError> {
     })
 }
 
+/// Creates a cgroup directory and its parents. Another pod's teardown may remove the shared
+/// `rkt` parent between the two steps ([`remove_parent_if_empty`]): that is retried.
 fn mkdir(path: &Path) -> Result<(), IsolationError> {
-    match std::fs::create_dir_all(path) {
-        Ok(()) => Ok(()),
-        Err(source) => Err(IsolationError::Io {
-            what: "create the cgroup",
-            path: path.to_path_buf(),
-            source,
-        }),
+    let mut tries = 0;
+    loop {
+        match std::fs::create_dir_all(path) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries < 3 => tries += 1,
+            Err(source) => {
+                return Err(IsolationError::Io {
+                    what: "create the cgroup",
+                    path: path.to_path_buf(),
+                    source,
+                })
+            }
+        }
     }
+}
+
+/// Removes the `rkt` cgroup below a hierarchy's `root` once no pod's cgroup is left in it,
+/// so that rkt leaves nothing on the host; while another pod has one, the kernel refuses
+/// (not empty, or busy) and it stays.
+fn remove_parent_if_empty(root: &Path) {
+    let _ = std::fs::remove_dir(root.join("rkt"));
 }
 
 /// Removes a cgroup directory; gone already is fine.

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{mkdir, pod_dir, rmdir, write, Limits, Manager, CPU_PERIOD_US};
+use super::{mkdir, pod_dir, remove_parent_if_empty, rmdir, write, Limits, Manager, CPU_PERIOD_US};
 use crate::isolation::IsolationError;
 
 /// The v1 hierarchies mounted under `root` (normally `/sys/fs/cgroup`).
@@ -86,8 +86,12 @@ impl Manager for V1 {
     fn remove(&self, uuid: &str) -> Result<(), IsolationError> {
         let mut first_err = None;
         for (name, _) in CONTROLLERS {
-            if let Err(e) = rmdir(&pod_dir(&self.root.join(name), uuid)) {
-                first_err.get_or_insert(e);
+            let hierarchy = self.root.join(name);
+            match rmdir(&pod_dir(&hierarchy, uuid)) {
+                Ok(()) => remove_parent_if_empty(&hierarchy),
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
             }
         }
         first_err.map_or(Ok(()), Err)
@@ -129,8 +133,12 @@ mod tests {
                 std::fs::remove_file(e.unwrap().path()).unwrap();
             }
         }
+        std::fs::create_dir_all(root.path().join("cpu/rkt/other-pod")).unwrap();
         v1.remove("u1").unwrap();
         assert!(!root.path().join("memory/rkt/u1").exists());
+        // The last pod's cgroup takes the shared parent with it; another pod's keeps it.
+        assert!(!root.path().join("memory/rkt").exists());
+        assert!(root.path().join("cpu/rkt/other-pod").exists());
         v1.remove("u1").unwrap();
     }
 

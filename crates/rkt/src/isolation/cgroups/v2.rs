@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{mkdir, pod_dir, rmdir, write, Limits, Manager, CPU_PERIOD_US};
+use super::{mkdir, pod_dir, remove_parent_if_empty, rmdir, write, Limits, Manager, CPU_PERIOD_US};
 use crate::isolation::IsolationError;
 
 /// The unified hierarchy mounted at `root` (normally `/sys/fs/cgroup`).
@@ -51,8 +51,9 @@ impl V2 {
     }
 }
 
-impl Manager for V2 {
-    fn create(&self, uuid: &str, limits: &Limits) -> Result<(), IsolationError> {
+impl V2 {
+    /// One attempt of [`Manager::create`].
+    fn try_create(&self, uuid: &str, limits: &Limits) -> Result<(), IsolationError> {
         let controllers = self.controllers(limits)?;
         let rkt = self.root.join("rkt");
         mkdir(&rkt)?;
@@ -70,6 +71,24 @@ impl Manager for V2 {
         }
         Ok(())
     }
+}
+
+impl Manager for V2 {
+    fn create(&self, uuid: &str, limits: &Limits) -> Result<(), IsolationError> {
+        // Another pod's teardown may remove the shared `rkt` parent while this one sets it
+        // up (its controllers enabled, then the pod's own directory): start over then.
+        let mut tries = 0;
+        loop {
+            match self.try_create(uuid, limits) {
+                Err(IsolationError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound && tries < 3 =>
+                {
+                    tries += 1
+                }
+                done => return done,
+            }
+        }
+    }
 
     fn join(&self, uuid: &str, _limits: &Limits, pid: u32) -> Result<(), IsolationError> {
         write(
@@ -79,7 +98,9 @@ impl Manager for V2 {
     }
 
     fn remove(&self, uuid: &str) -> Result<(), IsolationError> {
-        rmdir(&pod_dir(&self.root, uuid))
+        rmdir(&pod_dir(&self.root, uuid))?;
+        remove_parent_if_empty(&self.root);
+        Ok(())
     }
 }
 
