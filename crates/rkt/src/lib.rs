@@ -6,18 +6,20 @@
 //!
 //! - [`pod`]: a pod's life: run, stop, gc, rm, status; the one room that drives the others.
 //! - [`net_inspect`]: the networks in effect, for `rkt net list|status`.
+//! - [`config`]: the layered `paths` configuration and the effective directories.
 //! - [`networking`]: CNI orchestration: select and plan networks, set them up, record
 //!   them, tear them down and check them.
-//! - [`etc_files`]: the pod's `/etc/resolv.conf` and `/etc/hosts`.
+//! - [`stage`]: the process that runs the app inside the pod's namespaces.
 //! - [`firewall`]: what rkt does to the host's firewall itself: the sweep of rules a DEL
 //!   left, and port forwarding's plumbing.
 //! - [`image_pod`]: pods that run an image: the overlay root filesystem, the image's user,
 //!   which images pods use.
-//! - [`stage`]: the process that runs the app inside the pod's namespaces.
+//! - [`etc_files`]: the pod's `/etc/resolv.conf` and `/etc/hosts`.
+//! - [`security`]: who may write what rkt runs as root; `--insecure-options`.
 //! - [`podstore`]: pods on disk: store, manifest, state record, locks.
-//! - [`security`]: who may write what rkt runs as root; the plugin timeout.
+//! - [`isolation`]: what keeps the app from the host: capabilities, seccomp, kernel paths,
+//!   users, cgroups.
 //! - [`netns`]: network namespaces, created, bind-mounted, entered and removed.
-//! - [`config`]: the layered `paths` configuration and the effective directories.
 //! - [`fsutil`]: atomic file replacement.
 //!
 //! The command line (`src/cli/`, part of the `rkt` binary) is a thin layer on top.
