@@ -84,7 +84,7 @@ const ETC_FILES: [&str; 2] = ["resolv.conf", "hosts"];
 /// what it would see on the host's root. A target that is a regular file is mounted over;
 /// when one is missing (or a symlink, which would resolve on the host), the rootfs's `/etc`
 /// is replaced in the pod's mount namespace by a tmpfs holding a bind mount of each of its
-/// entries ([`shadow_dir`]), in which the pod's files are mounted; a rootfs without `/etc`
+/// entries (`shadow_dir`), in which the pod's files are mounted; a rootfs without `/etc`
 /// gets one that way on its root.
 pub fn bind_etc_files(pod_dir: &Path, root: &Path, is_rootfs: bool) -> Result<(), StageError> {
     if !is_rootfs {

@@ -1,5 +1,5 @@
 //! The system calls that narrow a process, behind a trait, so that the order in which
-//! [`super::apply`] makes them can be tested without root ([`test::Recorder`]); the escape
+//! [`super::apply`] makes them can be tested without root (`test::Recorder`); the escape
 //! tests (`tests/isolation_escape.rs`) then prove the real ones ([`Linux`]).
 
 #[cfg(test)]
