@@ -64,6 +64,13 @@ pub fn enter(
     fchdir(root.as_raw_fd()).map_err(|e| fail("change to its root".into(), e))?;
     chroot(".").map_err(|e| fail("chroot to its root".into(), e))?;
     chdir("/").map_err(|e| fail("change directory to /".into(), e))?;
+    if isolation.user_ns.is_some() {
+        // Last, as the init did: the other namespaces belong to the host's user namespace.
+        let user = open("ns/user")?;
+        setns(user.as_fd(), CloneFlags::CLONE_NEWUSER)
+            .map_err(|e| fail("join its user namespace".into(), e))?;
+        crate::isolation::user_ns::become_root()?;
+    }
     crate::isolation::apply(&crate::isolation::syscall::Linux, &prepared)?;
 
     let (program, args) = argv.split_first().ok_or(StageError::NoCommand)?;
