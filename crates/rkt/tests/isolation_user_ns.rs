@@ -82,6 +82,20 @@ fn root_inside_is_the_pods_range_outside() {
     assert!(world.pods().is_empty());
 }
 
+/// Sends an ICMP echo request to 127.0.0.1 from an ICMP echo socket (what `ping` uses
+/// without a raw socket) and prints the reply's type.
+const PING: &str = "use Socket; alarm 5; \
+    socket(my $s, PF_INET, SOCK_DGRAM, 1) or die qq(socket: $!\\n); \
+    send($s, pack(q(CCnnn), 8, 0, 0, 0, 1), 0, pack_sockaddr_in(0, inet_aton(q(127.0.0.1)))) \
+    or die qq(send: $!\\n); \
+    defined recv($s, my $r, 64, 0) or die qq(recv: $!\\n); \
+    printf qq(icmp reply type %d\\n), unpack(q(C), $r);";
+
+/// Binds TCP port 80 on 127.0.0.1.
+const BIND_80: &str = "use Socket; socket(my $s, PF_INET, SOCK_STREAM, 0) or die qq($!\\n); \
+    bind($s, pack_sockaddr_in(80, inet_aton(q(127.0.0.1)))) or die qq(bind 80: $!\\n); \
+    print qq(bound 80\\n);";
+
 #[test]
 fn networking_status_and_enter_work_in_a_private_users_pod() {
     require_root!();
@@ -101,16 +115,14 @@ fn networking_status_and_enter_work_in_a_private_users_pod() {
     assert_eq!(u64::from(app_uid), base);
 
     // The pod's network namespace is the host user namespace's: CNI set it up from the
-    // host side, and the app sees its address.
+    // host side, and the app sees its address; its root can still ping (an ICMP echo
+    // socket) and bind port 80.
+    let script = format!(
+        "cat /proc/self/uid_map; id -u; ip -4 -o addr show; perl -e '{PING}'; \
+         perl -e '{BIND_80}'"
+    );
     let out = world
-        .rkt(&[
-            "enter",
-            &uuid,
-            "--",
-            "sh",
-            "-c",
-            "cat /proc/self/uid_map; id -u; ip -4 -o addr show",
-        ])
+        .rkt(&["enter", &uuid, "--", "sh", "-c", &script])
         .run();
     out.assert_success();
     let stdout = out.stdout();
@@ -121,6 +133,8 @@ fn networking_status_and_enter_work_in_a_private_users_pod() {
         stdout.contains(&format!("inet {ip}/")),
         "{ip} not in {stdout}"
     );
+    assert!(stdout.contains("icmp reply type 0\n"), "{stdout}");
+    assert!(stdout.contains("bound 80\n"), "{stdout}");
 
     world.rkt(&["stop", &uuid]).run().assert_success();
     world.wait_child(index);

@@ -167,6 +167,27 @@ pub fn write_maps(host_proc: &OwnedFd, pid: Pid, map: &IdMap) -> Result<(), Isol
     Ok(())
 }
 
+/// The pod's network sysctls that let its root, unprivileged towards the network namespace
+/// (the host's user namespace owns it), bind ports below 1024 and open ICMP echo sockets
+/// (`ping`), as rootless podman does; raw sockets stay refused.
+const NET_SYSCTLS: [(&str, &str); 2] = [
+    ("/proc/sys/net/ipv4/ip_unprivileged_port_start", "0"),
+    ("/proc/sys/net/ipv4/ping_group_range", "0 2147483647"),
+];
+
+/// Sets [`NET_SYSCTLS`] in the caller's network namespace, which must be the pod's own
+/// (never the host's: `--net=host` keeps the host's settings).
+pub fn open_pod_network() -> Result<(), IsolationError> {
+    for (file, value) in NET_SYSCTLS {
+        std::fs::write(file, value).map_err(|source| IsolationError::Io {
+            what: "set the pod's",
+            path: file.into(),
+            source,
+        })?;
+    }
+    Ok(())
+}
+
 /// Makes the caller, inside a mapped user namespace, root of it with no supplementary
 /// groups (the host's would show as nobody).
 pub fn become_root() -> Result<(), IsolationError> {

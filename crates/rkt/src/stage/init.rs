@@ -394,6 +394,9 @@ fn prepare(args: &InitArgs) -> Result<Prepared, StageError> {
             path: netns.clone(),
             source,
         })?;
+        if isolation.user_ns.is_some() {
+            isolation::user_ns::open_pod_network().map_err(StageError::Isolation)?;
+        }
     }
     let mut namespaces =
         CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWUTS | CloneFlags::CLONE_NEWPID;
