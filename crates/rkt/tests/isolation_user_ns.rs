@@ -188,3 +188,29 @@ fn disabled_user_namespaces_are_a_clear_error_before_the_pod_exists() {
 }
 
 const LIMIT: &str = "/proc/sys/user/max_user_namespaces";
+
+#[test]
+fn prepare_records_the_flag_and_run_prepared_maps_the_pod() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let out = world
+        .rkt(&[
+            "prepare",
+            "--private-users",
+            "--",
+            "cat",
+            "/proc/self/uid_map",
+        ])
+        .run();
+    out.assert_success();
+    let uuid = out.stdout().trim().to_string();
+    let run = world.rkt(&["run-prepared", "--net=none", &uuid]).run();
+    run.assert_success();
+    let base = world.status_json(&uuid)["isolation"]["userNs"]["hostBase"]
+        .as_u64()
+        .expect("userNs in status");
+    assert_eq!(map_fields(&run.stdout()), [0, base, 65536]);
+    world.rkt(&["rm", &uuid]).run().assert_success();
+    assert!(world.pods().is_empty());
+}
