@@ -175,8 +175,8 @@ const NET_SYSCTLS: [(&str, &str); 2] = [
     ("/proc/sys/net/ipv4/ping_group_range", "0 2147483647"),
 ];
 
-/// Sets those two sysctls (`NET_SYSCTLS`) in the caller's network namespace, which must be the pod's own
-/// (never the host's: `--net=host` keeps the host's settings).
+/// Sets those two sysctls (`NET_SYSCTLS`) in the caller's network namespace, which must be
+/// the pod's own (never the host's: `--net=host` keeps the host's settings).
 pub fn open_pod_network() -> Result<(), IsolationError> {
     for (file, value) in NET_SYSCTLS {
         std::fs::write(file, value).map_err(|source| IsolationError::Io {
