@@ -61,6 +61,11 @@ pub struct IsolationArgs {
     /// its own.
     #[arg(long, value_name = "MILLICORES")]
     pub cpu: Option<String>,
+
+    /// Run the pod in a user namespace of its own: root inside is an unprivileged range of
+    /// 65536 host ids, one per pod (see docs/isolation.md).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
+    pub private_users: bool,
 }
 
 impl IsolationArgs {
@@ -103,6 +108,7 @@ impl IsolationArgs {
             readonly_rootfs: self.readonly_rootfs,
             identity,
             limits,
+            private_users: self.private_users,
         })
     }
 }

@@ -6,6 +6,7 @@
 //! - [`paths`]: masked and read-only kernel paths, `nodev` mounts;
 //! - [`user`]: the app's user and groups;
 //! - [`cgroups`]: resource limits in a cgroup of the pod's own (v1 and v2);
+//! - [`user_ns`]: `--private-users`, the pod's user namespace and id range;
 //! - [`syscall`]: the calls that narrow a process, behind a trait with a recording fake.
 //!
 //! The app's flags are recorded in its manifest ([`Isolators`]); what a pod actually ran
@@ -23,6 +24,7 @@ pub mod paths;
 pub mod seccomp;
 pub mod syscall;
 pub mod user;
+pub mod user_ns;
 
 use seccompiler::BpfProgram;
 use serde::{Deserialize, Serialize};
@@ -53,6 +55,9 @@ pub struct Isolators {
     /// `--memory`, `--cpu`.
     #[serde(default, skip_serializing_if = "cgroups::Limits::is_none")]
     pub limits: cgroups::Limits,
+    /// `--private-users`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub private_users: bool,
 }
 
 impl Isolators {
@@ -62,6 +67,7 @@ impl Isolators {
             && !self.readonly_rootfs
             && self.identity.is_none()
             && self.limits.is_none()
+            && !self.private_users
     }
 }
 
@@ -97,6 +103,10 @@ pub struct Isolation {
     /// Resource limits, in the pod's cgroup (`--memory`, `--cpu`).
     #[serde(default, skip_serializing_if = "cgroups::Limits::is_none")]
     pub limits: cgroups::Limits,
+    /// The pod's user namespace and its host ids (`--private-users`); set by the runner
+    /// once the pod has its UUID ([`user_ns::allocate`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_ns: Option<user_ns::IdMap>,
 }
 
 impl Default for Isolation {
@@ -129,6 +139,7 @@ impl Isolation {
             readonly_rootfs: isolators.readonly_rootfs,
             identity: isolators.identity.clone(),
             limits: isolators.limits,
+            user_ns: None,
         })
     }
 
@@ -343,6 +354,7 @@ mod tests {
                 identity: None,
                 ambient: false,
                 limits: cgroups::Limits::default(),
+                user_ns: None,
             }
         );
         let sys = Recorder::default();

@@ -130,10 +130,19 @@ pub fn run_new(store: &PodStore, app: App, opts: &RunOptions) -> Result<RunOutco
     // Before the pod exists: `rkt stop` of a pod this young signals this runner, which must
     // then abort the start rather than die of it (a failure here is reported by `start`).
     let _ = signals::install();
-    let isolation = settle_isolation(&app, opts)?;
+    let mut isolation = settle_isolation(&app, opts)?;
+    let private_users = app.isolators.private_users;
+    let in_use = if private_users {
+        id_ranges_in_use(store)
+    } else {
+        Vec::new()
+    };
     // The pod appears already `running`, with the namespace path it is about to get.
     let (pod, lock, state) = store.create_with(app, |uuid| {
         let mut state = start_running(uuid, PodState::new(State::Running), opts);
+        if private_users {
+            isolation.user_ns = Some(isolation::user_ns::allocate(uuid, &in_use));
+        }
         state.isolation = Some(isolation);
         state
     })?;
@@ -157,7 +166,13 @@ pub fn run_prepared(pod: &Pod, opts: &RunOptions) -> Result<RunOutcome, StartFai
         }
         .into());
     }
-    let isolation = settle_isolation(&pod.manifest()?.app, opts)?;
+    let app = pod.manifest()?.app;
+    let mut isolation = settle_isolation(&app, opts)?;
+    if app.isolators.private_users {
+        let pods = pod.dir.parent().unwrap_or(Path::new("/"));
+        let in_use = id_ranges_in_use(&PodStore::new(pods));
+        isolation.user_ns = Some(isolation::user_ns::allocate(&pod.uuid, &in_use));
+    }
     let mut state = start_running(&pod.uuid, state, opts);
     state.isolation = Some(isolation);
     state.store(&pod.dir)?;
@@ -165,11 +180,30 @@ pub fn run_prepared(pod: &Pod, opts: &RunOptions) -> Result<RunOutcome, StartFai
 }
 
 /// What the app will run with: its flags, less what `--insecure-options` turned off.
+/// With `--private-users`, checks first that this host can create user namespaces.
 fn settle_isolation(app: &App, opts: &RunOptions) -> Result<Isolation, StartFailure> {
-    Isolation::new(&app.isolators, opts.isolation_off).map_err(|e| StartFailure {
+    let failed = |e| StartFailure {
         error: Box::new(RunError::Isolation(e)),
         cleanup: Vec::new(),
-    })
+    };
+    if app.isolators.private_users {
+        isolation::user_ns::check_available(Path::new(isolation::user_ns::MAX_USER_NAMESPACES))
+            .map_err(failed)?;
+    }
+    Isolation::new(&app.isolators, opts.isolation_off).map_err(failed)
+}
+
+/// The host id ranges of the running pods' user namespaces (`--private-users`), which a
+/// new pod's range must not overlap. A pod whose record cannot be read is skipped.
+fn id_ranges_in_use(store: &PodStore) -> Vec<isolation::user_ns::IdMap> {
+    store
+        .list()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|pod| pod.state().ok())
+        .filter(|state| state.state == State::Running)
+        .filter_map(|state| state.isolation.and_then(|i| i.user_ns))
+        .collect()
 }
 
 /// Checks the options that can be checked without a pod: DNS and hosts flags, that every

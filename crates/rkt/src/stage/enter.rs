@@ -58,12 +58,19 @@ pub fn enter(
         .iter()
         .map(|(name, flag)| open(&format!("ns/{name}")).map(|f| (*name, *flag, f)))
         .collect::<Result<Vec<_>, _>>()?;
+    let user = isolation.user_ns.map(|_| open("ns/user")).transpose()?;
     for (name, flag, file) in &namespaces {
         setns(file.as_fd(), *flag).map_err(|e| fail(format!("join its {name} namespace"), e))?;
     }
     fchdir(root.as_raw_fd()).map_err(|e| fail("change to its root".into(), e))?;
     chroot(".").map_err(|e| fail("chroot to its root".into(), e))?;
     chdir("/").map_err(|e| fail("change directory to /".into(), e))?;
+    if let Some(user) = &user {
+        // Last, as the init did: the other namespaces belong to the host's user namespace.
+        setns(user.as_fd(), CloneFlags::CLONE_NEWUSER)
+            .map_err(|e| fail("join its user namespace".into(), e))?;
+        crate::isolation::user_ns::become_root()?;
+    }
     crate::isolation::apply(&crate::isolation::syscall::Linux, &prepared)?;
 
     let (program, args) = argv.split_first().ok_or(StageError::NoCommand)?;

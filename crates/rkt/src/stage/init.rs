@@ -14,6 +14,10 @@
 //!    app's status (128 + signal number when a signal killed it) as soon as the app is
 //!    gone; leaving PID 1 makes the kernel kill whatever else still runs in the pod.
 //!
+//! With `--private-users` the init, once in the rootfs, creates the pod's user namespace
+//! and the stage writes its id maps ([`crate::isolation::user_ns`]); the app is forked
+//! inside it.
+//!
 //! The status pipe is close-on-exec everywhere, so the runner reads end-of-file once the
 //! app has been executed; any failure before that is reported on it as `error <message>`.
 //! Each process sets a parent-death signal (SIGKILL), so a pod never outlives its runner;
@@ -181,6 +185,11 @@ fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
             return Err((status, StageError::Sys { what, path, source }));
         }
     };
+    let user_ns = isolation.user_ns;
+    let handshake = match user_ns.map(|_| UserNsHandshake::new()).transpose() {
+        Ok(h) => h,
+        Err(e) => return Err((status, StageError::Isolation(e))),
+    };
     // SAFETY: this process is single-threaded (nothing here starts threads), so the child
     // may continue as a normal process.
     match unsafe { fork() } {
@@ -200,6 +209,7 @@ fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
                 &env,
                 (root.as_deref(), image.as_ref()),
                 isolation,
+                handshake.as_ref(),
                 &alive_read,
                 &mut status,
             );
@@ -220,6 +230,12 @@ fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
             // One write(2) of less than PIPE_BUF bytes: atomic, never interleaved with an
             // error line the init may be writing at the same time.
             let _ = status.write_all(format!("pid {child}\n").as_bytes());
+            if let (Some(handshake), Some(map)) = (handshake, user_ns) {
+                if let Err(err) = handshake.map_child(child, &map) {
+                    report(&mut status, &StageError::Isolation(err));
+                    let _ = nix::sys::signal::kill(child, Signal::SIGKILL);
+                }
+            }
             drop(status);
             drop(alive_read);
             signals::forward_to(child.as_raw());
@@ -235,6 +251,78 @@ fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
 pub(super) struct AppIsolation {
     paths: bool,
     prepared: isolation::Prepared,
+    /// `--private-users`: the pod's host ids.
+    user_ns: Option<isolation::user_ns::IdMap>,
+}
+
+/// The two pipes between the init, which creates the pod's user namespace, and the stage,
+/// its parent, which maps it from outside: the init writes a byte once it has unshared, the
+/// stage one once the maps are written (or closes its end, having failed).
+struct UserNsHandshake {
+    unshared: (OwnedFd, OwnedFd),
+    mapped: (OwnedFd, OwnedFd),
+    /// The host's `/proc`, where the stage finds the init's maps.
+    host_proc: OwnedFd,
+}
+
+impl UserNsHandshake {
+    fn new() -> Result<UserNsHandshake, isolation::IsolationError> {
+        let pipe = || {
+            pipe2(OFlag::O_CLOEXEC).map_err(|source| isolation::IsolationError::Io {
+                what: "create the user namespace pipes of",
+                path: PathBuf::from("the pod"),
+                source: source.into(),
+            })
+        };
+        Ok(UserNsHandshake {
+            unshared: pipe()?,
+            mapped: pipe()?,
+            host_proc: isolation::user_ns::open_host_proc()?,
+        })
+    }
+
+    /// In the stage: waits for the init `child` to unshare, then writes its maps.
+    fn map_child(
+        self,
+        child: Pid,
+        map: &isolation::user_ns::IdMap,
+    ) -> Result<(), isolation::IsolationError> {
+        let UserNsHandshake {
+            unshared: (unshared, unshared_w),
+            mapped: (mapped_r, mapped),
+            host_proc,
+        } = self;
+        drop((unshared_w, mapped_r));
+        // End of file: the init failed before unsharing and reports that itself.
+        if !matches!(read_byte(&unshared), Ok(1)) {
+            return Ok(());
+        }
+        isolation::user_ns::write_maps(&host_proc, child, map)?;
+        let _ = nix::unistd::write(&mapped, b"m");
+        Ok(())
+    }
+
+    /// In the init: creates the user namespace, has the stage map it and becomes its root.
+    fn enter(&self) -> Result<(), isolation::IsolationError> {
+        isolation::user_ns::unshare()?;
+        let _ = nix::unistd::write(&self.unshared.1, b"u");
+        if !matches!(read_byte(&self.mapped.0), Ok(1)) {
+            return Err(isolation::IsolationError::Unsupported {
+                what: "--private-users: the stage did not map the pod's user namespace".into(),
+            });
+        }
+        isolation::user_ns::become_root()
+    }
+}
+
+/// Reads one byte, retrying on EINTR; `Ok(0)` at end of file.
+fn read_byte(fd: &OwnedFd) -> Result<usize, Errno> {
+    loop {
+        match nix::unistd::read(fd.as_raw_fd(), &mut [0u8]) {
+            Err(Errno::EINTR) => continue,
+            other => return other,
+        }
+    }
 }
 
 /// What [`prepare`] returns: the app's argv, env, rootfs, isolation and image.
@@ -306,6 +394,9 @@ fn prepare(args: &InitArgs) -> Result<Prepared, StageError> {
             path: netns.clone(),
             source,
         })?;
+        if isolation.user_ns.is_some() {
+            isolation::user_ns::open_pod_network().map_err(StageError::Isolation)?;
+        }
     }
     let mut namespaces =
         CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWUTS | CloneFlags::CLONE_NEWPID;
@@ -367,6 +458,7 @@ fn prepare(args: &InitArgs) -> Result<Prepared, StageError> {
     let isolation = AppIsolation {
         paths: isolation.paths,
         prepared,
+        user_ns: isolation.user_ns,
     };
     Ok((app.exec, env, app.rootfs, isolation, app.image))
 }
@@ -378,6 +470,7 @@ fn pod_init(
     env: &[(OsString, OsString)],
     (rootfs, image): (Option<&Path>, Option<&AppImage>),
     mut isolation: AppIsolation,
+    user_ns: Option<&UserNsHandshake>,
     stage_alive: &OwnedFd,
     status: &mut Option<File>,
 ) -> Result<i32, StageError> {
@@ -419,6 +512,10 @@ fn pod_init(
             gid: creds.gid,
             supplementary_gids: creds.groups.clone(),
         });
+    }
+    if let Some(handshake) = user_ns {
+        // Last: the pod's other namespaces stay the host's, out of the app's reach.
+        handshake.enter().map_err(StageError::Isolation)?;
     }
     let env = &crate::image_pod::process::with_home(env, image, creds.as_ref());
     let program = argv.first().ok_or(StageError::NoCommand)?;
