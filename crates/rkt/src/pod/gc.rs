@@ -228,19 +228,7 @@ mod tests {
     use crate::pod::{App, PodState};
 
     fn app() -> App {
-        App {
-            name: "a".into(),
-            exec: vec!["a".into()],
-            env: vec![],
-            inherit_env: false,
-            rootfs: None,
-            ipc: Default::default(),
-            oom_score_adjust: None,
-            image: None,
-            user_annotations: Default::default(),
-            user_labels: Default::default(),
-            isolators: Default::default(),
-        }
+        App::new("a", ["a"])
     }
 
     fn opts(grace: u64) -> GcOptions {
