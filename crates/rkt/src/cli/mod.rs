@@ -39,6 +39,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
 use on_off::OnOff;
+use rkt::config::unused::unused_files;
 use rkt::config::{
     absolutize, load_paths, require_dir, resolve, ConfigDirs, DirOverrides, EffectiveDirs, Origin,
     PathsConfig, Value, DEFAULT_LOCAL_CONFIG, DEFAULT_SYSTEM_CONFIG,
@@ -237,10 +238,16 @@ impl GlobalArgs {
         })
     }
 
-    /// Loads the layered paths configuration, printing its warnings under `--debug`.
+    /// Loads the layered paths configuration, printing its warnings, and the files of kinds
+    /// rkt does not read (`stage1.d`), under `--debug`.
     pub fn load_paths(&self, dirs: &ConfigDirs) -> anyhow::Result<PathsConfig> {
         let paths = load_paths(dirs)?;
-        for warning in &paths.warnings {
+        let unused = if self.debug {
+            unused_files(dirs)
+        } else {
+            Vec::new()
+        };
+        for warning in paths.warnings.iter().chain(&unused) {
             self.warn(warning);
         }
         Ok(paths)
