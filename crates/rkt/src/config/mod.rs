@@ -6,7 +6,8 @@
 //! - [`dirs`]: the one function, [`resolve`], that turns flags, configuration and
 //!   defaults into the directories every command uses.
 //! - [`show`]: the JSON that `rkt config` prints.
-//! - [`unused`]: the kinds rkt does not read (`stage1.d`), reported, never silently ignored.
+//! - [`unused`]: what rkt does not read (`stage1.d`, `auth.d` files of kind `auth`),
+//!   reported, never silently ignored.
 //! - [`error`]: what can go wrong, naming the file, field or flag involved.
 //!
 //! May not touch: pods, networks or anything they use; it only reads configuration files
