@@ -1,145 +1,373 @@
-//! The import graph of a crate's source files, and its cycles.
+//! The import graph of a crate (library or binary), and its cycles, at two levels: between
+//! rooms (the crate root's modules: `pod`, `networking`, …) and between module files.
 //!
-//! Starting from the crate root (`lib.rs` or `main.rs`), the module tree is followed
-//! through `mod name;` declarations. Every path a file names that starts with `crate::`,
-//! `super::` or `self::` (in `use` declarations, braces expanded, and in code), or with
-//! the name of one of its own submodules (in `use`), is resolved to the file that
-//! defines the longest matching module: that is an edge. Declaring a module (`mod x;`)
-//! is not an edge; re-exporting from it (`pub use self::x::Y`) is. Comments and string
-//! literals are skipped, inline modules (`mod tests { use super::*; }`) are followed.
-//! A cycle is a strongly connected component of more than one file.
+//! An edge is a path that goes up or across: `crate::…`, `super::…` or `self::…`, in a `use`
+//! declaration or inline, in code and in test code (comments and strings are skipped). It
+//! points at the module file that defines the named item, following `use` re-exports (so
+//! `super::NetError` from a `networking` file points at `networking/error.rs`, where
+//! `networking/mod.rs` takes it from). A module calling into or re-exporting from its own
+//! submodules (by their bare names or through `self::`) is how a room is built from its
+//! parts, and is not an edge; a child reaching back to its parent is.
 //!
-//! Used by tests (`#[path = ".../tools/import_graph.rs"] mod import_graph;`, see
-//! `crates/cni/tests/import_cycles.rs`) and on its own:
-//! `rustc --edition 2021 -O tools/import_graph.rs -o /tmp/import-graph &&
-//! /tmp/import-graph crates/rkt/src/lib.rs` prints every cycle and exits 1 if there is one
-//! (`--lenient`: see [`Graph::without_parent_to_child`]).
+//! The one checker of the workspace. Used by tests (`#[path = "…/tools/import_graph.rs"] mod
+//! import_graph;`: `crates/rkt/tests/import_graph.rs` and `crates/cni/tests/import_cycles.rs`)
+//! and on its own: `rustc --edition 2021 -O tools/import_graph.rs -o /tmp/import-graph &&
+//! /tmp/import-graph crates/rkt/src/lib.rs crates/rkt/src/main.rs` prints every cycle and
+//! exits 1 if there is one (2 if a file cannot be read). When it fails it names the modules
+//! in the cycle and the references that make it; see docs/ARCHITECTURE.md for which room
+//! may take what from which.
 
 #![allow(dead_code)] // each user takes what it needs
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::fmt::Write as _;
+use std::path::Path;
 
-/// One import: the file that imports, the file it reaches, and where.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Edge {
-    /// The importing file, relative to the crate root's directory.
-    pub from: String,
-    /// The imported file, relative to the crate root's directory.
-    pub to: String,
-    /// 1-based line of the path in `from`.
-    pub line: usize,
-    /// The path as written, e.g. `crate::conf::ConfError`.
-    pub path: String,
+/// Panics with the cycles of the crate whose root file is `root`, if it has any.
+pub fn assert_acyclic(root: &Path) {
+    let graph = Graph::load(root).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        graph.files.len() > 3,
+        "found only {} modules under {}",
+        graph.files.len(),
+        root.display()
+    );
+    let report = graph.cycles();
+    assert!(
+        report.is_empty(),
+        "import cycles in {}:\n{report}",
+        root.display()
+    );
 }
 
-/// The files of a crate and the imports between them.
-#[derive(Debug, Default)]
-pub struct Graph {
-    /// Module path (`["conf", "parse"]`) to file, relative to the root's directory.
-    pub modules: BTreeMap<Vec<String>, String>,
-    /// Every import between two different files.
-    pub edges: Vec<Edge>,
-}
-
-/// Why a crate could not be read.
-#[derive(Debug)]
-pub struct ReadError(pub PathBuf, pub std::io::Error);
-
-impl std::fmt::Display for ReadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.0.display(), self.1)
+#[cfg(not(test))]
+fn main() {
+    let roots: Vec<String> = std::env::args().skip(1).collect();
+    if roots.is_empty() || roots.iter().any(|a| a.starts_with('-')) {
+        eprintln!("usage: import-graph CRATE_ROOT.rs...");
+        std::process::exit(2);
     }
+    let mut found = false;
+    for root in roots {
+        match Graph::load(Path::new(&root)) {
+            Ok(graph) => {
+                let report = graph.cycles();
+                found |= !report.is_empty();
+                println!("{root}: {} files", graph.files.len());
+                print!("{report}");
+            }
+            Err(e) => {
+                eprintln!("import-graph: {e}");
+                std::process::exit(2);
+            }
+        }
+    }
+    std::process::exit(i32::from(found));
+}
+
+/// A module: its path from the crate root (empty for the root) and what it binds.
+#[derive(Debug, Default)]
+pub struct Module {
+    /// The file, relative to the crate's `src/`.
+    pub file: String,
+    /// Submodules declared in the file (`mod x;`), by name.
+    children: BTreeSet<String>,
+    /// Names bound by `use` (any visibility): name -> absolute path, when it is in the crate.
+    uses: BTreeMap<String, Vec<String>>,
+    /// Paths going up or across, with the line they are on.
+    refs: Vec<(usize, Vec<String>, String)>,
+}
+
+pub struct Graph {
+    /// Module path (joined with `::`) -> module.
+    pub modules: BTreeMap<String, Module>,
+    /// Module files in load order, as module paths.
+    pub files: Vec<String>,
+}
+
+impl Graph {
+    pub fn load(root: &Path) -> Result<Graph, String> {
+        let src = root.parent().unwrap().to_path_buf();
+        let mut graph = Graph {
+            modules: BTreeMap::new(),
+            files: Vec::new(),
+        };
+        let mut todo = vec![(Vec::<String>::new(), root.to_path_buf())];
+        while let Some((path, file)) = todo.pop() {
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+            let rel = file
+                .strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let module = scan(&text, &path, rel);
+            // `x.rs` and `x/mod.rs` keep their submodules in `x/`; the root in `src/`.
+            let base = match file.file_name().and_then(|n| n.to_str()) {
+                Some("mod.rs" | "lib.rs" | "main.rs") => file.parent().unwrap().to_path_buf(),
+                _ => file.with_extension(""),
+            };
+            for child in &module.children {
+                let flat = base.join(format!("{child}.rs"));
+                let nested = base.join(child).join("mod.rs");
+                let found = if flat.exists() { flat } else { nested };
+                let mut child_path = path.clone();
+                child_path.push(child.clone());
+                todo.push((child_path, found));
+            }
+            graph.files.push(path.join("::"));
+            graph.modules.insert(path.join("::"), module);
+        }
+        Ok(graph)
+    }
+
+    /// The module file that `path` (absolute, without `crate`) names: as deep as the path
+    /// goes through modules, following `use` bindings for the rest.
+    fn resolve(&self, path: &[String], depth: usize) -> Option<String> {
+        let mut current: Vec<String> = Vec::new();
+        for (i, seg) in path.iter().enumerate() {
+            let module = self.modules.get(&current.join("::"))?;
+            if module.children.contains(seg) {
+                current.push(seg.clone());
+                continue;
+            }
+            if let Some(target) = module.uses.get(seg) {
+                if depth < 16 {
+                    let mut full = target.clone();
+                    full.extend(path[i + 1..].iter().cloned());
+                    if let Some(found) = self.resolve(&full, depth + 1) {
+                        return Some(found);
+                    }
+                }
+            }
+            break;
+        }
+        Some(current.join("::"))
+    }
+
+    /// The file edges: (from, to) -> the references that make it.
+    pub fn edges(&self) -> BTreeMap<(String, String), Vec<String>> {
+        let mut edges: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+        for (from, module) in &self.modules {
+            for (line, path, written) in &module.refs {
+                let Some(to) = self.resolve(path, 0) else {
+                    continue;
+                };
+                // A parent reaching into its own children (`pub use self::q::Q`, `q::f()`)
+                // is how a room is built from its parts: no edge.
+                let descendant = from.is_empty() || to.starts_with(&format!("{from}::"));
+                if &to != from && !descendant {
+                    edges
+                        .entry((from.clone(), to.clone()))
+                        .or_default()
+                        .push(format!(
+                            "{}:{line} -> {} ({written})",
+                            module.file, self.modules[&to].file
+                        ));
+                }
+            }
+        }
+        edges
+    }
+
+    /// Every cycle between rooms and between files, one paragraph each; empty when none.
+    pub fn cycles(&self) -> String {
+        let edges = self.edges();
+        let room = |m: &str| m.split("::").next().unwrap_or("").to_string();
+        let mut room_edges: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+        for ((from, to), why) in &edges {
+            let (a, b) = (room(from), room(to));
+            if a != b && !a.is_empty() && !b.is_empty() {
+                room_edges
+                    .entry((a, b))
+                    .or_default()
+                    .extend(why.iter().cloned());
+            }
+        }
+        let mut out = String::new();
+        for scc in components(&room_edges) {
+            let _ = writeln!(out, "cycle between rooms {}:", scc.join(", "));
+            describe(&mut out, &scc, &room_edges);
+        }
+        for scc in components(&edges) {
+            let files: Vec<String> = scc.iter().map(|m| self.modules[m].file.clone()).collect();
+            let _ = writeln!(out, "cycle between files {}:", files.join(", "));
+            describe(&mut out, &scc, &edges);
+        }
+        out
+    }
+}
+
+/// The references that make the cycle `scc`.
+fn describe(out: &mut String, scc: &[String], edges: &BTreeMap<(String, String), Vec<String>>) {
+    for ((from, to), why) in edges {
+        if scc.contains(from) && scc.contains(to) {
+            for w in why {
+                let _ = writeln!(out, "  {w}");
+            }
+        }
+    }
+}
+
+/// The strongly connected components with more than one node, each sorted (Tarjan).
+fn components(edges: &BTreeMap<(String, String), Vec<String>>) -> Vec<Vec<String>> {
+    let mut nodes: BTreeSet<&String> = BTreeSet::new();
+    let mut next: BTreeMap<&String, Vec<&String>> = BTreeMap::new();
+    for (from, to) in edges.keys() {
+        nodes.insert(from);
+        nodes.insert(to);
+        next.entry(from).or_default().push(to);
+    }
+    struct State<'a> {
+        index: BTreeMap<&'a String, usize>,
+        low: BTreeMap<&'a String, usize>,
+        stack: Vec<&'a String>,
+        on_stack: BTreeSet<&'a String>,
+        found: Vec<Vec<String>>,
+    }
+    fn visit<'a>(v: &'a String, next: &BTreeMap<&'a String, Vec<&'a String>>, s: &mut State<'a>) {
+        let i = s.index.len();
+        s.index.insert(v, i);
+        s.low.insert(v, i);
+        s.stack.push(v);
+        s.on_stack.insert(v);
+        for w in next.get(v).into_iter().flatten() {
+            if !s.index.contains_key(w) {
+                visit(w, next, s);
+                let low = s.low[v].min(s.low[w]);
+                s.low.insert(v, low);
+            } else if s.on_stack.contains(w) {
+                let low = s.low[v].min(s.index[w]);
+                s.low.insert(v, low);
+            }
+        }
+        if s.low[v] == s.index[v] {
+            let mut scc = Vec::new();
+            loop {
+                let w = s.stack.pop().unwrap();
+                s.on_stack.remove(w);
+                scc.push(w.clone());
+                if w == v {
+                    break;
+                }
+            }
+            if scc.len() > 1 {
+                scc.sort();
+                s.found.push(scc);
+            }
+        }
+    }
+    let mut state = State {
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        found: Vec::new(),
+    };
+    for v in nodes {
+        if !state.index.contains_key(v) {
+            visit(v, &next, &mut state);
+        }
+    }
+    state.found.sort();
+    state.found
 }
 
 #[derive(Debug, Clone, PartialEq)]
 enum Tok {
     Ident(String),
-    PathSep,
+    Colons,
     Punct(char),
 }
 
-/// Tokens of Rust source with comments, strings and character literals removed, each
-/// with its 1-based line.
-fn tokens(src: &str) -> Vec<(Tok, usize)> {
-    let b: Vec<char> = src.chars().collect();
+/// Rust source as identifiers, `::` and punctuation, with their lines; comments, strings
+/// and character literals dropped.
+fn tokens(text: &str) -> Vec<(usize, Tok)> {
+    let chars: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
     let (mut i, mut line) = (0, 1);
-    let at = |i: usize| b.get(i).copied().unwrap_or('\0');
-    while i < b.len() {
-        let c = b[i];
+    let at = |i: usize| chars.get(i).copied().unwrap_or('\0');
+    while i < chars.len() {
+        let c = chars[i];
         if c == '\n' {
             line += 1;
             i += 1;
+        } else if c.is_whitespace() {
+            i += 1;
         } else if c == '/' && at(i + 1) == '/' {
-            while i < b.len() && b[i] != '\n' {
+            while i < chars.len() && chars[i] != '\n' {
                 i += 1;
             }
         } else if c == '/' && at(i + 1) == '*' {
             let mut depth = 0;
-            while i < b.len() {
-                if b[i] == '/' && at(i + 1) == '*' {
+            while i < chars.len() {
+                if chars[i] == '/' && at(i + 1) == '*' {
                     depth += 1;
                     i += 2;
-                } else if b[i] == '*' && at(i + 1) == '/' {
+                } else if chars[i] == '*' && at(i + 1) == '/' {
                     depth -= 1;
                     i += 2;
                     if depth == 0 {
                         break;
                     }
                 } else {
-                    if b[i] == '\n' {
-                        line += 1;
-                    }
+                    line += usize::from(chars[i] == '\n');
                     i += 1;
                 }
             }
-        } else if c == 'r' && (at(i + 1) == '#' || at(i + 1) == '"') && {
-            let mut j = i + 1;
-            while at(j) == '#' {
+        } else if c == '"' || ((c == 'r' || c == 'b') && matches!(at(i + 1), '"' | '#' | 'r')) {
+            // "…", r"…", r#"…"#, b"…", br#"…"#; an identifier starting with r or b otherwise.
+            let start = i;
+            let mut j = i;
+            if chars[j] == 'b' {
                 j += 1;
             }
-            at(j) == '"'
-        } {
-            // Raw string r#"..."#.
-            let mut j = i + 1;
+            let raw = at(j) == 'r';
+            if raw {
+                j += 1;
+            }
             let mut hashes = 0;
-            while at(j) == '#' {
+            while raw && at(j) == '#' {
                 hashes += 1;
                 j += 1;
             }
+            if at(j) != '"' {
+                // An identifier such as `raw` or `bytes`.
+                i = start;
+                let mut ident = String::new();
+                while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                    ident.push(chars[i]);
+                    i += 1;
+                }
+                out.push((line, Tok::Ident(ident)));
+                continue;
+            }
             j += 1;
             loop {
-                if j >= b.len() {
+                if j >= chars.len() {
                     break;
                 }
-                if b[j] == '\n' {
+                let d = chars[j];
+                if d == '\n' {
                     line += 1;
                 }
-                if b[j] == '"' && (1..=hashes).all(|k| at(j + k) == '#') {
+                if !raw && d == '\\' {
+                    line += usize::from(at(j + 1) == '\n');
+                    j += 2;
+                    continue;
+                }
+                if d == '"' && (0..hashes).all(|k| at(j + 1 + k) == '#') {
                     j += 1 + hashes;
                     break;
                 }
                 j += 1;
             }
             i = j;
-        } else if c == '"' {
-            i += 1;
-            while i < b.len() && b[i] != '"' {
-                if b[i] == '\\' {
-                    i += 1;
-                }
-                if at(i) == '\n' {
-                    line += 1;
-                }
-                i += 1;
-            }
-            i += 1;
         } else if c == '\'' {
-            // A char literal ('x', '\n', '\u{..}') or a lifetime ('a).
+            // A character literal ('x', '\n', '\u{..}') or a lifetime ('a).
             if at(i + 1) == '\\' {
                 i += 2;
-                while i < b.len() && b[i] != '\'' {
+                while i < chars.len() && chars[i] != '\'' {
                     i += 1;
                 }
                 i += 1;
@@ -147,106 +375,135 @@ fn tokens(src: &str) -> Vec<(Tok, usize)> {
                 i += 3;
             } else {
                 i += 1;
-                while i < b.len() && (b[i].is_alphanumeric() || b[i] == '_') {
-                    i += 1;
-                }
             }
         } else if c.is_alphabetic() || c == '_' {
-            let start = i;
-            while i < b.len() && (b[i].is_alphanumeric() || b[i] == '_') {
+            let mut ident = String::new();
+            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                ident.push(chars[i]);
                 i += 1;
             }
-            out.push((Tok::Ident(b[start..i].iter().collect()), line));
-        } else if c.is_ascii_digit() {
-            while i < b.len() && (b[i].is_alphanumeric() || b[i] == '_' || b[i] == '.') {
-                if b[i] == '.' && !at(i + 1).is_ascii_digit() {
-                    break;
-                }
-                i += 1;
-            }
+            out.push((line, Tok::Ident(ident)));
         } else if c == ':' && at(i + 1) == ':' {
-            out.push((Tok::PathSep, line));
+            out.push((line, Tok::Colons));
             i += 2;
         } else {
-            if !c.is_whitespace() {
-                out.push((Tok::Punct(c), line));
-            }
+            out.push((line, Tok::Punct(c)));
             i += 1;
         }
     }
     out
 }
 
-/// Expands a use tree starting at `toks[*i]` into full paths, advancing `*i` past it.
-fn use_tree(toks: &[(Tok, usize)], i: &mut usize, prefix: &[String], out: &mut Vec<Vec<String>>) {
+fn ident(t: Option<&(usize, Tok)>) -> Option<&str> {
+    match t {
+        Some((_, Tok::Ident(s))) => Some(s),
+        _ => None,
+    }
+}
+
+/// One leaf of a `use` tree: its path as written and the name it binds.
+fn use_tree(
+    toks: &[(usize, Tok)],
+    i: &mut usize,
+    prefix: &[String],
+    out: &mut Vec<(Vec<String>, Option<String>)>,
+) {
     let mut path = prefix.to_vec();
     loop {
-        match toks.get(*i).map(|t| &t.0) {
+        match toks.get(*i).map(|t| &t.1) {
             Some(Tok::Ident(s)) => {
                 path.push(s.clone());
                 *i += 1;
-                if toks.get(*i).map(|t| &t.0) == Some(&Tok::PathSep) {
-                    *i += 1;
-                    continue;
-                }
-                if matches!(toks.get(*i).map(|t| &t.0), Some(Tok::Ident(a)) if a == "as") {
-                    *i += 2; // `as name`
-                }
-                out.push(path);
-                return;
-            }
-            Some(Tok::Punct('*')) => {
-                *i += 1;
-                out.push(path);
-                return;
             }
             Some(Tok::Punct('{')) => {
                 *i += 1;
                 loop {
-                    match toks.get(*i).map(|t| &t.0) {
-                        Some(Tok::Punct('}')) => {
+                    match toks.get(*i).map(|t| &t.1) {
+                        Some(Tok::Punct('}')) | None => {
                             *i += 1;
                             return;
                         }
                         Some(Tok::Punct(',')) => *i += 1,
-                        None => return,
                         _ => use_tree(toks, i, &path, out),
                     }
                 }
             }
-            _ => {
-                out.push(path);
+            Some(Tok::Punct('*')) => {
+                *i += 1;
+                out.push((path, None));
                 return;
             }
+            _ => {}
         }
+        if toks.get(*i).map(|t| &t.1) == Some(&Tok::Colons) {
+            *i += 1;
+            continue;
+        }
+        break;
     }
+    // `a::b::{self}` binds `b`.
+    if path.last().is_some_and(|s| s == "self") && path.len() > prefix.len() {
+        path.pop();
+    }
+    let mut name = path.last().cloned();
+    if ident(toks.get(*i)) == Some("as") {
+        name = ident(toks.get(*i + 1)).map(str::to_string);
+        *i += 2;
+    }
+    out.push((path, name));
 }
 
-/// A file of the module tree and what it names.
-struct Parsed {
-    /// Child modules declared with `mod name;` (at file level).
-    children: Vec<String>,
-    /// (module path inside the file, path as written, line, from a `use`).
-    paths: Vec<(Vec<String>, Vec<String>, usize, bool)>,
-}
-
-fn parse(src: &str) -> Parsed {
-    let toks = tokens(src);
-    let mut out = Parsed {
-        children: Vec::new(),
-        paths: Vec::new(),
+/// The module `file` at `module_path`: its submodules, bindings and references.
+fn scan(text: &str, module_path: &[String], file: String) -> Module {
+    let toks = tokens(text);
+    let mut module = Module {
+        file,
+        ..Module::default()
     };
-    let mut inline: Vec<(String, usize)> = Vec::new(); // (name, depth inside it)
+    // Inline modules (`mod tests { … }`): (name, brace depth inside them).
+    let mut inline: Vec<(String, usize)> = Vec::new();
     let mut depth = 0usize;
     let mut i = 0;
-    let ident = |i: usize| match toks.get(i).map(|t| &t.0) {
-        Some(Tok::Ident(s)) => Some(s.as_str()),
-        _ => None,
+    // An absolute path for `written`, seen from inside the inline modules `inside`.
+    let absolute = |written: &[String], inside: &[(String, usize)]| -> Option<Vec<String>> {
+        let mut base: Vec<String> = module_path.to_vec();
+        base.extend(inside.iter().map(|(n, _)| n.clone()));
+        let mut rest = written;
+        match rest.first().map(String::as_str) {
+            Some("crate") => {
+                base.clear();
+                rest = &rest[1..];
+            }
+            Some("self") => rest = &rest[1..],
+            Some("super") => {
+                while rest.first().map(String::as_str) == Some("super") {
+                    base.pop()?;
+                    rest = &rest[1..];
+                }
+            }
+            _ => return None,
+        }
+        base.extend(rest.iter().cloned());
+        // Paths inside inline modules of this file point into this file.
+        let own = module_path.len();
+        if base.len() > own && base[..own] == *module_path {
+            let mut k = own;
+            for (n, _) in inside {
+                if base.get(k) == Some(n) {
+                    k += 1;
+                } else {
+                    break;
+                }
+            }
+            if k > own {
+                base.drain(own..k);
+            }
+        }
+        Some(base)
     };
     while i < toks.len() {
-        let line = toks[i].1;
-        let here: Vec<String> = inline.iter().map(|(n, _)| n.clone()).collect();
-        match &toks[i].0 {
+        let (line, tok) = &toks[i];
+        match tok {
             Tok::Punct('{') => {
                 depth += 1;
                 i += 1;
@@ -258,295 +515,70 @@ fn parse(src: &str) -> Parsed {
                 depth = depth.saturating_sub(1);
                 i += 1;
             }
-            Tok::Ident(k) if k == "mod" => match (ident(i + 1), toks.get(i + 2).map(|t| &t.0)) {
-                (Some(name), Some(Tok::Punct(';'))) if inline.is_empty() => {
-                    out.children.push(name.to_string());
-                    i += 3;
-                }
-                (Some(name), Some(Tok::Punct('{'))) => {
-                    depth += 1;
-                    inline.push((name.to_string(), depth));
-                    i += 3;
-                }
-                _ => i += 1,
-            },
-            Tok::Ident(k) if k == "use" => {
-                i += 1;
-                if toks.get(i).map(|t| &t.0) == Some(&Tok::PathSep) {
-                    i += 1; // `use ::std::...`: an external crate
-                    while i < toks.len() && toks[i].0 != Tok::Punct(';') {
-                        i += 1;
+            Tok::Ident(kw) if kw == "mod" => {
+                let name = ident(toks.get(i + 1)).unwrap_or_default().to_string();
+                match toks.get(i + 2).map(|t| &t.1) {
+                    Some(Tok::Punct(';')) if inline.is_empty() => {
+                        module.children.insert(name);
+                        i += 3;
                     }
-                    continue;
-                }
-                let mut paths = Vec::new();
-                use_tree(&toks, &mut i, &[], &mut paths);
-                for p in paths {
-                    out.paths.push((here.clone(), p, line, true));
+                    Some(Tok::Punct('{')) => {
+                        depth += 1;
+                        inline.push((name, depth));
+                        i += 3;
+                    }
+                    _ => i += 1,
                 }
             }
-            Tok::Ident(k)
-                if matches!(k.as_str(), "crate" | "super" | "self")
-                    && toks.get(i + 1).map(|t| &t.0) == Some(&Tok::PathSep) =>
-            {
-                let mut p = vec![k.clone()];
+            Tok::Ident(kw) if kw == "use" => {
+                let first_line = *line;
                 i += 1;
-                while toks.get(i).map(|t| &t.0) == Some(&Tok::PathSep) {
-                    match ident(i + 1) {
-                        Some(s) => {
-                            p.push(s.to_string());
-                            i += 2;
+                let mut leaves = Vec::new();
+                use_tree(&toks, &mut i, &[], &mut leaves);
+                for (written, name) in leaves {
+                    let abs = if matches!(
+                        written.first().map(String::as_str),
+                        Some("crate" | "super" | "self")
+                    ) {
+                        let abs = absolute(&written, &inline);
+                        if let Some(abs) = &abs {
+                            module
+                                .refs
+                                .push((first_line, abs.clone(), written.join("::")));
                         }
-                        None => break,
+                        abs
+                    } else if written.first().is_some_and(|s| module.children.contains(s)) {
+                        // A submodule's item, brought up (often re-exported).
+                        let mut abs = module_path.to_vec();
+                        abs.extend(written.iter().cloned());
+                        Some(abs)
+                    } else {
+                        None
+                    };
+                    if let (Some(abs), Some(name), true) = (abs, name, inline.is_empty()) {
+                        module.uses.insert(name, abs);
                     }
                 }
-                out.paths.push((here, p, line, false));
+            }
+            Tok::Ident(first) if matches!(first.as_str(), "crate" | "super" | "self") => {
+                let mut written = vec![first.clone()];
+                let mut j = i + 1;
+                while toks.get(j).map(|t| &t.1) == Some(&Tok::Colons) {
+                    match ident(toks.get(j + 1)) {
+                        Some(s) => written.push(s.to_string()),
+                        None => break,
+                    }
+                    j += 2;
+                }
+                if written.len() > 1 {
+                    if let Some(abs) = absolute(&written, &inline) {
+                        module.refs.push((*line, abs, written.join("::")));
+                    }
+                }
+                i = j.max(i + 1);
             }
             _ => i += 1,
         }
     }
-    out
-}
-
-/// The file of module `path`, given its parent's file.
-fn child_file(parent_file: &Path, parent_is_dir_owner: bool, name: &str) -> Option<PathBuf> {
-    let dir = if parent_is_dir_owner {
-        parent_file.parent()?.to_path_buf()
-    } else {
-        parent_file.with_extension("")
-    };
-    let flat = dir.join(format!("{name}.rs"));
-    let nested = dir.join(name).join("mod.rs");
-    [flat, nested].into_iter().find(|p| p.is_file())
-}
-
-/// Reads the crate whose root file is `root` (`src/lib.rs` or `src/main.rs`).
-pub fn graph(root: &Path) -> Result<Graph, ReadError> {
-    let base = root.parent().unwrap_or(Path::new("."));
-    let rel = |p: &Path| {
-        p.strip_prefix(base)
-            .unwrap_or(p)
-            .to_string_lossy()
-            .into_owned()
-    };
-    let mut g = Graph::default();
-    // (module path, file, owns its directory: lib.rs, main.rs, mod.rs)
-    let mut todo = vec![(Vec::<String>::new(), root.to_path_buf(), true)];
-    let mut parsed = Vec::new();
-    while let Some((module, file, owner)) = todo.pop() {
-        let src = std::fs::read_to_string(&file).map_err(|e| ReadError(file.clone(), e))?;
-        let p = parse(&src);
-        for child in &p.children {
-            if let Some(f) = child_file(&file, owner, child) {
-                let mut m = module.clone();
-                m.push(child.clone());
-                let owns = f.file_name().is_some_and(|n| n == "mod.rs");
-                todo.push((m, f, owns));
-            }
-        }
-        g.modules.insert(module.clone(), rel(&file));
-        parsed.push((module, rel(&file), p));
-    }
-    for (module, file, p) in &parsed {
-        for (inline, path, line, in_use) in &p.paths {
-            let mut here = module.clone();
-            here.extend(inline.iter().cloned());
-            let mut abs: Vec<String> = Vec::new();
-            let mut rest = path.as_slice();
-            match rest.first().map(String::as_str) {
-                Some("crate") => rest = &rest[1..],
-                Some("super") | Some("self") => {
-                    abs = here.clone();
-                    while let Some(s) = rest.first() {
-                        match s.as_str() {
-                            "super" => {
-                                abs.pop();
-                            }
-                            "self" => {}
-                            _ => break,
-                        }
-                        rest = &rest[1..];
-                    }
-                }
-                Some(first)
-                    if *in_use && inline.is_empty() && p.children.iter().any(|c| c == first) =>
-                {
-                    abs = module.clone();
-                }
-                _ => continue, // an external crate or a local name
-            }
-            abs.extend(rest.iter().filter(|s| *s != "self").cloned());
-            let target = (0..=abs.len()).rev().find_map(|n| g.modules.get(&abs[..n]));
-            if let Some(to) = target {
-                if to != file {
-                    g.edges.push(Edge {
-                        from: file.clone(),
-                        to: to.clone(),
-                        line: *line,
-                        path: path.join("::"),
-                    });
-                }
-            }
-        }
-    }
-    g.edges.sort();
-    g.edges.dedup();
-    Ok(g)
-}
-
-impl Graph {
-    /// Drops the edges from a module to its own submodules (a `mod.rs` re-exporting or
-    /// calling its children), keeping only child-to-parent and cross-module edges: the
-    /// lenient reading, in which a directory module and its files count as one room
-    /// unless a child also reaches out of the room and back.
-    pub fn without_parent_to_child(mut self) -> Graph {
-        let module_of: BTreeMap<&String, &Vec<String>> =
-            self.modules.iter().map(|(m, f)| (f, m)).collect();
-        let keep: Vec<bool> = self
-            .edges
-            .iter()
-            .map(|e| match (module_of.get(&e.from), module_of.get(&e.to)) {
-                (Some(a), Some(b)) => !(b.len() > a.len() && b.starts_with(a)),
-                _ => true,
-            })
-            .collect();
-        let mut keep = keep.into_iter();
-        self.edges.retain(|_| keep.next().unwrap_or(true));
-        self
-    }
-
-    /// The cycles: every strongly connected component of more than one file, each sorted,
-    /// with the edges inside it.
-    pub fn cycles(&self) -> Vec<(Vec<String>, Vec<Edge>)> {
-        let files: Vec<&String> = self.modules.values().collect();
-        let index: BTreeMap<&String, usize> =
-            files.iter().enumerate().map(|(i, f)| (*f, i)).collect();
-        let mut adj = vec![BTreeSet::new(); files.len()];
-        for e in &self.edges {
-            if let (Some(&a), Some(&b)) = (index.get(&e.from), index.get(&e.to)) {
-                adj[a].insert(b);
-            }
-        }
-        // Tarjan's algorithm, iteratively.
-        let n = files.len();
-        let (mut idx, mut low) = (vec![usize::MAX; n], vec![0; n]);
-        let (mut on_stack, mut stack, mut next) = (vec![false; n], Vec::new(), 0);
-        let mut sccs: Vec<Vec<usize>> = Vec::new();
-        for s in 0..n {
-            if idx[s] != usize::MAX {
-                continue;
-            }
-            let mut work: Vec<(usize, Vec<usize>)> = vec![(s, adj[s].iter().copied().collect())];
-            idx[s] = next;
-            low[s] = next;
-            next += 1;
-            stack.push(s);
-            on_stack[s] = true;
-            while let Some((v, succ)) = work.last_mut() {
-                let v = *v;
-                if let Some(w) = succ.pop() {
-                    if idx[w] == usize::MAX {
-                        idx[w] = next;
-                        low[w] = next;
-                        next += 1;
-                        stack.push(w);
-                        on_stack[w] = true;
-                        work.push((w, adj[w].iter().copied().collect()));
-                    } else if on_stack[w] {
-                        low[v] = low[v].min(idx[w]);
-                    }
-                } else {
-                    work.pop();
-                    if let Some((u, _)) = work.last() {
-                        low[*u] = low[*u].min(low[v]);
-                    }
-                    if low[v] == idx[v] {
-                        let mut comp = Vec::new();
-                        while let Some(w) = stack.pop() {
-                            on_stack[w] = false;
-                            comp.push(w);
-                            if w == v {
-                                break;
-                            }
-                        }
-                        if comp.len() > 1 {
-                            sccs.push(comp);
-                        }
-                    }
-                }
-            }
-        }
-        let mut out: Vec<(Vec<String>, Vec<Edge>)> = sccs
-            .into_iter()
-            .map(|comp| {
-                let mut names: Vec<String> = comp.iter().map(|&i| files[i].clone()).collect();
-                names.sort();
-                let edges = self
-                    .edges
-                    .iter()
-                    .filter(|e| names.contains(&e.from) && names.contains(&e.to))
-                    .cloned()
-                    .collect();
-                (names, edges)
-            })
-            .collect();
-        out.sort();
-        out
-    }
-}
-
-/// A cycle report: each cycle's files and the imports that close it.
-pub fn report(cycles: &[(Vec<String>, Vec<Edge>)]) -> String {
-    let mut out = String::new();
-    for (files, edges) in cycles {
-        out.push_str(&format!(
-            "cycle of {} files: {}\n",
-            files.len(),
-            files.join(", ")
-        ));
-        for e in edges {
-            out.push_str(&format!(
-                "  {}:{} -> {} ({})\n",
-                e.from, e.line, e.to, e.path
-            ));
-        }
-    }
-    out
-}
-
-#[cfg(not(test))]
-fn main() {
-    let mut roots: Vec<String> = std::env::args().skip(1).collect();
-    let lenient = roots.iter().any(|a| a == "--lenient");
-    roots.retain(|a| a != "--lenient");
-    if roots.is_empty() {
-        eprintln!("usage: import-graph [--lenient] CRATE_ROOT.rs...");
-        std::process::exit(2);
-    }
-    let mut found = false;
-    for root in roots {
-        match graph(Path::new(&root)) {
-            Ok(g) => {
-                let g = if lenient {
-                    g.without_parent_to_child()
-                } else {
-                    g
-                };
-                let cycles = g.cycles();
-                found |= !cycles.is_empty();
-                println!(
-                    "{root}: {} files, {} imports, {} cycles",
-                    g.modules.len(),
-                    g.edges.len(),
-                    cycles.len()
-                );
-                print!("{}", report(&cycles));
-            }
-            Err(e) => {
-                eprintln!("import-graph: {e}");
-                std::process::exit(2);
-            }
-        }
-    }
-    std::process::exit(i32::from(found));
+    module
 }

@@ -191,6 +191,24 @@ fn an_error_in_the_system_layer_is_reported_even_if_overridden() {
 }
 
 #[test]
+fn stage1_d_files_are_reported_as_not_used_under_debug() {
+    let tree = ConfigTree::new();
+    let dir = tree.layer("local").join("stage1.d");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("coreos.json");
+    std::fs::write(&file, r#"{"rktKind":"stage1","rktVersion":"v1"}"#).unwrap();
+    let warning = format!("rkt: warning: {}: not used: pods run with", file.display());
+    rkt_config(&tree)
+        .assert_success()
+        .assert_stderr_lacks("stage1.d");
+    rkt(&["config", "--debug"])
+        .args(&tree.flags())
+        .run()
+        .assert_success()
+        .assert_stderr_contains(&warning);
+}
+
+#[test]
 fn unknown_fields_are_ignored_with_a_warning_under_debug() {
     let tree = ConfigTree::new();
     let file = tree.write(

@@ -108,6 +108,44 @@ fn gc_expires_prepared_pods_only_after_the_expiry() {
 }
 
 #[test]
+fn gc_mark_only_marks_exited_pods_garbage_and_a_later_gc_deletes_them() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let exited = prepare(&world, &["--", "true"]);
+    world
+        .rkt(&["run-prepared", "--net=none", &exited])
+        .run()
+        .assert_success();
+    let prepared = prepare(&world, &["--", "true"]);
+    world
+        .rkt(&[
+            "gc",
+            "--mark-only",
+            "--grace-period=0s",
+            "--expire-prepared=0s",
+        ])
+        .run()
+        .assert_success()
+        .assert_stdout_contains(&format!("marked pod {exited} garbage"));
+    let mut both = vec![exited.clone(), prepared.clone()];
+    both.sort();
+    let mut pods = world.pods();
+    pods.sort();
+    assert_eq!(pods, both);
+    world
+        .rkt(&["status", &exited])
+        .run()
+        .assert_stdout_contains("state=exited garbage");
+    world
+        .rkt(&["gc", "--mark-only=false", "--grace-period=0s"])
+        .run()
+        .assert_success()
+        .assert_stdout_contains(&format!("removed pod {exited}"));
+    assert_eq!(world.pods(), vec![prepared]);
+}
+
+#[test]
 fn bad_app_options_fail_without_creating_a_pod() {
     let world = World::new();
     world

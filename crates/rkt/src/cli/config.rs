@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use super::on_off::OnOff;
 use super::{GlobalArgs, NetDirArgs};
 
 /// Print the configuration in effect (after layering, defaults included) as JSON.
@@ -16,7 +17,7 @@ pub struct ConfigArgs {
     /// mapping each field to "default", the path of the file that set it, or the flag
     /// (e.g. "flag --dir"), and "net-plugin-builtin", the built-in plugin directories
     /// always searched after "net-plugin".
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long, on_off = false)]
     pub show_origin: bool,
 
     // The network directory flags of `run`, `run-prepared` and `net list`, to show what a

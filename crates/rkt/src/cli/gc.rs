@@ -8,6 +8,7 @@ use clap::Args;
 
 use rkt::pod::gc::{gc, GcOptions};
 
+use super::on_off::OnOff;
 use super::pod_args::store;
 use super::GlobalArgs;
 
@@ -29,6 +30,11 @@ pub struct GcArgs {
     /// Delete prepared pods not run within this time.
     #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = duration)]
     pub expire_prepared: Duration,
+
+    /// Delete nothing: release what dead pods hold and mark exited pods garbage (recording
+    /// when, as rkt's did), to be deleted by a later gc after the grace period.
+    #[arg(long, on_off = false)]
+    pub mark_only: bool,
 }
 
 pub fn run(global: &GlobalArgs, args: &GcArgs) -> anyhow::Result<ExitCode> {
@@ -39,6 +45,7 @@ pub fn run(global: &GlobalArgs, args: &GcArgs) -> anyhow::Result<ExitCode> {
             grace_period: args.grace_period,
             expire_prepared: args.expire_prepared,
             plugin_timeout: global.plugin_timeout,
+            mark_only: args.mark_only,
         },
     );
     for uuid in &report.released {
@@ -49,6 +56,9 @@ pub fn run(global: &GlobalArgs, args: &GcArgs) -> anyhow::Result<ExitCode> {
     }
     for uuid in &report.removed {
         println!("removed pod {uuid}");
+    }
+    for uuid in &report.marked {
+        println!("marked pod {uuid} garbage");
     }
     for err in &report.errors {
         eprintln!("rkt: gc: {err}");

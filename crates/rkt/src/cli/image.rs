@@ -11,6 +11,7 @@ use ::image::store::now_secs;
 use ::image::{ImageRecord, Store};
 
 use super::fetch::image_store;
+use super::on_off::OnOff;
 use super::status::Format;
 use super::GlobalArgs;
 
@@ -44,7 +45,7 @@ pub enum ImageCommand {
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// Do not print the header line.
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long, on_off = false)]
     pub no_legend: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]

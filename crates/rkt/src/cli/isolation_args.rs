@@ -5,6 +5,7 @@ use std::path::Path;
 
 use clap::Args;
 
+use super::on_off::OnOff;
 use rkt::isolation::capabilities::CapsFlag;
 use rkt::isolation::seccomp::SeccompSpec;
 use rkt::isolation::{cgroups, user, Isolators};
@@ -35,7 +36,7 @@ pub struct IsolationArgs {
 
     /// Mount the app's root filesystem (--rootfs) read-only; /dev, /dev/shm, /proc, /sys
     /// and the pod's /etc/resolv.conf and /etc/hosts are separate mounts.
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long, on_off = false)]
     pub readonly_rootfs: bool,
 
     /// Run the app as this user (a number, or a name from the root filesystem's

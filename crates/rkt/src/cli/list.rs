@@ -7,6 +7,7 @@ use clap::Args;
 use rkt::pod::status::RktState;
 use rkt::pod::{PodStatus, Timestamp};
 
+use super::on_off::OnOff;
 use super::pod_args::store;
 use super::status::Format;
 use super::GlobalArgs;
@@ -21,11 +22,11 @@ use super::GlobalArgs;
 pub struct ListArgs {
     /// Show whole UUIDs, an IMAGE ID column, and absolute times (Go's layout
     /// `2006-01-02 15:04:05.999 -0700 MST`) instead of relative ones ("2 minutes ago").
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long, on_off = false)]
     pub full: bool,
 
     /// Do not print the header line.
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long, on_off = false)]
     pub no_legend: bool,
 
     /// Output format: the table, or a JSON array of rkt's API v1 pod objects (`null` when

@@ -22,6 +22,7 @@ mod isolation_args;
 mod list;
 mod man;
 mod net;
+mod on_off;
 mod pod_args;
 mod prepare;
 mod rm;
@@ -37,6 +38,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
+use on_off::OnOff;
+use rkt::config::unused::unused_files;
 use rkt::config::{
     absolutize, load_paths, require_dir, resolve, ConfigDirs, DirOverrides, EffectiveDirs, Origin,
     PathsConfig, Value, DEFAULT_LOCAL_CONFIG, DEFAULT_SYSTEM_CONFIG,
@@ -98,7 +101,7 @@ pub struct GlobalArgs {
     pub user_config: Option<PathBuf>,
 
     /// Print debugging information and configuration warnings to stderr.
-    #[arg(long, global = true, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long, global = true, on_off = false)]
     pub debug: bool,
 
     /// Each plugin call's limit, `$RKT_NET_PLUGIN_TIMEOUT`: read once, before any command
@@ -235,10 +238,16 @@ impl GlobalArgs {
         })
     }
 
-    /// Loads the layered paths configuration, printing its warnings under `--debug`.
+    /// Loads the layered paths configuration, printing its warnings, and the files of kinds
+    /// rkt does not read (`stage1.d`), under `--debug`.
     pub fn load_paths(&self, dirs: &ConfigDirs) -> anyhow::Result<PathsConfig> {
         let paths = load_paths(dirs)?;
-        for warning in &paths.warnings {
+        let unused = if self.debug {
+            unused_files(dirs)
+        } else {
+            Vec::new()
+        };
+        for warning in paths.warnings.iter().chain(&unused) {
             self.warn(warning);
         }
         Ok(paths)

@@ -15,6 +15,7 @@ use rkt::pod::{App, IpcMode, Pod, PodStore};
 use rkt::stage::NullStdio;
 
 use super::isolation_args::IsolationArgs;
+use super::on_off::OnOff;
 use super::{GlobalArgs, NetDirArgs, FAILURE};
 
 /// The app a pod runs.
@@ -63,7 +64,7 @@ pub struct AppArgs {
 
     /// Give the app the environment of the process that runs the pod, instead of a minimal
     /// one (PATH, HOME=/root, and TERM if set).
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long, on_off = false)]
     pub inherit_env: bool,
 
     /// Attach an annotation to the app (free-form, for your tools; shown by status and in
@@ -105,7 +106,7 @@ pub struct ImageAppArgs {
 
     /// With an IMAGE: unpack a copy of it into the pod instead of mounting an overlay of
     /// its layers (the fallback when the kernel has no overlay support).
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long, on_off = false)]
     pub no_overlay: bool,
 }
 
@@ -334,7 +335,7 @@ impl PodNetArgs {
 pub struct StdioArgs {
     /// The app reads rkt's stdin and terminal (what it does by default; upstream rkt's
     /// pods did only with --interactive). `=false`: its stdin is /dev/null.
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long, on_off = None)]
     pub interactive: Option<bool>,
 
     /// The app's stdin: `null` for /dev/null. (Upstream's `tty` and `stream` are not
@@ -380,7 +381,7 @@ impl StdioArgs {
 pub struct UnsupportedArgs {
     /// Not supported: there is no metadata service. `--mds-register=false` (upstream's
     /// usual scripted value) is accepted.
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long, on_off = None)]
     pub mds_register: Option<bool>,
 
     /// Not supported: pods run with rkt's built-in stage, there are no stage1 images.

@@ -7,6 +7,7 @@ use clap::Args;
 
 use rkt::pod::{PodState, State};
 
+use super::on_off::OnOff;
 use super::pod_args::{AppArgs, UnsupportedArgs};
 use super::GlobalArgs;
 use super::NetDirArgs;
@@ -22,7 +23,7 @@ pub struct PrepareArgs {
 
     /// Print only the UUID on stdout, as upstream rkt's --quiet; this rkt prints nothing else
     /// on stdout anyway, so scripts written for `rkt prepare --quiet` work unchanged.
-    #[arg(long, value_name = "BOOL", help_heading = "Pod", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long, help_heading = "Pod", on_off = false)]
     pub quiet: bool,
 
     #[command(flatten)]

@@ -9,6 +9,7 @@ use clap::Args;
 use rkt::pod::control::{stop, StopError};
 use rkt::pod::State;
 
+use super::on_off::OnOff;
 use super::pod_args::{store, PodRefs};
 use super::GlobalArgs;
 
@@ -21,7 +22,7 @@ use super::GlobalArgs;
 #[derive(Debug, Args)]
 pub struct StopArgs {
     /// Kill the pod at once (SIGKILL) instead of asking it to stop.
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long, on_off = false)]
     pub force: bool,
 
     #[command(flatten)]

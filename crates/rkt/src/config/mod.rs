@@ -6,6 +6,8 @@
 //! - [`dirs`]: the one function, [`resolve`], that turns flags, configuration and
 //!   defaults into the directories every command uses.
 //! - [`show`]: the JSON that `rkt config` prints.
+//! - [`unused`]: what rkt does not read (`stage1.d`, `auth.d` files of kind `auth`),
+//!   reported, never silently ignored.
 //! - [`error`]: what can go wrong, naming the file, field or flag involved.
 //!
 //! May not touch: pods, networks or anything they use; it only reads configuration files
@@ -17,6 +19,7 @@ pub mod error;
 pub mod origin;
 pub mod paths;
 pub mod show;
+pub mod unused;
 
 pub use dirs::{
     absolutize, require_dir, resolve, resolve_with_builtin, DirOverrides, EffectiveDirs,

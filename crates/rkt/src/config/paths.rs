@@ -80,7 +80,15 @@ pub struct PathsConfig {
 /// Something in a configuration file that rkt ignored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfigWarning {
-    UnknownField { file: PathBuf, field: String },
+    UnknownField {
+        file: PathBuf,
+        field: String,
+    },
+    /// A file of a kind rkt does not read (see [`super::unused`]).
+    NotUsed {
+        file: PathBuf,
+        why: String,
+    },
 }
 
 impl fmt::Display for ConfigWarning {
@@ -91,6 +99,9 @@ impl fmt::Display for ConfigWarning {
                 "{}: unknown field \"{field}\" ignored (written for a newer rkt?)",
                 file.display()
             ),
+            ConfigWarning::NotUsed { file, why } => {
+                write!(f, "{}: not used: {why}", file.display())
+            }
         }
     }
 }

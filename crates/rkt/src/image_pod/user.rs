@@ -3,9 +3,12 @@
 //! `/etc/group` (read by the pod's init after it entered the root filesystem, so a symlink
 //! there resolves inside the pod), as Docker and rkt's docker2aci did. A user without a
 //! group gets the primary group of its passwd entry (0 when it has none); supplementary
-//! groups are the `/etc/group` entries that list the user's name.
+//! groups are the `/etc/group` entries that list the user's name. The files are read by
+//! [`crate::isolation::user`], which resolves `--user`/`--group` too.
 
 use std::path::{Path, PathBuf};
+
+use crate::isolation::user::{read_group, read_passwd};
 
 /// Why the image's user could not be resolved.
 #[derive(Debug, thiserror::Error)]
@@ -37,55 +40,13 @@ pub struct Credentials {
     pub home: Option<String>,
 }
 
-struct Passwd {
-    name: String,
-    uid: u32,
-    gid: u32,
-    home: String,
-}
-
-fn passwd_entries(text: &str) -> Vec<Passwd> {
-    text.lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split(':').collect();
-            if f.len() < 7 {
-                return None;
-            }
-            Some(Passwd {
-                name: f[0].to_string(),
-                uid: f[2].parse().ok()?,
-                gid: f[3].parse().ok()?,
-                home: f[5].to_string(),
-            })
-        })
-        .collect()
-}
-
-/// `(name, gid, members)` of each `/etc/group` line.
-fn group_entries(text: &str) -> Vec<(String, u32, Vec<String>)> {
-    text.lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split(':').collect();
-            if f.len() < 4 {
-                return None;
-            }
-            let members = f[3]
-                .split(',')
-                .filter(|m| !m.is_empty())
-                .map(str::to_string)
-                .collect();
-            Some((f[0].to_string(), f[2].parse().ok()?, members))
-        })
-        .collect()
-}
-
 /// Resolves `spec` against the files in `etc` (normally `/etc` inside the pod). A missing
 /// file holds no entries: numeric IDs still work.
 pub fn resolve(spec: &str, etc: &Path) -> Result<Credentials, UserError> {
     let passwd_path = etc.join("passwd");
     let group_path = etc.join("group");
-    let passwd = passwd_entries(&std::fs::read_to_string(&passwd_path).unwrap_or_default());
-    let groups = group_entries(&std::fs::read_to_string(&group_path).unwrap_or_default());
+    let passwd = read_passwd(&passwd_path);
+    let groups = read_group(&group_path);
     let (user, group) = match spec.split_once(':') {
         Some((u, g)) => (u, Some(g)),
         None => (spec, None),
@@ -114,21 +75,21 @@ pub fn resolve(spec: &str, etc: &Path) -> Result<Credentials, UserError> {
             Ok(gid) => gid,
             Err(_) => groups
                 .iter()
-                .find(|(name, _, _)| name == g)
-                .map(|(_, gid, _)| *gid)
+                .find(|e| e.name == g)
+                .map(|e| e.gid)
                 .ok_or_else(|| UserError::UnknownGroup {
                     spec: spec.to_string(),
                     name: g.to_string(),
                     path: group_path.clone(),
                 })?,
         },
-        _ => entry.map_or(0, |e| e.gid),
+        _ => entry.and_then(|e| e.gid).unwrap_or(0),
     };
     let mut supplementary = Vec::new();
     if let Some(e) = entry {
-        for (_, g, members) in &groups {
-            if *g != gid && members.contains(&e.name) && !supplementary.contains(g) {
-                supplementary.push(*g);
+        for g in &groups {
+            if g.gid != gid && g.members.contains(&e.name) && !supplementary.contains(&g.gid) {
+                supplementary.push(g.gid);
             }
         }
     }

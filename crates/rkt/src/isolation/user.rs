@@ -8,8 +8,11 @@
 //! group, then user. A non-root app loses its capabilities the way the kernel drops them
 //! at `setuid` and `execve`, unless `--caps-retain` names them: those it keeps as ambient
 //! capabilities.
+//!
+//! The one reader of `passwd` and `group` files ([`read_passwd`], [`read_group`]): the
+//! image's `User` is resolved with it too (`image_pod::user`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -49,7 +52,7 @@ pub fn resolve(
         None => (0, Some(0)),
     };
     let gid = match group {
-        Some(text) => lookup(&groups, text, 2, "--group")?,
+        Some(text) => lookup(&groups, text, "--group")?,
         None => primary.unwrap_or(0),
     };
     let supplementary_gids = match supplementary {
@@ -76,40 +79,30 @@ pub fn resolve(
 
 /// A user's number and primary group (when `passwd` lists it).
 fn lookup_user(passwd: &Path, text: &str) -> Result<(u32, Option<u32>), IsolationError> {
-    let entries = read_entries(passwd);
-    let row = |pred: &dyn Fn(&[&str]) -> bool| {
-        entries
-            .iter()
-            .map(|l| l.split(':').collect::<Vec<_>>())
-            .find(|f| f.len() > 3 && pred(f))
-            .and_then(|f| Some((f[2].parse().ok()?, f[3].parse().ok())))
-    };
+    let users = read_passwd(passwd);
     if let Ok(uid) = text.parse::<u32>() {
-        let primary = row(&|f| f[2] == text).and_then(|(_, g)| g);
+        let primary = users.iter().find(|u| u.uid == uid).and_then(|u| u.gid);
         return Ok((uid, primary));
     }
-    row(&|f| f[0] == text).ok_or_else(|| IsolationError::BadValue {
-        flag: "--user",
-        value: text.to_string(),
-        why: format!("no such user in {}", passwd.display()),
-    })
+    let found = users.iter().find(|u| u.name == text);
+    found
+        .map(|u| (u.uid, u.gid))
+        .ok_or_else(|| IsolationError::BadValue {
+            flag: "--user",
+            value: text.to_string(),
+            why: format!("no such user in {}", passwd.display()),
+        })
 }
 
-/// The number of `text` (a number, or a name in column 0 of `file`, number in `column`).
-fn lookup(
-    file: &Path,
-    text: &str,
-    column: usize,
-    flag: &'static str,
-) -> Result<u32, IsolationError> {
+/// The number of `text` (a number, or a group's name in `file`).
+fn lookup(file: &Path, text: &str, flag: &'static str) -> Result<u32, IsolationError> {
     if let Ok(n) = text.parse::<u32>() {
         return Ok(n);
     }
-    read_entries(file)
-        .iter()
-        .map(|l| l.split(':').collect::<Vec<_>>())
-        .find(|f| f.len() > column && f[0] == text)
-        .and_then(|f| f[column].parse().ok())
+    let groups = read_group(file);
+    let found = groups.iter().find(|g| g.name == text);
+    found
+        .map(|g| g.gid)
         .ok_or_else(|| IsolationError::BadValue {
             flag,
             value: text.to_string(),
@@ -117,13 +110,71 @@ fn lookup(
         })
 }
 
-/// The non-comment lines of `file` (none when it cannot be read).
-fn read_entries(file: &Path) -> Vec<String> {
-    std::fs::read_to_string(PathBuf::from(file))
+/// One `passwd` line: `name:password:uid:gid:gecos:home:shell`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PasswdEntry {
+    pub name: String,
+    pub uid: u32,
+    /// The primary group, when the line gives a number.
+    pub gid: Option<u32>,
+    /// The home directory (empty when the line has none).
+    pub home: String,
+}
+
+/// One `group` line: `name:password:gid:member,member`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupEntry {
+    pub name: String,
+    pub gid: u32,
+    pub members: Vec<String>,
+}
+
+/// The entries of a `passwd` file; none when it cannot be read. Comments and lines without
+/// a numeric uid are skipped.
+pub fn read_passwd(file: &Path) -> Vec<PasswdEntry> {
+    fields(file)
+        .into_iter()
+        .filter_map(|f| {
+            Some(PasswdEntry {
+                uid: f.get(2)?.parse().ok()?,
+                gid: f.get(3)?.parse().ok(),
+                home: f.get(5).cloned().unwrap_or_default(),
+                name: f.into_iter().next()?,
+            })
+        })
+        .collect()
+}
+
+/// The entries of a `group` file; none when it cannot be read. Comments and lines without
+/// a numeric gid are skipped.
+pub fn read_group(file: &Path) -> Vec<GroupEntry> {
+    fields(file)
+        .into_iter()
+        .filter_map(|f| {
+            Some(GroupEntry {
+                gid: f.get(2)?.parse().ok()?,
+                members: f
+                    .get(3)
+                    .map(|m| {
+                        m.split(',')
+                            .filter(|m| !m.is_empty())
+                            .map(str::to_string)
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                name: f.into_iter().next()?,
+            })
+        })
+        .collect()
+}
+
+/// The colon-separated fields of each non-comment line of `file`.
+fn fields(file: &Path) -> Vec<Vec<String>> {
+    std::fs::read_to_string(file)
         .unwrap_or_default()
         .lines()
-        .filter(|l| !l.trim_start().starts_with('#'))
-        .map(str::to_string)
+        .filter(|l| !l.trim_start().starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.split(':').map(str::to_string).collect())
         .collect()
 }
 
@@ -185,5 +236,26 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("--supplementary-gids=x"), "{e}");
+    }
+
+    #[test]
+    fn the_readers_skip_comments_and_lines_without_numbers() {
+        let r = root();
+        std::fs::write(
+            r.path().join("etc/group"),
+            "# c\nroot:x:0:\nbad:x:no:\ngrp:x:3456:app,,web\nshort:x:7\n",
+        )
+        .unwrap();
+        let users = read_passwd(&r.path().join("etc/passwd"));
+        let names: Vec<_> = users
+            .iter()
+            .map(|u| (u.name.as_str(), u.uid, u.gid))
+            .collect();
+        assert_eq!(names, [("root", 0, Some(0)), ("app", 1234, Some(2345))]);
+        let groups = read_group(&r.path().join("etc/group"));
+        let names: Vec<_> = groups.iter().map(|g| (g.name.as_str(), g.gid)).collect();
+        assert_eq!(names, [("root", 0), ("grp", 3456), ("short", 7)]);
+        assert_eq!(groups[1].members, ["app", "web"]);
+        assert!(read_passwd(&r.path().join("etc/missing")).is_empty());
     }
 }

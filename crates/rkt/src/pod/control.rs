@@ -191,19 +191,7 @@ mod tests {
     fn stop_refuses_pods_that_do_not_run() {
         let tmp = tempfile::tempdir().unwrap();
         let store = PodStore::new(tmp.path().join("pods"));
-        let app = App {
-            name: "a".into(),
-            exec: vec!["a".into()],
-            env: vec![],
-            inherit_env: false,
-            rootfs: None,
-            ipc: Default::default(),
-            oom_score_adjust: None,
-            image: None,
-            user_annotations: Default::default(),
-            user_labels: Default::default(),
-            isolators: Default::default(),
-        };
+        let app = App::new("a", ["a"]);
         let (pod, lock) = store.create(app, &PodState::new(State::Prepared)).unwrap();
         drop(lock);
         assert!(matches!(

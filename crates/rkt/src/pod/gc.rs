@@ -8,7 +8,12 @@
 //!   delays deleting the pod's directory);
 //! - `exited` longer than the grace period: release again (idempotent), then delete;
 //! - `prepared` for longer than the expiry: delete;
-//! - `garbage` (a deletion that failed earlier): release, delete.
+//! - `garbage` (a deletion that failed earlier): release, delete; marked by `--mark-only`:
+//!   as `exited`.
+//!
+//! With `--mark-only` ([`GcOptions::mark_only`]) gc deletes nothing: it releases as above
+//! and marks every exited pod garbage, recording when (rkt's way of stamping exit times
+//! from a timer); prepared pods are left alone.
 //!
 //! A pod is released at most once per run, so each failure is reported once, and deleted
 //! only once its release succeeded: its record goes only after every DEL of every network
@@ -37,6 +42,8 @@ pub struct GcOptions {
     pub expire_prepared: Duration,
     /// How long each plugin call of a teardown may take.
     pub plugin_timeout: Duration,
+    /// `--mark-only`: mark exited pods garbage instead of deleting anything.
+    pub mark_only: bool,
 }
 
 /// What gc did.
@@ -48,6 +55,8 @@ pub struct GcReport {
     pub retried: Vec<String>,
     /// Pods gc deleted.
     pub removed: Vec<String>,
+    /// Exited pods `--mark-only` marked garbage.
+    pub marked: Vec<String>,
     /// Everything that failed, for every pod, once.
     pub errors: Vec<CleanupError>,
 }
@@ -85,6 +94,7 @@ pub fn gc(store: &PodStore, opts: &GcOptions) -> GcReport {
                 all.released.extend(mine.released);
                 all.retried.extend(mine.retried);
                 all.removed.extend(mine.removed);
+                all.marked.extend(mine.marked);
                 all.errors.extend(mine.errors);
             });
         }
@@ -93,6 +103,7 @@ pub fn gc(store: &PodStore, opts: &GcOptions) -> GcReport {
     report.released.sort();
     report.retried.sort();
     report.removed.sort();
+    report.marked.sort();
     let (_, errors) = store.sweep_leftovers(LEFTOVER_AGE);
     report
         .errors
@@ -141,15 +152,26 @@ fn gc_pod(
         }
         released = Some(ok);
     }
+    if opts.mark_only {
+        if state.state == State::Exited {
+            state.state = State::Garbage;
+            state.garbage = Some(Timestamp::now());
+            state.marked_only = true;
+            state.store(&pod.dir)?;
+            report.marked.push(pod.uuid.clone());
+        }
+        return Ok(());
+    }
+    let exited_long_enough = state.exited.is_none_or(|t| t.age() >= opts.grace_period);
     let expired = match state.state {
-        State::Exited => state.exited.is_none_or(|t| t.age() >= opts.grace_period),
+        State::Exited => exited_long_enough,
         // A manifest a machine crash left corrupt (it is not fsynced) can never run.
         State::Prepared => match pod.manifest() {
             Ok(manifest) => manifest.created.age() >= opts.expire_prepared,
             Err(PodError::Corrupt { .. }) => true,
             Err(e) => return Err(e),
         },
-        State::Garbage => true,
+        State::Garbage => !state.marked_only || exited_long_enough,
         State::Running => false,
     };
     if !expired {
@@ -167,9 +189,10 @@ fn gc_pod(
     if ok {
         store.remove(pod, lock)?;
         report.removed.push(pod.uuid.clone());
-    } else if state.state != State::Garbage {
+    } else if state.state != State::Garbage || state.marked_only {
         state.state = State::Garbage;
         state.garbage = Some(Timestamp::now());
+        state.marked_only = false;
         state.store(&pod.dir)?;
     }
     Ok(())
@@ -228,19 +251,7 @@ mod tests {
     use crate::pod::{App, PodState};
 
     fn app() -> App {
-        App {
-            name: "a".into(),
-            exec: vec!["a".into()],
-            env: vec![],
-            inherit_env: false,
-            rootfs: None,
-            ipc: Default::default(),
-            oom_score_adjust: None,
-            image: None,
-            user_annotations: Default::default(),
-            user_labels: Default::default(),
-            isolators: Default::default(),
-        }
+        App::new("a", ["a"])
     }
 
     fn opts(grace: u64) -> GcOptions {
@@ -248,6 +259,7 @@ mod tests {
             grace_period: Duration::from_secs(grace),
             expire_prepared: Duration::from_secs(3600),
             plugin_timeout: cni::api::DEFAULT_TIMEOUT,
+            mark_only: false,
         }
     }
 
@@ -311,5 +323,40 @@ mod tests {
         drop(lock);
         remove(&store, &pod, cni::api::DEFAULT_TIMEOUT).unwrap();
         assert!(store.list().unwrap().is_empty());
+    }
+
+    #[test]
+    fn mark_only_marks_exited_pods_garbage_and_deletes_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = PodStore::new(tmp.path().join("pods"));
+        let (dead, lock) = store.create(app(), &PodState::new(State::Running)).unwrap();
+        drop(lock);
+        let (prepared, lock) = store
+            .create(app(), &PodState::new(State::Prepared))
+            .unwrap();
+        drop(lock);
+        let mark_only = GcOptions {
+            mark_only: true,
+            expire_prepared: Duration::ZERO,
+            ..opts(0)
+        };
+
+        let report = gc(&store, &mark_only);
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        assert_eq!(report.released, vec![dead.uuid.clone()]);
+        assert_eq!(report.marked, vec![dead.uuid.clone()]);
+        assert!(report.removed.is_empty());
+        let st = dead.state().unwrap();
+        assert_eq!(st.state, State::Garbage);
+        assert!(st.exited.is_some() && st.garbage.is_some() && st.marked_only);
+        assert_eq!(prepared.state().unwrap().state, State::Prepared);
+
+        // A marked pod keeps its grace period, counted from its exit; then it goes.
+        let report = gc(&store, &opts(1800));
+        assert!(report.removed.is_empty(), "{:?}", report.removed);
+        assert!(dead.dir.exists());
+        let report = gc(&store, &opts(0));
+        assert_eq!(report.removed, vec![dead.uuid.clone()]);
+        assert!(!dead.dir.exists());
     }
 }

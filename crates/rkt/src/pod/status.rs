@@ -266,19 +266,7 @@ mod tests {
     use crate::pod::{App, PodStore, Timestamp};
 
     fn web_app() -> App {
-        let mut app = App {
-            name: "web".into(),
-            exec: vec!["/bin/true".into()],
-            env: vec![],
-            inherit_env: false,
-            rootfs: None,
-            ipc: Default::default(),
-            oom_score_adjust: None,
-            image: None,
-            user_annotations: Default::default(),
-            user_labels: Default::default(),
-            isolators: Default::default(),
-        };
+        let mut app = App::new("web", ["/bin/true"]);
         app.user_annotations.insert("team".into(), "net".into());
         app.user_labels.insert("tier".into(), "front".into());
         app
@@ -477,19 +465,7 @@ mod tests {
     fn a_running_record_without_a_runner_reads_as_exited() {
         let tmp = tempfile::tempdir().unwrap();
         let store = PodStore::new(tmp.path().join("pods"));
-        let app = App {
-            name: "x".into(),
-            exec: vec!["x".into()],
-            env: vec![],
-            inherit_env: false,
-            rootfs: None,
-            ipc: Default::default(),
-            oom_score_adjust: None,
-            image: None,
-            user_annotations: Default::default(),
-            user_labels: Default::default(),
-            isolators: Default::default(),
-        };
+        let app = App::new("x", ["x"]);
         let (pod, lock) = store.create(app, &PodState::new(State::Running)).unwrap();
         assert_eq!(PodStatus::read(&pod).unwrap().state, State::Running);
         drop(lock);

@@ -11,7 +11,7 @@ use crate::isolation::Isolators;
 
 /// The pod's single app: a command from the host, from a root filesystem directory, or from
 /// an image.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct App {
     /// The app's name (`--name`, default the command's base name).
@@ -108,6 +108,16 @@ pub fn parse_user_meta(
 }
 
 impl App {
+    /// An app named `name` running `exec` from the host, every other setting at its
+    /// default (set the fields for the rest).
+    pub fn new(name: impl Into<String>, exec: impl IntoIterator<Item = impl Into<String>>) -> App {
+        App {
+            name: name.into(),
+            exec: exec.into_iter().map(Into::into).collect(),
+            ..App::default()
+        }
+    }
+
     /// The default app name for a command: its base name.
     pub fn default_name(exec0: &str) -> String {
         let base = exec0.rsplit('/').next().unwrap_or(exec0);

@@ -5,7 +5,7 @@
 //! [`crate::networking::record`].
 //!
 //! States move forward only: `prepared` → `running` → `exited` → `garbage` (gc or rm marks a
-//! pod garbage just before deleting it). `rkt run` creates its pod directly in `running`.
+//! pod garbage just before deleting it, or `gc --mark-only` instead of deleting it). `rkt run` creates its pod directly in `running`.
 
 use std::fmt;
 use std::fs;
@@ -60,6 +60,10 @@ pub struct PodState {
     /// When gc or rm marked the pod garbage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub garbage: Option<Timestamp>,
+    /// Marked garbage by `rkt gc --mark-only` (not by a deletion whose release failed): a
+    /// later gc deletes it only once it has been exited for the grace period.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub marked_only: bool,
     /// Host PID of the pod's init (PID 1 of its PID namespace) while it runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<i32>,
@@ -141,6 +145,7 @@ impl PodState {
             started: None,
             exited: None,
             garbage: None,
+            marked_only: false,
             pid: None,
             init_pid: None,
             exit_status: None,

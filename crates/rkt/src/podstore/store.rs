@@ -294,19 +294,7 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     fn app() -> App {
-        App {
-            name: "true".into(),
-            exec: vec!["true".into()],
-            env: vec![],
-            inherit_env: false,
-            rootfs: None,
-            ipc: Default::default(),
-            oom_score_adjust: None,
-            image: None,
-            user_annotations: Default::default(),
-            user_labels: Default::default(),
-            isolators: Default::default(),
-        }
+        App::new("true", ["true"])
     }
 
     #[test]

@@ -83,20 +83,12 @@ mod tests {
 
     fn app(inherit: bool, env: &[(&str, &str)]) -> App {
         App {
-            name: "a".into(),
-            exec: vec!["a".into()],
             env: env
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             inherit_env: inherit,
-            rootfs: None,
-            ipc: Default::default(),
-            oom_score_adjust: None,
-            image: None,
-            user_annotations: Default::default(),
-            user_labels: Default::default(),
-            isolators: Default::default(),
+            ..App::new("a", ["a"])
         }
     }
 

@@ -354,7 +354,10 @@ fn warnings_from_every_layer_are_kept() {
         .unwrap()
         .warnings
         .iter()
-        .map(|ConfigWarning::UnknownField { field, .. }| field.clone())
+        .filter_map(|w| match w {
+            ConfigWarning::UnknownField { field, .. } => Some(field.clone()),
+            ConfigWarning::NotUsed { .. } => None,
+        })
         .collect();
     assert_eq!(fields, ["x", "y"]);
 }
