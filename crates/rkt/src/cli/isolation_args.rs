@@ -65,7 +65,7 @@ pub struct IsolationArgs {
 
     /// Run the pod in a user namespace of its own: root inside is an unprivileged range of
     /// 65536 host ids, one per pod (see docs/isolation.md).
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long, on_off = false)]
     pub private_users: bool,
 }
 
