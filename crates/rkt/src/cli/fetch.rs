@@ -112,3 +112,35 @@ pub fn image_store_in(data: &std::path::Path) -> anyhow::Result<::image::store::
     ::image::store::Store::open(&root)
         .with_context(|| format!("opening the image store {}", root.display()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--insecure-options=http` and `tls` reach the registry client, each on its own;
+    /// without them the client speaks HTTPS with certificate checks.
+    #[test]
+    fn insecure_options_reach_the_registry_client() {
+        let reg = |insecure: Insecure| {
+            fetch_options(PullPolicyArg::New, &insecure)
+                .unwrap()
+                .registry
+        };
+        let secure = reg(Insecure::default());
+        assert!(!secure.plain_http && !secure.insecure_tls);
+        assert_eq!(
+            secure.certs_dirs,
+            vec![std::path::PathBuf::from("/etc/docker/certs.d")]
+        );
+        let http = reg(Insecure {
+            http: true,
+            ..Insecure::default()
+        });
+        assert!(http.plain_http && !http.insecure_tls);
+        let tls = reg(Insecure {
+            tls: true,
+            ..Insecure::default()
+        });
+        assert!(!tls.plain_http && tls.insecure_tls);
+    }
+}
