@@ -4,12 +4,14 @@
 //! Modules: [`workspace`] (temporary directories, networks, cleanup), [`cycle`] (one pod
 //! cycle three ways), [`scenarios`] (scenarios 1 to 5), [`busy`] (scenario 6, a busy host), [`rss`] (per-process peak RSS via
 //! ptrace), [`stats`] (medians, alternation), [`report`] (the markdown table), [`proc`]
-//! (running programs, Ctrl-C).
+//! (running programs, Ctrl-C), [`pull`] (scenario 7, pulling an image against skopeo and
+//! umoci).
 
 mod busy;
 mod cycle;
 mod error;
 mod proc;
+mod pull;
 mod report;
 mod rss;
 mod scenarios;
@@ -30,7 +32,9 @@ use workspace::{Tools, Workspace, NOOP_NET, PTP_NET};
     about = "Benchmarks rkt and crates/cni side by side with the reference Go libcni (run as root)",
     after_help = "Scenarios: 1 pod cycle with ptp + host-local, 2 do-nothing plugin (runtime overhead), \
 3 loading a directory of configurations, 4 many pods at once, 5 peak RSS of rkt run, \
-6 a busy host (the pod cycle with 0, 250, 1,000 other pods; not in the default set: slow). \
+6 a busy host (the pod cycle with 0, 250, 1,000 other pods; not in the default set: slow), \
+7 pulling a 50 MB image from a local registry: rkt fetch + unpack vs skopeo copy + umoci unpack \
+(not in the default set; needs docker-registry, skopeo, umoci, busybox-static). \
 bench/run builds everything and runs this."
 )]
 struct Cli {
@@ -70,6 +74,9 @@ struct Cli {
     /// stopped all at once, timed).
     #[arg(long, value_delimiter = ',', default_value = "0,250,1000")]
     busy_loads: Vec<usize>,
+    /// Timed pulls per variant in scenario 7, cold and warm each (after one warm-up).
+    #[arg(long, default_value_t = 5)]
+    pull_iterations: usize,
     /// Scenarios to run, e.g. `1,3` (6, the busy host, takes minutes: ask for it).
     #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5")]
     only: Vec<u8>,
@@ -95,6 +102,9 @@ enum Sub {
     /// Load a configuration directory with crates/cni and pick a network, printing its name
     /// and the microseconds loading took (scenario 3's measured process).
     LoadDir { dir: PathBuf, name: String },
+    /// Unpack every layer of image ID in the image store STORE as a pod's root filesystem
+    /// needs them (scenario 7's measured step after `rkt fetch`).
+    UnpackLayers { store: PathBuf, id: String },
 }
 
 fn main() {
@@ -104,6 +114,16 @@ fn main() {
             Ok(line) => println!("{line}"),
             Err(e) => {
                 eprintln!("rkt-bench: {e}");
+                std::process::exit(1);
+            }
+        }
+        return;
+    }
+    if let Some(Sub::UnpackLayers { store, id }) = &cli.command {
+        match pull::unpack_layers_command(store, id) {
+            Ok(dirs) => println!("{dirs}"),
+            Err(e) => {
+                eprintln!("rkt-bench: unpacking {id} in {}: {e}", store.display());
                 std::process::exit(1);
             }
         }
@@ -128,6 +148,34 @@ fn bench(cli: &Cli) -> Result<String, BenchError> {
     if unsafe { libc::geteuid() } != 0 {
         return Err(BenchError::NotRoot);
     }
+    let self_exe = std::env::current_exe().map_err(|e| BenchError::io("/proc/self/exe", e))?;
+    let mut r = Results {
+        iterations: cli.iterations,
+        warmup: cli.warmup,
+        ..Results::default()
+    };
+    let note = |what: &str| eprintln!("rkt-bench: {what}");
+    if cli.only.contains(&7) {
+        note("scenario 7: pulling an image, rkt vs skopeo + umoci");
+        r.pull = Some(pull::image_pull(
+            &absolute(&cli.rkt),
+            &self_exe,
+            1,
+            cli.pull_iterations,
+        )?);
+    }
+    if cli.only.iter().any(|n| (1..=6).contains(n)) {
+        network_scenarios(cli, &self_exe, &mut r)?;
+    }
+    finish(cli, &r)
+}
+
+/// Scenarios 1 to 6, which share a workspace of networks and the libcni driver.
+fn network_scenarios(
+    cli: &Cli,
+    self_exe: &std::path::Path,
+    r: &mut Results,
+) -> Result<(), BenchError> {
     let ip = scenarios::which("ip").ok_or(BenchError::Missing {
         what: "ip",
         path: PathBuf::from("$PATH"),
@@ -147,15 +195,9 @@ fn bench(cli: &Cli) -> Result<String, BenchError> {
         candidate_rkt: cli.candidate_rkt.as_deref().map(absolute),
     };
     tools.check()?;
-    let self_exe = std::env::current_exe().map_err(|e| BenchError::io("/proc/self/exe", e))?;
     let ws = Workspace::new(tools)?;
     scenarios::check_noop_plugin(&ws)?;
 
-    let mut r = Results {
-        iterations: cli.iterations,
-        warmup: cli.warmup,
-        ..Results::default()
-    };
     let wants = |n: u8| cli.only.contains(&n);
     let what_if = if cli.no_what_if {
         None
@@ -190,7 +232,7 @@ fn bench(cli: &Cli) -> Result<String, BenchError> {
         ));
         r.scale = Some(scenarios::config_scale(
             &ws,
-            &self_exe,
+            self_exe,
             cli.configs,
             cli.warmup,
             cli.iterations,
@@ -214,8 +256,12 @@ fn bench(cli: &Cli) -> Result<String, BenchError> {
         )?);
     }
     drop(ws);
+    Ok(())
+}
 
-    let report = report::render(&r);
+/// Writes the report (and into --update-doc) and returns it.
+fn finish(cli: &Cli, r: &Results) -> Result<String, BenchError> {
+    let report = report::render(r);
     if let Some(dir) = cli.out.parent() {
         std::fs::create_dir_all(dir).map_err(|e| BenchError::io(dir, e))?;
     }

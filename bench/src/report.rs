@@ -25,6 +25,7 @@ pub struct Results {
     pub many: Option<ManyResult>,
     pub memory: Option<Vec<Peaks>>,
     pub busy: Option<crate::busy::BusyResult>,
+    pub pull: Option<crate::pull::PullResult>,
 }
 
 /// The limit of scenario 5, in KiB.
@@ -231,6 +232,22 @@ pub fn render(r: &Results) -> String {
     if let Some(b) = &r.busy {
         render_busy_targets(&mut out, b);
     }
+    if let Some(p) = &r.pull {
+        for (when, s) in [("cold", &p.cold), ("warm", &p.warm)] {
+            let (rkt, oci) = (med(s, 0), med(s, 1));
+            let _ = writeln!(
+                out,
+                "| 7 | pull {:.1} MB in {} layers from a local registry, {when} ({} runs each): rkt fetch + unpack vs skopeo copy + umoci unpack | rkt {} / skopeo + umoci {} | {:.2}× | ≤ 1.0× | {} |",
+                p.bytes as f64 / 1e6,
+                p.layers,
+                p.runs,
+                fmt_duration(rkt),
+                fmt_duration(oci),
+                ratio(rkt, oci),
+                holds(ratio(rkt, oci) <= 1.0)
+            );
+        }
+    }
 
     out.push_str("\nEvery figure:\n\n");
     out.push_str(
@@ -271,6 +288,10 @@ pub fn render(r: &Results) -> String {
             let name = format!("6 busy host, {load} other pods");
             series.iter().for_each(|x| row(&name, x));
         }
+    }
+    if let Some(p) = &r.pull {
+        p.cold.iter().for_each(|x| row("7 image pull, cold", x));
+        p.warm.iter().for_each(|x| row("7 image pull, warm", x));
     }
 
     let cycles: Vec<(&str, &Vec<Series>)> = [

@@ -27,7 +27,7 @@ fn http() -> FetchOptions {
     FetchOptions {
         registry: RegistryOptions {
             plain_http: true,
-            credentials: None,
+            ..RegistryOptions::default()
         },
         ..FetchOptions::default()
     }
@@ -316,7 +316,7 @@ fn registry_tag_digest_index_and_concurrency() {
         err.contains(&registry.addr) && err.contains("test/busybox:nope"),
         "{err}"
     );
-    // Without plain HTTP allowed, nothing is tried.
+    // Without plain HTTP allowed, HTTPS is tried, and the error says what to do.
     let err = fetch_str(
         &store,
         &format!("{base}:v1"),
@@ -327,7 +327,11 @@ fn registry_tag_digest_index_and_concurrency() {
     )
     .unwrap_err()
     .to_string();
-    assert!(err.contains("--insecure-options=http"), "{err}");
+    assert!(
+        err.contains(&format!("TLS with registry {}", registry.addr))
+            && err.contains("--insecure-options=http"),
+        "{err}"
+    );
     assert!(tmp_is_empty(&store));
 }
 
@@ -377,6 +381,7 @@ fn registry_basic_auth_missing_wrong_right() {
                 user: user.into(),
                 password: password.into(),
             }),
+            ..RegistryOptions::default()
         },
         ..FetchOptions::default()
     };
@@ -396,4 +401,85 @@ fn registry_basic_auth_missing_wrong_right() {
     );
     let rec = fetch_str(&store, &image, &with("tester", "right-password")).unwrap();
     assert_eq!(store.manifest(&rec).unwrap().layers().len(), 2);
+}
+
+/// A CA and a server certificate for 127.0.0.1 it signed, as PEM: (ca, cert, key).
+fn test_pki() -> (String, String, String) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, SanType};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(DnType::CommonName, "rkt test registry CA");
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let mut server = CertificateParams::new(Vec::new()).unwrap();
+    server.subject_alt_names = vec![SanType::IpAddress([127, 0, 0, 1].into())];
+    let cert = server.signed_by(&key, &ca_cert, &ca_key).unwrap();
+    (ca_cert.pem(), cert.pem(), key.serialize_pem())
+}
+
+#[test]
+fn registry_https_trusted_untrusted_and_insecure_tls() {
+    if !ready(
+        "registry_https_trusted_untrusted_and_insecure_tls",
+        &["umoci", "skopeo", "docker-registry"],
+    ) {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let layout = busybox_layout(work.path());
+    let (ca, cert, key) = test_pki();
+    let (cert_path, key_path) = (
+        work.path().join("server.crt"),
+        work.path().join("server.key"),
+    );
+    std::fs::write(&cert_path, cert).unwrap();
+    std::fs::write(&key_path, key).unwrap();
+    let registry = common::Registry::start(&format!(
+        "  tls:\n    certificate: {}\n    key: {}\n",
+        cert_path.display(),
+        key_path.display()
+    ));
+    let image = format!("docker://{}/test/secure:v1", registry.addr);
+    skopeo_copy(&format!("oci:{}:v1", layout.display()), &image);
+
+    // The registry's CA in Docker's layout, in a directory of the test's own.
+    let certs_d = work.path().join("certs.d");
+    std::fs::create_dir_all(certs_d.join(&registry.addr)).unwrap();
+    std::fs::write(certs_d.join(&registry.addr).join("ca.crt"), ca).unwrap();
+    let empty_d = work.path().join("empty.d");
+    std::fs::create_dir(&empty_d).unwrap();
+    let with = |certs_dir: &std::path::Path, insecure_tls: bool| FetchOptions {
+        registry: RegistryOptions {
+            insecure_tls,
+            certs_dirs: vec![certs_dir.to_path_buf()],
+            ..RegistryOptions::default()
+        },
+        ..FetchOptions::default()
+    };
+
+    // Not trusted: refused, naming the registry, the image and the TLS failure.
+    let store = Store::open(work.path().join("store-untrusted")).unwrap();
+    let err = fetch_str(&store, &image, &with(&empty_d, false))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&format!("TLS with registry {}", registry.addr))
+            && err.contains("test/secure:v1")
+            && err.contains("UnknownIssuer")
+            && err.contains("--insecure-options=tls"),
+        "{err}"
+    );
+    assert!(store.images().unwrap().is_empty() && tmp_is_empty(&store));
+
+    // Trusted through certs.d: HTTPS is the default, no option needed.
+    let store = Store::open(work.path().join("store-trusted")).unwrap();
+    let rec = fetch_str(&store, &image, &with(&certs_d, false)).unwrap();
+    assert_eq!(store.manifest(&rec).unwrap().layers().len(), 2);
+
+    // Not trusted, but certificate checks skipped (`tls`): the same image.
+    let store = Store::open(work.path().join("store-insecure")).unwrap();
+    let insecure = fetch_str(&store, &image, &with(&empty_d, true)).unwrap();
+    assert_eq!(insecure.id, rec.id);
 }

@@ -5,12 +5,14 @@
 //! - [`layout`]: an OCI image layout directory (`oci:`), and the same inside a tar
 //!   (`oci-archive:`), read through [`archive`];
 //! - [`docker_archive`]: what `docker save` writes (`docker-archive:`);
-//! - [`registry`]: a registry speaking the OCI distribution API (`docker://`).
+//! - [`registry`]: a registry speaking the OCI distribution API (`docker://`), over HTTPS
+//!   as [`tls`] configures it.
 
 pub mod archive;
 pub mod docker_archive;
 pub mod layout;
 pub mod registry;
+pub mod tls;
 
 use std::io::{self, Read};
 use std::path::PathBuf;
@@ -59,11 +61,19 @@ pub enum TransportError {
         registry: String,
         message: String,
     },
-    #[error(
-        "{image}: registry {registry} needs HTTPS, which this build of rkt does not speak; \
-         --insecure-options=http allows plain HTTP to it"
-    )]
-    HttpsUnsupported { image: String, registry: String },
+    #[error("{image}: TLS with registry {registry} failed: {reason}; {hint}")]
+    Tls {
+        image: String,
+        registry: String,
+        reason: String,
+        hint: String,
+    },
+    #[error("{image}: {source}")]
+    TlsSetup {
+        image: String,
+        #[source]
+        source: tls::TlsError,
+    },
 }
 
 /// The manifest (or index) an image reference names, as the source gave it.

@@ -2,15 +2,16 @@
 //! /v2/<name>/manifests/<ref>` with the OCI and Docker schema 2 media types in `Accept`,
 //! `GET /v2/<name>/blobs/<digest>` for the rest. A `401` with a `Bearer` challenge is
 //! answered with a token from the realm it names (with the credentials, when given), a
-//! `Basic` challenge with the credentials. Blocking HTTP (`ureq`), plain HTTP only: this
-//! build has no TLS, so a registry is reached only when the caller allows plain HTTP.
+//! `Basic` challenge with the credentials. Blocking HTTP (`ureq`): HTTPS with the trust
+//! [`super::tls`] sets up, or plain HTTP when the caller allows it.
 
 use std::io::Read;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use base64::Engine as _;
 
-use super::{read_small, Source, TopManifest, TransportError};
+use super::{read_small, tls, Source, TopManifest, TransportError};
 use crate::digest::Digest;
 use crate::reference::{DockerRef, Target};
 
@@ -28,13 +29,28 @@ pub struct Credentials {
 }
 
 /// How to reach a registry.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct RegistryOptions {
-    /// Plain HTTP is allowed (`--insecure-options=http`). Without it the client refuses,
-    /// since this build speaks no HTTPS.
+    /// Plain HTTP instead of HTTPS (`--insecure-options=http`).
     pub plain_http: bool,
+    /// Any server certificate is accepted (`--insecure-options=tls`).
+    pub insecure_tls: bool,
+    /// Directories of per-registry CA files in Docker's layout, `<dir>/HOST[:PORT]/*.crt`,
+    /// trusted beside the system's store ([`tls::DOCKER_CERTS_D`] by default).
+    pub certs_dirs: Vec<PathBuf>,
     /// Credentials for `Basic` auth and for token requests.
     pub credentials: Option<Credentials>,
+}
+
+impl Default for RegistryOptions {
+    fn default() -> Self {
+        RegistryOptions {
+            plain_http: false,
+            insecure_tls: false,
+            certs_dirs: vec![PathBuf::from(tls::DOCKER_CERTS_D)],
+            credentials: None,
+        }
+    }
 }
 
 /// One image on a registry.
@@ -55,22 +71,26 @@ impl Registry {
         options: RegistryOptions,
     ) -> Result<Registry, TransportError> {
         let image = reference.to_string();
-        if !options.plain_http {
-            return Err(TransportError::HttpsUnsupported {
-                image,
-                registry: reference.api_host().to_string(),
-            });
-        }
-        let agent = ureq::AgentBuilder::new()
+        let host = reference.api_host();
+        let mut agent = ureq::AgentBuilder::new()
             .timeout_connect(Duration::from_secs(30))
             .timeout_read(Duration::from_secs(120))
-            .redirects(5)
-            .build();
+            .redirects(5);
+        // The TLS setup is needed for HTTPS, and also over plain HTTP: a token realm or a
+        // redirect (to blob storage) may be an https:// URL.
+        let config = tls::client_config(host, &options.certs_dirs, options.insecure_tls).map_err(
+            |source| TransportError::TlsSetup {
+                image: image.clone(),
+                source,
+            },
+        )?;
+        agent = agent.tls_config(config);
+        let scheme = if options.plain_http { "http" } else { "https" };
         Ok(Registry {
-            base: format!("http://{}", reference.api_host()),
+            base: format!("{scheme}://{host}"),
             image,
             reference: reference.clone(),
-            agent,
+            agent: agent.build(),
             options,
             authorization: None,
         })
@@ -132,14 +152,27 @@ impl Registry {
                         message: message.trim().chars().take(300).collect(),
                     });
                 }
-                Err(ureq::Error::Transport(t)) => {
-                    return Err(TransportError::Connection {
-                        image: self.image.clone(),
-                        registry: self.registry(),
-                        message: t.to_string(),
-                    })
-                }
+                Err(ureq::Error::Transport(t)) => return Err(self.transport_error(t, None)),
             }
+        }
+    }
+
+    /// A connection failure, a TLS one told apart with what to do about it; `url` is the
+    /// address when it is not the registry's own (a token realm).
+    fn transport_error(&self, t: ureq::Transport, url: Option<&str>) -> TransportError {
+        let registry = url.map_or_else(|| self.registry(), str::to_string);
+        match tls::tls_failure(&t) {
+            Some(failure) => TransportError::Tls {
+                image: self.image.clone(),
+                registry,
+                reason: failure.to_string(),
+                hint: tls::advice(failure, &self.registry(), &self.options.certs_dirs),
+            },
+            None => TransportError::Connection {
+                image: self.image.clone(),
+                registry,
+                message: t.to_string(),
+            },
         }
     }
 
@@ -185,11 +218,7 @@ impl Registry {
         }
         let resp = req.call().map_err(|e| match e {
             ureq::Error::Status(..) => denied(),
-            ureq::Error::Transport(t) => TransportError::Connection {
-                image: self.image.clone(),
-                registry: url.clone(),
-                message: t.to_string(),
-            },
+            ureq::Error::Transport(t) => self.transport_error(t, Some(&url)),
         })?;
         let text = resp.into_string().unwrap_or_default();
         let body: serde_json::Value =
@@ -304,17 +333,6 @@ mod tests {
         assert_eq!(
             percent_encode("repository:a/b:pull"),
             "repository%3Aa%2Fb%3Apull"
-        );
-    }
-
-    #[test]
-    fn refuses_https_without_plain_http() {
-        let r = DockerRef::parse("example.com/app", "docker://example.com/app").unwrap();
-        let err = Registry::new(&r, RegistryOptions::default()).err().unwrap();
-        let msg = err.to_string();
-        assert!(
-            msg.contains("example.com") && msg.contains("--insecure-options=http"),
-            "{msg}"
         );
     }
 }

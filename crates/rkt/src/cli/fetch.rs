@@ -9,7 +9,7 @@ use ::image::transport::registry::{Credentials, RegistryOptions};
 use ::image::{FetchOptions, ImageRef, Platform, PullPolicy};
 use rkt::config::auth::load_docker_auth;
 
-use super::GlobalArgs;
+use super::{GlobalArgs, Insecure};
 
 /// When `rkt fetch` goes to an image's source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -38,9 +38,10 @@ pub struct FetchArgs {
     pub images: Vec<String>,
 }
 
-/// The fetch options that `--pull-policy` and `--insecure-options=http` (the global option,
-/// `plain_http`; this build has no HTTPS) ask for.
-pub fn fetch_options(policy: PullPolicyArg, plain_http: bool) -> anyhow::Result<FetchOptions> {
+/// The fetch options that `--pull-policy` and the global `--insecure-options` (`http`: plain
+/// HTTP instead of HTTPS; `tls`: any certificate) ask for. Registry CA files are Docker's,
+/// `/etc/docker/certs.d/HOST[:PORT]/*.crt`, beside the system's trust store.
+pub fn fetch_options(policy: PullPolicyArg, insecure: &Insecure) -> anyhow::Result<FetchOptions> {
     Ok(FetchOptions {
         policy: match policy {
             PullPolicyArg::Never => PullPolicy::Never,
@@ -48,15 +49,16 @@ pub fn fetch_options(policy: PullPolicyArg, plain_http: bool) -> anyhow::Result<
             PullPolicyArg::Update => PullPolicy::Update,
         },
         registry: RegistryOptions {
-            plain_http,
-            credentials: None,
+            plain_http: insecure.http,
+            insecure_tls: insecure.tls,
+            ..RegistryOptions::default()
         },
         platform: Platform::host(),
     })
 }
 
 pub fn run(global: &GlobalArgs, args: &FetchArgs) -> anyhow::Result<ExitCode> {
-    let options = fetch_options(args.pull_policy, global.insecure()?.http)?;
+    let options = fetch_options(args.pull_policy, &global.insecure()?)?;
     // Every reference is checked before anything is fetched.
     let refs = args
         .images
@@ -109,4 +111,36 @@ pub fn image_store_in(data: &std::path::Path) -> anyhow::Result<::image::store::
     let root = data.join("images");
     ::image::store::Store::open(&root)
         .with_context(|| format!("opening the image store {}", root.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--insecure-options=http` and `tls` reach the registry client, each on its own;
+    /// without them the client speaks HTTPS with certificate checks.
+    #[test]
+    fn insecure_options_reach_the_registry_client() {
+        let reg = |insecure: Insecure| {
+            fetch_options(PullPolicyArg::New, &insecure)
+                .unwrap()
+                .registry
+        };
+        let secure = reg(Insecure::default());
+        assert!(!secure.plain_http && !secure.insecure_tls);
+        assert_eq!(
+            secure.certs_dirs,
+            vec![std::path::PathBuf::from("/etc/docker/certs.d")]
+        );
+        let http = reg(Insecure {
+            http: true,
+            ..Insecure::default()
+        });
+        assert!(http.plain_http && !http.insecure_tls);
+        let tls = reg(Insecure {
+            tls: true,
+            ..Insecure::default()
+        });
+        assert!(!tls.plain_http && tls.insecure_tls);
+    }
 }

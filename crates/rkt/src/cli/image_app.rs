@@ -41,8 +41,8 @@ fn is_image(data: &Path, first: &str) -> anyhow::Result<bool> {
 }
 
 /// The app `args` describe: a host command as before, or an image's app from the store of
-/// the data directory `data` (`--insecure-options=http` lets its registry be reached over
-/// plain HTTP).
+/// the data directory `data` (`--insecure-options=http` and `tls` say how its registry is
+/// reached).
 pub fn app(global: &GlobalArgs, data: &Path, args: &AppArgs) -> anyhow::Result<App> {
     let image = &args.image;
     let first = &args.command[0];
@@ -63,7 +63,7 @@ pub fn app(global: &GlobalArgs, data: &Path, args: &AppArgs) -> anyhow::Result<A
         (e, a) => e.clone().or(a),
     };
     let reference = ImageRef::parse(first)?;
-    let options = fetch_options(image.pull_policy, global.insecure()?.http)?;
+    let options = fetch_options(image.pull_policy, &global.insecure()?)?;
     let store = image_store_in(data)?;
     let record = fetch_image(global, &store, &reference, first, &options)?;
     let config = store

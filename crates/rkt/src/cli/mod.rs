@@ -112,9 +112,10 @@ pub struct GlobalArgs {
     /// directories and plugins that a user other than root can change (run as root, rkt
     /// refuses them otherwise). `capabilities`, `seccomp`, `paths`: run the app without
     /// that part of pod isolation (all capabilities; no syscall filter; host's /dev, /proc
-    /// and /sys unprotected). `all-run`: those three and `net-plugins`. `http` (fetch):
-    /// reach registries over plain HTTP. Comma-separated; may be repeated; before or after
-    /// the command, as upstream rkt.
+    /// and /sys unprotected). `all-run`: those three and `net-plugins`. `http` (fetch, run
+    /// IMAGE): reach registries over plain HTTP instead of HTTPS. `tls`: accept any
+    /// registry certificate. Comma-separated; may be repeated; before or after the command,
+    /// as upstream rkt.
     #[arg(long, global = true, value_name = "OPTION[,OPTION...]")]
     pub insecure_options: Vec<String>,
 }
@@ -166,6 +167,8 @@ pub struct Insecure {
     pub net_plugins: bool,
     /// `http`: registries over plain HTTP.
     pub http: bool,
+    /// `tls`: any registry certificate is accepted.
+    pub tls: bool,
     /// `capabilities`, `seccomp`, `paths` (`all-run`: all three and `net-plugins`): the
     /// parts of pod isolation turned off.
     pub isolation: rkt::isolation::Disabled,
@@ -173,6 +176,8 @@ pub struct Insecure {
 
 /// `--insecure-options=http`.
 const INSECURE_HTTP: &str = "http";
+/// `--insecure-options=tls`.
+const INSECURE_TLS: &str = "tls";
 
 impl GlobalArgs {
     /// The `--insecure-options` values (each possibly a comma-separated list), checked: one
@@ -182,6 +187,7 @@ impl GlobalArgs {
         for opt in self.insecure_options.iter().flat_map(|o| o.split(',')) {
             match opt.trim() {
                 INSECURE_HTTP => out.http = true,
+                INSECURE_TLS => out.tls = true,
                 "" => {}
                 other => {
                     // The options of running pods are the library's.
@@ -189,7 +195,7 @@ impl GlobalArgs {
                     else {
                         anyhow::bail!(
                             "--insecure-options={other:?}: unknown option (known: {}, \
-                             {INSECURE_HTTP})",
+                             {INSECURE_HTTP}, {INSECURE_TLS})",
                             rkt::security::InsecureOptions::KNOWN.join(", ")
                         )
                     };
@@ -409,7 +415,7 @@ mod tests {
         for args in [
             &[
                 "rkt",
-                "--insecure-options=http,net-plugins",
+                "--insecure-options=http,net-plugins,tls",
                 "fetch",
                 "oci:/x",
             ][..],
@@ -417,19 +423,22 @@ mod tests {
                 "rkt",
                 "fetch",
                 "--insecure-options=http",
-                "--insecure-options=net-plugins",
+                "--insecure-options=net-plugins,tls",
                 "oci:/x",
             ],
         ] {
             let cli = Cli::try_parse_from(args).unwrap();
             let insecure = cli.global.insecure().unwrap();
-            assert!(insecure.http && insecure.net_plugins, "{args:?}");
+            assert!(
+                insecure.http && insecure.net_plugins && insecure.tls,
+                "{args:?}"
+            );
         }
         let cli = Cli::try_parse_from(["rkt", "--insecure-options=image", "config"]).unwrap();
         let err = cli.global.insecure().unwrap_err().to_string();
         assert!(
             err.contains("\"image\"")
-                && err.contains("net-plugins, capabilities, seccomp, paths, all-run, http"),
+                && err.contains("net-plugins, capabilities, seccomp, paths, all-run, http, tls"),
             "{err}"
         );
     }
