@@ -6,7 +6,9 @@
 //!   `/proc/self/task/<tid>/ns/net` onto the target file, brings `lo` up inside it and ends;
 //!   the caller's threads never leave their namespace. Like iproute2, it first makes
 //!   `/run/netns` a shared mount point, so the bind mounts propagate to every mount namespace
-//!   and a pod's own mount namespace cannot keep one alive after it is deleted.
+//!   and a pod's own mount namespace cannot keep one alive after it is deleted (a pod's
+//!   stage then detaches `/run/netns` from its namespace altogether:
+//!   `stage::mounts::detach_netns_mounts`).
 //! - [`NetnsGuard`] enters a namespace on the current thread and returns to the original one
 //!   when dropped; it is `!Send`, so it cannot be dropped on another thread.
 //! - [`delete`] detaches the mount and unlinks the file; deleting twice is fine.

@@ -73,6 +73,29 @@ fn net_none_has_only_loopback_and_it_is_up() {
     assert_no_netns(&uuid);
 }
 
+/// The pod's mount namespace drops the host's `/run/netns`: it holds neither its own
+/// namespace's bind mount nor any other pod's, so a namespace mounted or unmounted on the
+/// host is not copied into every running pod (docs/PERFORMANCE.md, "A busy host").
+#[test]
+fn a_pods_mount_namespace_holds_no_network_namespace_mounts() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let (out, uuid) = run_uuid(
+        &world,
+        &[
+            "--net=none",
+            "--",
+            "sh",
+            "-c",
+            "grep -c ' /run/netns' /proc/self/mountinfo || true",
+        ],
+    );
+    out.assert_success();
+    assert_eq!(out.stdout(), "0\n");
+    assert_no_netns(&uuid);
+}
+
 #[test]
 fn net_host_shares_the_callers_network_namespace() {
     require_root!();

@@ -418,6 +418,7 @@ fn prepare(args: &InitArgs) -> Result<Prepared, StageError> {
         })?;
     }
     mounts::make_root_slave()?;
+    mounts::detach_netns_mounts()?;
     let root = app.rootfs.clone().unwrap_or_else(|| PathBuf::from("/"));
     if app.rootfs.is_some() {
         mounts::bind_rootfs(&root)?;

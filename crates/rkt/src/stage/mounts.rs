@@ -3,6 +3,7 @@
 //! Done by the stage in its new mount namespace, after making `/` a recursive slave (host
 //! mounts still propagate in, nothing propagates out), so the host's files are never
 //! changed:
+//! - the host's `/run/netns` is detached (see [`detach_netns_mounts`]);
 //! - `<pod>/etc/resolv.conf` and `<pod>/etc/hosts` are bind-mounted over the root's
 //!   `/etc/resolv.conf` and `/etc/hosts`: on the host's root those networking wrote, under
 //!   a rootfs always (copies of the host's where networking wrote none), without writing
@@ -22,6 +23,7 @@ use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
+use nix::errno::Errno;
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
 use nix::unistd::{chdir, pivot_root};
 
@@ -56,6 +58,25 @@ pub fn make_root_slave() -> Result<(), StageError> {
         MsFlags::MS_REC | MsFlags::MS_SLAVE,
         None,
     )
+}
+
+/// Drops the host's network namespace mounts (`/run/netns` and the bind mounts under it)
+/// from the pod's mount namespace; done after [`make_root_slave`], so the detach does not
+/// propagate to the host. The pod needs none of them (its own namespace is entered through
+/// the stage's `setns`), and without them its mount namespace is no longer a slave copy
+/// of `/run/netns`: every namespace mounted or unmounted on the host afterwards (a pod
+/// started or stopped, `ip netns add`) would otherwise be copied into, or removed from,
+/// every running pod's mount namespace, a cost that grows with the pods running. Nothing
+/// to do where `/run/netns` is not a mount point (or does not exist).
+pub fn detach_netns_mounts() -> Result<(), StageError> {
+    let dir = Path::new(crate::netns::NETNS_RUN_DIR);
+    match umount2(dir, MntFlags::MNT_DETACH) {
+        Ok(()) | Err(Errno::EINVAL) | Err(Errno::ENOENT) => Ok(()),
+        Err(errno) => Err(StageError::Mount {
+            target: dir.to_path_buf(),
+            source: errno,
+        }),
+    }
 }
 
 /// Makes `rootfs` a mount point of its own, so that it can become the root later.
