@@ -73,39 +73,59 @@ pub enum ExecError {
     /// The binary could not be started.
     #[error("cannot run plugin {}: {source}", plugin.display())]
     Spawn {
+        /// The plugin's binary.
         plugin: PathBuf,
+        /// Why it could not be started.
         #[source]
         source: std::io::Error,
     },
     /// Talking to the plugin (its pipes, waiting for it) failed.
     #[error("cannot talk to plugin {}: {source}", plugin.display())]
     Io {
+        /// The plugin's binary.
         plugin: PathBuf,
+        /// The failed pipe or wait operation.
         #[source]
         source: std::io::Error,
     },
     /// The plugin did not finish in time and was killed, with every process it started.
     #[error("plugin {} timed out after {}s and was killed", plugin.display(), secs(*timeout))]
-    Timeout { plugin: PathBuf, timeout: Duration },
+    Timeout {
+        /// The plugin's binary.
+        plugin: PathBuf,
+        /// The limit it exceeded.
+        timeout: Duration,
+    },
     /// The caller was interrupted while the plugin ran; it was killed, with every process
     /// it started.
     #[error("plugin {} was killed because the runtime was interrupted", plugin.display())]
-    Interrupted { plugin: PathBuf },
+    Interrupted {
+        /// The plugin's binary.
+        plugin: PathBuf,
+    },
     /// The plugin was killed by a signal.
     #[error("plugin {} was killed by signal {signal} ({})", plugin.display(), signal_name(*signal))]
     Signal {
+        /// The plugin's binary.
         plugin: PathBuf,
+        /// The signal's number.
         signal: i32,
+        /// What the plugin wrote to stderr before it died.
         stderr: String,
     },
     /// The plugin exited non-zero; `code`, `msg` and `details` come from the error object it
     /// printed, or `code` is `None` and `msg` describes what it printed instead.
     #[error("plugin {} failed (exit status {exit_status}): {}", plugin.display(), describe_failure(*code, msg, details))]
     Plugin {
+        /// The plugin's binary.
         plugin: PathBuf,
+        /// Its exit status.
         exit_status: i32,
+        /// The CNI error code it reported, if it printed an error object.
         code: Option<u32>,
+        /// The error's message (or a description of what it printed instead).
         msg: String,
+        /// The error's details.
         details: String,
     },
 }
@@ -528,7 +548,12 @@ pub enum FindError {
     InvalidName(#[from] ValidateError),
     /// No directory holds an executable regular file of that name.
     #[error("plugin {plugin:?} not found in {}", join_dirs(dirs))]
-    NotFound { plugin: String, dirs: Vec<PathBuf> },
+    NotFound {
+        /// The plugin type looked for.
+        plugin: String,
+        /// The directories searched, in order.
+        dirs: Vec<PathBuf>,
+    },
 }
 
 fn join_dirs(dirs: &[PathBuf]) -> String {

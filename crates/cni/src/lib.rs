@@ -15,9 +15,6 @@ pub mod api;
 pub mod cache;
 pub mod conf;
 pub mod error;
-// invoke.rs still has undocumented items; documenting them waits for the process-group
-// change under way there.
-#[allow(missing_docs)]
 pub mod invoke;
 pub mod result;
 pub mod types;
