@@ -6,7 +6,7 @@ mod leaks;
 
 use std::time::{Duration, Instant};
 
-use leaks::lab::{stderr, wait_for, Lab};
+use leaks::lab::{stderr, wait_for, Lab, Running};
 use leaks::Guard;
 use serde_json::json;
 
@@ -28,6 +28,18 @@ fn allocating_net(lab: &Lab, lease: &std::path::Path, delay_ms: u64) -> String {
     );
     lab.conflist("10-alloc.conflist", &net, &["alloc"]);
     net
+}
+
+/// A `rkt run` on `net` (see [`allocating_net`]) whose plugin is in the middle of its ADD.
+fn run_in_add(lab: &Lab, net: &str) -> Running {
+    let run = lab.spawn_run(&[&format!("--net={net}"), "--", "/bin/true"]);
+    wait_for(|| {
+        lab.call_lines()
+            .first()
+            .is_some_and(|c| c == "ADD alloc eth0")
+            .then_some(())
+    });
+    run
 }
 
 /// The ADD killed by the timeout takes its child along: no "lease" appears after the
@@ -68,13 +80,7 @@ fn sigterm_during_add_kills_the_plugin_and_its_children_before_the_del() {
     let lease = lab.path("lease");
     let net = allocating_net(&lab, &lease, 1500);
     let _g = Guard::new(lab.ctx(&[&net]));
-    let run = lab.spawn_run(&[&format!("--net={net}"), "--", "/bin/true"]);
-    wait_for(|| {
-        lab.call_lines()
-            .first()
-            .is_some_and(|c| c == "ADD alloc eth0")
-            .then_some(())
-    });
+    let run = run_in_add(&lab, &net);
     let sent = Instant::now();
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(run.pid() as i32),
@@ -470,13 +476,7 @@ fn gc_kills_a_dead_runners_orphaned_plugin_before_its_del() {
     let lease = lab.path("lease");
     let net = allocating_net(&lab, &lease, 1500);
     let _g = Guard::new(lab.ctx(&[&net]));
-    let run = lab.spawn_run(&[&format!("--net={net}"), "--", "/bin/true"]);
-    wait_for(|| {
-        lab.call_lines()
-            .first()
-            .is_some_and(|c| c == "ADD alloc eth0")
-            .then_some(())
-    });
+    let run = run_in_add(&lab, &net);
     kill_9(run);
     let gc = lab.gc();
     assert_eq!(gc.status.code(), Some(0), "{}", stderr(&gc));
