@@ -357,22 +357,7 @@ fn registry_basic_auth_missing_wrong_right() {
     }
     let work = tempfile::tempdir().unwrap();
     let layout = busybox_layout(work.path());
-    let htpasswd = work.path().join("htpasswd");
-    std::fs::write(&htpasswd, common::HTPASSWD).unwrap();
-    let registry = common::Registry::start(&format!(
-        "auth:\n  htpasswd:\n    realm: test-realm\n    path: {}\n",
-        htpasswd.display()
-    ));
-    let image = format!("docker://{}/test/private:v1", registry.addr);
-    common::run(std::process::Command::new("skopeo").args([
-        "copy",
-        "--quiet",
-        "--dest-tls-verify=false",
-        "--dest-creds",
-        "tester:right-password",
-        &format!("oci:{}:v1", layout.display()),
-        &image,
-    ]));
+    let (registry, image) = common::private_registry_with(work.path(), &layout);
     let store = Store::open(work.path().join("store")).unwrap();
     let with = |user: &str, password: &str| FetchOptions {
         registry: RegistryOptions {

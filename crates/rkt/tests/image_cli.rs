@@ -290,22 +290,7 @@ fn registry_credentials_from_auth_d() {
     }
     let work = tempfile::tempdir().unwrap();
     let layout = busybox_layout(work.path());
-    let htpasswd = work.path().join("htpasswd");
-    std::fs::write(&htpasswd, image_common::HTPASSWD).unwrap();
-    let registry = image_common::Registry::start(&format!(
-        "auth:\n  htpasswd:\n    realm: test-realm\n    path: {}\n",
-        htpasswd.display()
-    ));
-    let remote = format!("docker://{}/test/private:v1", registry.addr);
-    image_common::run(std::process::Command::new("skopeo").args([
-        "copy",
-        "--quiet",
-        "--dest-tls-verify=false",
-        "--dest-creds",
-        "tester:right-password",
-        &format!("oci:{}:v1", layout.display()),
-        &remote,
-    ]));
+    let (registry, remote) = image_common::private_registry_with(work.path(), &layout);
     let system = work.path().join("system");
     let local = work.path().join("local");
     std::fs::create_dir_all(&system).unwrap();

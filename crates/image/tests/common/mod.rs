@@ -112,6 +112,29 @@ pub fn skopeo_copy(from: &str, to: &str) {
     ]));
 }
 
+/// A registry that wants the credentials of [`HTPASSWD`] (htpasswd file in `work`), holding
+/// the OCI layout `layout` pushed as `test/private:v1`; returns it and that image's
+/// `docker://` reference.
+pub fn private_registry_with(work: &Path, layout: &Path) -> (Registry, String) {
+    let htpasswd = work.join("htpasswd");
+    std::fs::write(&htpasswd, HTPASSWD).unwrap();
+    let registry = Registry::start(&format!(
+        "auth:\n  htpasswd:\n    realm: test-realm\n    path: {}\n",
+        htpasswd.display()
+    ));
+    let image = format!("docker://{}/test/private:v1", registry.addr);
+    run(Command::new("skopeo").args([
+        "copy",
+        "--quiet",
+        "--dest-tls-verify=false",
+        "--dest-creds",
+        "tester:right-password",
+        &format!("oci:{}:v1", layout.display()),
+        &image,
+    ]));
+    (registry, image)
+}
+
 /// A registry on 127.0.0.1 with its storage in a temporary directory; killed and removed
 /// when dropped.
 pub struct Registry {
