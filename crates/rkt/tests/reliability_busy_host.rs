@@ -6,7 +6,7 @@ mod leaks;
 
 use std::time::{Duration, Instant};
 
-use leaks::lab::{stderr, wait_for, Lab, Running};
+use leaks::lab::{ptp_masq_lab, stderr, wait_for, Lab, RemoveHostLocal, Running};
 use leaks::Guard;
 use serde_json::json;
 
@@ -166,28 +166,9 @@ fn network_operations_are_admitted_one_at_a_time_when_the_limit_says_one() {
     assert!(gc.status.success(), "{}", stderr(&gc));
 }
 
-/// A lab with one ptp network masquerading on a subnet of its own, as the built-in
-/// `default` does.
+/// A lab with a real ptp network that masquerades, on subnets of its own below 10.200.
 fn masquerading_lab(name: &str) -> (Lab, String, String) {
-    let lab = Lab::new();
-    let net = lab.net(name);
-    let n = u32::from_str_radix(&lab.id[..4], 16).unwrap();
-    let subnet = format!("10.{}.{}.0/22", 200 + n % 30, ((n >> 5) % 64) * 4);
-    lab.conf(
-        "10-m.conf",
-        &json!({"cniVersion": "1.0.0", "name": net, "type": "ptp", "ipMasq": true,
-                "ipam": {"type": "host-local", "subnet": subnet}}),
-    );
-    (lab, net, subnet)
-}
-
-struct RemoveHostLocal(String);
-
-impl Drop for RemoveHostLocal {
-    fn drop(&mut self) {
-        let _ =
-            std::fs::remove_dir_all(std::path::Path::new("/var/lib/cni/networks").join(&self.0));
-    }
+    ptp_masq_lab(name, "10-m.conf", 200)
 }
 
 /// `iptables-save` and `ip6tables-save` wrappers that log each call rkt itself makes

@@ -10,9 +10,8 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-use leaks::lab::{stderr, stdout, Lab};
+use leaks::lab::{ptp_masq_lab, stderr, stdout, Lab, RemoveHostLocal};
 use leaks::Guard;
-use serde_json::json;
 
 fn require_root() -> bool {
     if !nix::unistd::geteuid().is_root() {
@@ -22,27 +21,9 @@ fn require_root() -> bool {
     true
 }
 
-/// A lab with one ptp network on a subnet of its own (a /22: room for 64 pods at once).
+/// A lab with one ptp network on a subnet of its own (below 10.160: apart from other files).
 fn real_lab(name: &str) -> (Lab, String, String) {
-    let lab = Lab::new();
-    let net = lab.net(name);
-    let n = u32::from_str_radix(&lab.id[..4], 16).unwrap();
-    let subnet = format!("10.{}.{}.0/22", 160 + n % 30, ((n >> 5) % 64) * 4);
-    lab.conf(
-        "10-c.conf",
-        &json!({"cniVersion": "1.0.0", "name": net, "type": "ptp", "ipMasq": true,
-                "ipam": {"type": "host-local", "subnet": subnet}}),
-    );
-    (lab, net, subnet)
-}
-
-struct RemoveHostLocal(String);
-
-impl Drop for RemoveHostLocal {
-    fn drop(&mut self) {
-        let _ =
-            std::fs::remove_dir_all(std::path::Path::new("/var/lib/cni/networks").join(&self.0));
-    }
+    ptp_masq_lab(name, "10-c.conf", 160)
 }
 
 /// Whether an error of `rkt rm` is one of the expected ones while pods come and go.

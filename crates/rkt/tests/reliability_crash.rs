@@ -8,7 +8,7 @@ mod leaks;
 
 use std::process::Command;
 
-use leaks::lab::{stderr, wait_for, Lab};
+use leaks::lab::{stderr, wait_for, Lab, RemoveHostLocal};
 use leaks::Guard;
 use serde_json::json;
 
@@ -285,15 +285,6 @@ fn split_rule(line: &str) -> Vec<String> {
 fn real_subnet(lab: &Lab) -> String {
     let n = u32::from_str_radix(&lab.id[..4], 16).unwrap();
     format!("10.{}.{}.0/24", 200 + n % 40, (n >> 6) % 256)
-}
-
-struct RemoveHostLocal(String);
-
-impl Drop for RemoveHostLocal {
-    fn drop(&mut self) {
-        let _ =
-            std::fs::remove_dir_all(std::path::Path::new("/var/lib/cni/networks").join(&self.0));
-    }
 }
 
 struct KillOnDrop(std::process::Child);

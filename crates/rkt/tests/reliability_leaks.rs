@@ -7,7 +7,7 @@ mod leaks;
 use std::fs;
 use std::process::Command;
 
-use leaks::lab::{stderr, unique, Lab};
+use leaks::lab::{stderr, unique, Lab, RemoveHostLocal};
 use leaks::{Ctx, Guard};
 
 fn require_root() -> bool {
@@ -198,12 +198,4 @@ fn a_real_pod_leaves_nothing_and_is_seen_while_it_runs() {
     let out = pod.wait();
     assert_ne!(out.status.code(), Some(254), "{}", stderr(&out));
     guard.check();
-}
-
-struct RemoveHostLocal(String);
-
-impl Drop for RemoveHostLocal {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(std::path::Path::new("/var/lib/cni/networks").join(&self.0));
-    }
 }

@@ -393,3 +393,33 @@ pub fn stderr(out: &Output) -> String {
 pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// Removes host-local's lease directory of network `0` when dropped (the plugin keeps it
+/// after the last lease goes, by design).
+pub struct RemoveHostLocal(pub String);
+
+impl Drop for RemoveHostLocal {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(Path::new("/var/lib/cni/networks").join(&self.0));
+    }
+}
+
+/// A lab with one real ptp network (`ipMasq`, host-local) named after `name`, written to
+/// `file`, on a /22 of its own (room for 1,000 pods) below `10.<first_octet_base + 0..30>`:
+/// returns the lab, the network's name and its subnet.
+pub fn ptp_masq_lab(name: &str, file: &str, second_octet_base: u32) -> (Lab, String, String) {
+    let lab = Lab::new();
+    let net = lab.net(name);
+    let n = u32::from_str_radix(&lab.id[..4], 16).unwrap();
+    let subnet = format!(
+        "10.{}.{}.0/22",
+        second_octet_base + n % 30,
+        ((n >> 5) % 64) * 4
+    );
+    lab.conf(
+        file,
+        &serde_json::json!({"cniVersion": "1.0.0", "name": net, "type": "ptp", "ipMasq": true,
+                "ipam": {"type": "host-local", "subnet": subnet}}),
+    );
+    (lab, net, subnet)
+}
