@@ -31,6 +31,7 @@ mod run_prepared;
 mod status;
 mod stop;
 mod version;
+mod volume_args;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

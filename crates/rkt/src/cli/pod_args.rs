@@ -11,7 +11,7 @@ use clap::Args;
 use rkt::networking::{DnsOptions, HostsOptions, NetOptions, NetSelection};
 use rkt::pod::manifest::parse_user_meta;
 use rkt::pod::run::{RunOptions, RunOutcome};
-use rkt::pod::{App, IpcMode, Pod, PodStore};
+use rkt::pod::{App, IpcMode, Mount, Pod, PodStore};
 use rkt::stage::NullStdio;
 
 use super::isolation_args::IsolationArgs;
@@ -76,6 +76,11 @@ pub struct AppArgs {
     /// repeated.
     #[arg(long, value_name = "KEY=VALUE")]
     pub user_label: Vec<String>,
+
+    /// Mount the pod's volume NAME (see --volume) at PATH in the app's root (created there
+    /// when missing, except on the host's root); may be repeated.
+    #[arg(long, value_name = "volume=NAME,target=PATH")]
+    pub mount: Vec<String>,
 
     #[command(flatten)]
     pub isolation: Box<IsolationArgs>,
@@ -167,6 +172,11 @@ impl AppArgs {
             user_annotations: parse_user_meta("user-annotation", &self.user_annotation)?,
             user_labels: parse_user_meta("user-label", &self.user_label)?,
             isolators,
+            mounts: self
+                .mount
+                .iter()
+                .map(|m| Mount::parse(m))
+                .collect::<Result<_, _>>()?,
         })
     }
 }

@@ -9,6 +9,7 @@ use rkt::pod::{PodState, State};
 
 use super::on_off::OnOff;
 use super::pod_args::{AppArgs, UnsupportedArgs};
+use super::volume_args::VolumeArgs;
 use super::GlobalArgs;
 use super::NetDirArgs;
 use rkt::pod::PodStore;
@@ -27,6 +28,9 @@ pub struct PrepareArgs {
     pub quiet: bool,
 
     #[command(flatten)]
+    pub volumes: VolumeArgs,
+
+    #[command(flatten)]
     pub unsupported: UnsupportedArgs,
 
     #[command(flatten)]
@@ -37,8 +41,9 @@ pub fn run(global: &GlobalArgs, args: &PrepareArgs) -> anyhow::Result<ExitCode> 
     args.unsupported.refuse()?;
     let dirs = global.effective_dirs(&NetDirArgs::default())?;
     let app = super::image_app::app(global, &dirs.data.value, &args.app)?;
+    let volumes = args.volumes.volumes(global, &app)?;
     let store = PodStore::new(dirs.pods_dir());
-    let (pod, lock) = store.create(app, &PodState::new(State::Prepared))?;
+    let (pod, lock, _) = store.create_with(app, volumes, |_| PodState::new(State::Prepared))?;
     drop(lock);
     if let Some(file) = &args.uuid_file_save {
         std::fs::write(file, &pod.uuid).map_err(|e| {

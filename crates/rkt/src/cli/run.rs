@@ -8,6 +8,7 @@ use clap::Args;
 use rkt::pod::run::run_new;
 
 use super::pod_args::{finish, AppArgs, PodNetArgs, StdioArgs, UnsupportedArgs};
+use super::volume_args::VolumeArgs;
 use super::GlobalArgs;
 
 /// Run a command as a pod: create it, set up its networks, run the command inside, tear the
@@ -21,6 +22,9 @@ pub struct RunArgs {
     /// Write the new pod's UUID to FILE.
     #[arg(long, value_name = "FILE", help_heading = "Pod")]
     pub uuid_file_save: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub volumes: VolumeArgs,
 
     #[command(flatten)]
     pub stdio: StdioArgs,
@@ -39,6 +43,7 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
         args.net
             .run_options(global, &dirs, &args.stdio, args.uuid_file_save.clone())?;
     let app = super::image_app::app(global, &dirs.data.value, &args.app)?;
-    let outcome = run_new(&store, app, &opts)?;
+    let volumes = args.volumes.volumes(global, &app)?;
+    let outcome = run_new(&store, app, volumes, &opts)?;
     Ok(finish(global, &outcome))
 }

@@ -20,9 +20,10 @@ pub mod status;
 
 // The records on disk live in the pod store, below networking and the stage, which take
 // them from there; they are part of the pod's API.
-pub use crate::podstore::{lock, manifest, state, store, time};
+pub use crate::podstore::{lock, manifest, state, store, time, volume};
 pub use crate::podstore::{
-    App, IpcMode, Pod, PodError, PodLock, PodManifest, PodState, PodStore, State, Timestamp,
+    App, IpcMode, Mount, Pod, PodError, PodLock, PodManifest, PodState, PodStore, State, Timestamp,
+    Volume, VolumeKind,
 };
 pub use status::PodStatus;
 

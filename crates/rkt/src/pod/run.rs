@@ -29,6 +29,7 @@ use super::manifest::App;
 use super::state::{NetSummary, PodState, State};
 use super::store::{Pod, PodStore};
 use super::time::Timestamp;
+use super::volume::Volume;
 use super::PodError;
 
 /// How to run a pod.
@@ -124,8 +125,13 @@ impl From<PodError> for StartFailure {
     }
 }
 
-/// `rkt run`: creates a pod for `app` and runs it.
-pub fn run_new(store: &PodStore, app: App, opts: &RunOptions) -> Result<RunOutcome, StartFailure> {
+/// `rkt run`: creates a pod for `app` with `volumes` and runs it.
+pub fn run_new(
+    store: &PodStore,
+    app: App,
+    volumes: Vec<Volume>,
+    opts: &RunOptions,
+) -> Result<RunOutcome, StartFailure> {
     let planned = preflight(&opts.net)?;
     // Before the pod exists: `rkt stop` of a pod this young signals this runner, which must
     // then abort the start rather than die of it (a failure here is reported by `start`).
@@ -138,7 +144,7 @@ pub fn run_new(store: &PodStore, app: App, opts: &RunOptions) -> Result<RunOutco
         Vec::new()
     };
     // The pod appears already `running`, with the namespace path it is about to get.
-    let (pod, lock, state) = store.create_with(app, |uuid| {
+    let (pod, lock, state) = store.create_with(app, volumes, |uuid| {
         let mut state = start_running(uuid, PodState::new(State::Running), opts);
         if private_users {
             isolation.user_ns = Some(isolation::user_ns::allocate(uuid, &in_use));

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::time::Timestamp;
+use super::volume::{Mount, Volume};
 use crate::isolation::Isolators;
 
 /// The pod's single app: a command from the host, from a root filesystem directory, or from
@@ -48,6 +49,9 @@ pub struct App {
     /// `--caps-retain`, `--caps-remove`, `--seccomp` (absent: the defaults).
     #[serde(default, skip_serializing_if = "Isolators::is_default")]
     pub isolators: Isolators,
+    /// `--mount`: the pod's volumes this app sees, and where.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mounts: Vec<Mount>,
 }
 
 /// The pod's IPC namespace (`--ipc`, upstream rkt's values; its `auto` is `private`).
@@ -139,6 +143,9 @@ pub struct PodManifest {
     pub created: Timestamp,
     /// The app.
     pub app: App,
+    /// `--volume`: the volumes the pod's apps may mount.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub volumes: Vec<Volume>,
 }
 
 #[cfg(test)]

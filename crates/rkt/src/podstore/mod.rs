@@ -6,7 +6,8 @@
 //! [`crate::fsutil`] and the namespace path naming of [`crate::netns`].
 //!
 //! A pod directory holds:
-//! - `pod.json`: the [`PodManifest`] (the app), written once;
+//! - `pod.json`: the [`PodManifest`] (the app, the volumes), written once;
+//! - `volumes/NAME`: the pod's `empty` volumes ([`volume`]), created when it starts;
 //! - `state.json`: the [`PodState`] (state, times, init PID, exit status, netns path),
 //!   replaced atomically by the holder of the pod's exclusive lock;
 //! - what networking records (`net-info.json`, `net/`, `etc/resolv.conf`, `etc/hosts`).
@@ -20,6 +21,7 @@ pub mod manifest;
 pub mod state;
 pub mod store;
 pub mod time;
+pub mod volume;
 
 use std::path::PathBuf;
 
@@ -28,6 +30,7 @@ pub use manifest::{App, IpcMode, PodManifest};
 pub use state::{PodState, State};
 pub use store::{Pod, PodStore};
 pub use time::Timestamp;
+pub use volume::{Mount, Volume, VolumeKind};
 
 impl From<crate::fsutil::WriteError> for PodError {
     fn from(e: crate::fsutil::WriteError) -> Self {

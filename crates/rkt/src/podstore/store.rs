@@ -19,6 +19,7 @@ use super::lock::PodLock;
 use super::manifest::{App, PodManifest};
 use super::state::{PodState, State, STATE_FILE};
 use super::time::Timestamp;
+use super::volume::Volume;
 use super::PodError;
 
 /// The manifest's file name inside a pod directory.
@@ -100,12 +101,12 @@ impl PodStore {
 
     /// Creates a complete pod in `state` and returns it with its exclusive lock held.
     pub fn create(&self, app: App, state: &PodState) -> Result<(Pod, PodLock), PodError> {
-        let (pod, lock, _) = self.create_with(app, |_| state.clone())?;
+        let (pod, lock, _) = self.create_with(app, Vec::new(), |_| state.clone())?;
         Ok((pod, lock))
     }
 
-    /// Creates a complete pod in the state `state_of` gives for its UUID and returns it, its
-    /// exclusive lock held, and that state.
+    /// Creates a complete pod with `volumes` in the state `state_of` gives for its UUID and
+    /// returns it, its exclusive lock held, and that state.
     ///
     /// Nothing here is fsynced: a pod that a machine crash takes away had nothing set up
     /// outside its directory yet. A runner calls [`Pod::sync_entry`] before it records
@@ -113,6 +114,7 @@ impl PodStore {
     pub fn create_with(
         &self,
         app: App,
+        volumes: Vec<Volume>,
         state_of: impl FnOnce(&str) -> PodState,
     ) -> Result<(Pod, PodLock, PodState), PodError> {
         Self::mkdir(&self.dir, true)?;
@@ -126,6 +128,7 @@ impl PodStore {
                 uuid: uuid.clone(),
                 created: Timestamp::now(),
                 app,
+                volumes,
             };
             let bytes = serde_json::to_vec_pretty(&manifest).expect("a manifest serializes");
             create_new(&tmp, MANIFEST_FILE, &bytes)?;
