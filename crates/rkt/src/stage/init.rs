@@ -4,7 +4,8 @@
 //! process and the children may do anything, not only async-signal-safe calls. In order:
 //! 1. the stage joins the pod's network namespace (unless `--net=host`), unshares mount,
 //!    UTS, IPC (unless `--ipc=parent`) and PID namespaces, sets `--oom-score-adjust`,
-//!    prepares the mounts ([`super::mounts`]) and sets the hostname;
+//!    prepares the mounts ([`super::mounts`]), creates the pod's `empty` volumes and mounts
+//!    the app's volumes ([`super::volumes`]) and sets the hostname;
 //! 2. it forks the pod's init, PID 1 of the new PID namespace, reports the init's host PID
 //!    to the runner (`pid <n>` on the status pipe) and waits for it, passing signals on;
 //! 3. the init mounts `/proc` (masking and write-protecting its kernel paths, see
@@ -41,7 +42,7 @@ use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::{execve, fork, getppid, pipe2, sethostname, ForkResult, Pid};
 
 use super::env::{app_env, find_executable};
-use super::{mounts, signals, StageError};
+use super::{mounts, signals, volumes, StageError};
 use crate::image_pod::AppImage;
 use crate::isolation;
 use crate::isolation::user::Identity;
@@ -361,6 +362,7 @@ fn prepare(args: &InitArgs) -> Result<Prepared, StageError> {
             path: manifest_path,
             source,
         })?;
+    let pod_volumes = manifest.volumes;
     let app = crate::image_pod::for_stage(manifest.app, &args.pod_dir);
     let env = app_env(&app, std::env::vars_os());
     // Settled by the runner before it started us (absent only for a pod recorded by an
@@ -437,6 +439,15 @@ fn prepare(args: &InitArgs) -> Result<Prepared, StageError> {
     if app.rootfs.is_some() || isolation.paths {
         mounts::populate_dev(&root)?;
     }
+    volumes::create_empty_volumes(&args.pod_dir, &pod_volumes, isolation.user_ns.as_ref())?;
+    volumes::mount_app_volumes(
+        &args.pod_dir,
+        &root,
+        app.rootfs.is_none(),
+        &pod_volumes,
+        &app.mounts,
+        isolation.paths,
+    )?;
     if isolation.readonly_rootfs && app.rootfs.is_some() {
         // The init mounts /proc here later: the mount point must exist before.
         let proc_dir = root.join("proc");

@@ -23,6 +23,7 @@ pub mod env;
 pub mod init;
 pub mod mounts;
 pub mod signals;
+pub mod volumes;
 
 use std::fs::File;
 use std::io::Read;
@@ -79,6 +80,8 @@ pub enum StageError {
     Reported(String),
     #[error("pod isolation: {0}")]
     Isolation(#[from] crate::isolation::IsolationError),
+    #[error(transparent)]
+    Volume(#[from] volumes::VolumeMountError),
     #[error(transparent)]
     ImageApp(#[from] crate::image_pod::process::ProcessError),
     #[error("the runner (PID {pid}) ended before the pod stage started")]

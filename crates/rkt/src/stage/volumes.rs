@@ -1,0 +1,388 @@
+//! The pod's volumes in an app's root: the `empty` volumes' directories, made once per pod
+//! ([`create_empty_volumes`]), and the bind mounts of an app's `--mount`s, made in the
+//! app's mount namespace before it enters its root ([`mount_app_volumes`]).
+//!
+//! A mount target is resolved beneath the app's root with `openat2(2)` and
+//! `RESOLVE_IN_ROOT`, one component at a time, so a symlink in the root (absolute, or with
+//! `..`) resolves as it would for the app, inside the root, never to the host's files.
+//! Missing components are created (directories 0755, a last component that receives a file
+//! an empty 0644 file) in a `--rootfs` or image root only: on the host's root a missing
+//! target is an error, nothing of the host is created. The mount is made onto the resolved
+//! descriptor (`/proc/self/fd/N`), so nothing can swap the path in between.
+//!
+//! Host volumes are bound with their submounts (`MS_REC`) unless `recursive=false`;
+//! `readOnly=true` makes the new mount read-only, and with `recursive` every mount below it
+//! too (`mount_setattr(2)` with `AT_RECURSIVE`). When the pod's kernel paths are protected
+//! (the default), every volume mount is also `nodev`, as the rest of the root is
+//! ([`crate::isolation::paths::nodev_tree`]). Everything happens in the pod's mount
+//! namespace, which goes away with the pod: nothing is mounted on the host.
+
+use std::ffi::CString;
+use std::fs;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::mount::{mount, MsFlags};
+
+use crate::isolation::user_ns::IdMap;
+use crate::podstore::volume::{empty_dir, Mount, Volume, VolumeKind};
+
+/// Why a volume could not be made or mounted. Every variant names the volume and the path.
+#[derive(Debug, thiserror::Error)]
+pub enum VolumeMountError {
+    #[error("volume {volume}: cannot {what} {path}: {source}")]
+    Sys {
+        volume: String,
+        what: &'static str,
+        path: PathBuf,
+        source: Errno,
+    },
+    #[error(
+        "volume {volume}: the target {target} does not exist on the host's root ({missing} is \
+         missing; the app has no --rootfs): rkt creates nothing on the host, give an existing \
+         path"
+    )]
+    MissingOnHost {
+        volume: String,
+        target: String,
+        missing: String,
+    },
+    #[error("--mount of volume {volume}: the pod declares no such volume")]
+    Undeclared { volume: String },
+    #[error(
+        "volume {volume}: making mounts read-only or nodev needs mount_setattr(2) (Linux 5.12 \
+         or later)"
+    )]
+    Unsupported { volume: String },
+}
+
+/// Creates the directory of every `empty` volume, `<pod>/volumes/NAME`, with its mode and
+/// owner; with `--private-users` (`user_ns`), the owner is the host id the pod's id maps
+/// to. A directory already there is left as it is. Called once per pod, before any app's
+/// mounts.
+pub fn create_empty_volumes(
+    pod_dir: &Path,
+    volumes: &[Volume],
+    user_ns: Option<&IdMap>,
+) -> Result<(), VolumeMountError> {
+    for volume in volumes {
+        let VolumeKind::Empty { mode, uid, gid } = volume.kind else {
+            continue;
+        };
+        let err = |what: &'static str, path: &Path| {
+            let (volume, path) = (volume.name.clone(), path.to_path_buf());
+            move |e: std::io::Error| VolumeMountError::Sys {
+                volume,
+                what,
+                path,
+                source: Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)),
+            }
+        };
+        let dir = empty_dir(pod_dir, &volume.name);
+        let parent = dir.parent().unwrap_or(pod_dir);
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(parent)
+            .map_err(err("create", parent))?;
+        match fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            other => other.map_err(err("create", &dir))?,
+        }
+        let shift = |id: u32| user_ns.map_or(id, |map| map.host_base + id);
+        std::os::unix::fs::chown(&dir, Some(shift(uid)), Some(shift(gid)))
+            .map_err(err("set the owner of", &dir))?;
+        // After chown, which clears set-id bits.
+        fs::set_permissions(&dir, fs::Permissions::from_mode(mode))
+            .map_err(err("set the mode of", &dir))?;
+    }
+    Ok(())
+}
+
+/// Mounts each of an app's `mounts` of the pod's `volumes` under `root`, the app's root
+/// directory (the host's `/` when `on_host_root`), in the current mount namespace; `nodev`
+/// makes every volume mount `nodev` (protected kernel paths). Call it per app in the
+/// app's own mount namespace, after [`create_empty_volumes`] and once the root's own
+/// mounts (`/dev`, `/etc` files) are in place, before the root is made read-only or
+/// entered.
+pub fn mount_app_volumes(
+    pod_dir: &Path,
+    root: &Path,
+    on_host_root: bool,
+    volumes: &[Volume],
+    mounts: &[Mount],
+    nodev: bool,
+) -> Result<(), VolumeMountError> {
+    if mounts.is_empty() {
+        return Ok(());
+    }
+    let root_fd = open_path(root, libc::O_DIRECTORY).map_err(|source| VolumeMountError::Sys {
+        volume: mounts[0].volume.clone(),
+        what: "open the app's root",
+        path: root.to_path_buf(),
+        source,
+    })?;
+    for m in mounts {
+        let volume = volumes.iter().find(|v| v.name == m.volume).ok_or_else(|| {
+            VolumeMountError::Undeclared {
+                volume: m.volume.clone(),
+            }
+        })?;
+        mount_one(pod_dir, &root_fd, on_host_root, volume, m, nodev)?;
+    }
+    Ok(())
+}
+
+fn mount_one(
+    pod_dir: &Path,
+    root_fd: &OwnedFd,
+    on_host_root: bool,
+    volume: &Volume,
+    m: &Mount,
+    nodev: bool,
+) -> Result<(), VolumeMountError> {
+    let sys = |what: &'static str, path: &Path| {
+        let (volume, path) = (volume.name.clone(), path.to_path_buf());
+        move |source| VolumeMountError::Sys {
+            volume,
+            what,
+            path,
+            source,
+        }
+    };
+    let (source, recursive, read_only) = match &volume.kind {
+        VolumeKind::Host {
+            source,
+            read_only,
+            recursive,
+        } => (source.clone(), *recursive, *read_only),
+        VolumeKind::Empty { .. } => (empty_dir(pod_dir, &volume.name), false, false),
+    };
+    let source_fd = open_path(&source, 0).map_err(sys("open the source", &source))?;
+    let source_is_dir = is_dir(&source_fd).map_err(sys("inspect the source", &source))?;
+    let target = Path::new(&m.target);
+    let target_fd = resolve_target(root_fd, m, source_is_dir, on_host_root, volume)?;
+    let mut flags = MsFlags::MS_BIND;
+    if recursive {
+        flags |= MsFlags::MS_REC;
+    }
+    mount(
+        Some(&fd_path(&source_fd)),
+        &fd_path(&target_fd),
+        None::<&str>,
+        flags,
+        None::<&str>,
+    )
+    .map_err(sys("bind-mount the source onto", target))?;
+    drop(target_fd);
+    let mut attrs: Vec<(u64, bool)> = Vec::new();
+    if read_only {
+        attrs.push((MOUNT_ATTR_RDONLY, recursive));
+    }
+    if nodev {
+        attrs.push((MOUNT_ATTR_NODEV, true));
+    }
+    if attrs.is_empty() {
+        return Ok(());
+    }
+    // The new mount's root: resolving the target again crosses into it.
+    let rel = m.relative_target();
+    let mounted =
+        open_in_root(root_fd.as_raw_fd(), rel, 0).map_err(sys("open the new mount at", target))?;
+    for (attr, tree) in attrs {
+        set_attr(&mounted, attr, tree).map_err(|e| match e {
+            Errno::ENOSYS => VolumeMountError::Unsupported {
+                volume: volume.name.clone(),
+            },
+            source => VolumeMountError::Sys {
+                volume: volume.name.clone(),
+                what: "set the mount flags (read-only, nodev) of",
+                path: target.to_path_buf(),
+                source,
+            },
+        })?;
+    }
+    Ok(())
+}
+
+/// The target of `m` beneath the root, opened `O_PATH`; missing components are created
+/// (not `on_host_root`): directories, and the last one a file when the source is not a
+/// directory.
+fn resolve_target(
+    root_fd: &OwnedFd,
+    m: &Mount,
+    source_is_dir: bool,
+    on_host_root: bool,
+    volume: &Volume,
+) -> Result<OwnedFd, VolumeMountError> {
+    let sys = |what: &'static str, path: &Path| {
+        let (volume, path) = (volume.name.clone(), path.to_path_buf());
+        move |source| VolumeMountError::Sys {
+            volume,
+            what,
+            path,
+            source,
+        }
+    };
+    let rel = m.relative_target();
+    let parts: Vec<_> = rel.components().collect();
+    let mut so_far = PathBuf::new();
+    let mut fd = None;
+    for (i, part) in parts.iter().enumerate() {
+        let parent_fd = fd.take();
+        so_far.push(part);
+        let last = i + 1 == parts.len();
+        let want_dir = !last || source_is_dir;
+        let shown = Path::new("/").join(&so_far);
+        let dir_flag = if want_dir { libc::O_DIRECTORY } else { 0 };
+        match open_in_root(root_fd.as_raw_fd(), &so_far, dir_flag) {
+            Ok(opened) => fd = Some(opened),
+            Err(Errno::ENOENT) if on_host_root => {
+                return Err(VolumeMountError::MissingOnHost {
+                    volume: volume.name.clone(),
+                    target: m.target.clone(),
+                    missing: shown.display().to_string(),
+                })
+            }
+            Err(Errno::ENOENT) => {
+                // The parent as resolved in the root (a symlink component included).
+                let parent: &OwnedFd = parent_fd.as_ref().unwrap_or(root_fd);
+                let name = CString::new(part.as_os_str().as_bytes())
+                    .map_err(|_| sys("create", &shown)(Errno::EINVAL))?;
+                create_at(parent, &name, want_dir).map_err(sys("create", &shown))?;
+                let opened = open_in_root(root_fd.as_raw_fd(), &so_far, dir_flag)
+                    .map_err(sys("open the created", &shown))?;
+                fd = Some(opened);
+            }
+            Err(Errno::ENOTDIR) if want_dir => {
+                return Err(sys(
+                    if last {
+                        "mount a directory volume on the non-directory"
+                    } else {
+                        "resolve (a component is not a directory)"
+                    },
+                    &shown,
+                )(Errno::ENOTDIR))
+            }
+            Err(e) => return Err(sys("resolve", &shown)(e)),
+        }
+    }
+    fd.ok_or_else(|| sys("resolve", Path::new(&m.target))(Errno::EINVAL))
+}
+
+/// Creates `name` in `parent`: a directory (0755) or an empty file (0644). Something
+/// created there meanwhile is fine.
+fn create_at(parent: &OwnedFd, name: &CString, dir: bool) -> Result<(), Errno> {
+    // SAFETY: `name` is NUL-terminated and outlives the calls; `parent` is an open
+    // descriptor (O_PATH directories serve as dirfd of *at calls).
+    let rc = unsafe {
+        if dir {
+            libc::mkdirat(parent.as_raw_fd(), name.as_ptr(), 0o755)
+        } else {
+            let fd = libc::openat(
+                parent.as_raw_fd(),
+                name.as_ptr(),
+                libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                0o644,
+            );
+            if fd >= 0 {
+                libc::close(fd);
+            }
+            fd.min(0)
+        }
+    };
+    match Errno::result(rc) {
+        Ok(_) | Err(Errno::EEXIST) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// `open(path, O_PATH | extra)`, following symlinks (a host source as the user gave it).
+fn open_path(path: &Path, extra: i32) -> Result<OwnedFd, Errno> {
+    let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| Errno::EINVAL)?;
+    // SAFETY: `c` is NUL-terminated and outlives the call.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC | extra) };
+    let fd = Errno::result(fd)?;
+    // SAFETY: a fresh descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `openat2(root, rel, O_PATH | extra, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)`.
+fn open_in_root(root: RawFd, rel: &Path, extra: i32) -> Result<OwnedFd, Errno> {
+    let c = CString::new(rel.as_os_str().as_bytes()).map_err(|_| Errno::EINVAL)?;
+    // SAFETY: open_how is plain data; all-zero is a valid value.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (libc::O_PATH | libc::O_CLOEXEC | extra) as u64;
+    how.resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS;
+    loop {
+        // SAFETY: `c` and `how` outlive the call, and the size passed is that of `how`.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                root,
+                c.as_ptr(),
+                &how as *const libc::open_how,
+                std::mem::size_of::<libc::open_how>(),
+            )
+        };
+        match Errno::result(fd) {
+            // SAFETY: a fresh descriptor that nothing else owns.
+            Ok(fd) => return Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) }),
+            // A concurrent rename raced the resolution: resolve again.
+            Err(Errno::EAGAIN | Errno::EINTR) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn is_dir(fd: &OwnedFd) -> Result<bool, Errno> {
+    nix::sys::stat::fstat(fd.as_raw_fd()).map(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
+}
+
+/// The magic link that names an open descriptor, for mount(2).
+fn fd_path(fd: &OwnedFd) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+}
+
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const MOUNT_ATTR_NODEV: u64 = 0x4;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+
+/// `struct mount_attr` of mount_setattr(2).
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// Sets `attr` on the mount whose root `fd` is, and with `tree` on every mount below it.
+fn set_attr(fd: &OwnedFd, attr: u64, tree: bool) -> Result<(), Errno> {
+    let attr = MountAttr {
+        attr_set: attr,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let mut flags = libc::AT_EMPTY_PATH as libc::c_uint;
+    if tree {
+        flags |= AT_RECURSIVE;
+    }
+    // SAFETY: an empty NUL-terminated path and a mount_attr of the size passed, alive for
+    // the call; `fd` is open.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    Errno::result(rc).map(drop)
+}
