@@ -17,12 +17,13 @@
 //! ([`crate::isolation::paths::nodev_tree`]). Everything happens in the pod's mount
 //! namespace, which goes away with the pod: nothing is mounted on the host.
 
-use std::ffi::CString;
+use std::collections::VecDeque;
+use std::ffi::{CString, OsString};
 use std::fs;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use nix::errno::Errno;
 use nix::mount::{mount, MsFlags};
@@ -210,7 +211,8 @@ fn mount_one(
 
 /// The target of `m` beneath the root, opened `O_PATH`; missing components are created
 /// (not `on_host_root`): directories, and the last one a file when the source is not a
-/// directory.
+/// directory. A component that is a symlink to a missing path is followed as the app would
+/// follow it, from the root (its `..` never above it), and what it names is created.
 fn resolve_target(
     root_fd: &OwnedFd,
     m: &Mount,
@@ -227,19 +229,32 @@ fn resolve_target(
             source,
         }
     };
-    let rel = m.relative_target();
-    let parts: Vec<_> = rel.components().collect();
-    let mut so_far = PathBuf::new();
-    let mut fd = None;
-    for (i, part) in parts.iter().enumerate() {
-        let parent_fd = fd.take();
-        so_far.push(part);
-        let last = i + 1 == parts.len();
-        let want_dir = !last || source_is_dir;
-        let shown = Path::new("/").join(&so_far);
+    let mut todo: VecDeque<OsString> = m
+        .relative_target()
+        .components()
+        .map(|c| c.as_os_str().to_os_string())
+        .collect();
+    let mut done: Vec<OsString> = Vec::new();
+    let joined = |parts: &[OsString]| parts.iter().collect::<PathBuf>();
+    let mut links = 0;
+    while let Some(part) = todo.pop_front() {
+        if part == ".." {
+            done.pop();
+            continue;
+        }
+        if part == "." || part.is_empty() {
+            continue;
+        }
+        let want_dir = !todo.is_empty() || source_is_dir;
         let dir_flag = if want_dir { libc::O_DIRECTORY } else { 0 };
-        match open_in_root(root_fd.as_raw_fd(), &so_far, dir_flag) {
-            Ok(opened) => fd = Some(opened),
+        let parent = joined(&done);
+        let path = parent.join(&part);
+        let shown = Path::new("/").join(&path);
+        match open_in_root(root_fd.as_raw_fd(), &path, dir_flag) {
+            Ok(_) => {
+                done.push(part);
+                continue;
+            }
             Err(Errno::ENOENT) if on_host_root => {
                 return Err(VolumeMountError::MissingOnHost {
                     volume: volume.name.clone(),
@@ -247,30 +262,65 @@ fn resolve_target(
                     missing: shown.display().to_string(),
                 })
             }
-            Err(Errno::ENOENT) => {
-                // The parent as resolved in the root (a symlink component included).
-                let parent: &OwnedFd = parent_fd.as_ref().unwrap_or(root_fd);
-                let name = CString::new(part.as_os_str().as_bytes())
-                    .map_err(|_| sys("create", &shown)(Errno::EINVAL))?;
-                create_at(parent, &name, want_dir).map_err(sys("create", &shown))?;
-                let opened = open_in_root(root_fd.as_raw_fd(), &so_far, dir_flag)
-                    .map_err(sys("open the created", &shown))?;
-                fd = Some(opened);
-            }
+            Err(Errno::ENOENT) => {}
             Err(Errno::ENOTDIR) if want_dir => {
-                return Err(sys(
-                    if last {
-                        "mount a directory volume on the non-directory"
-                    } else {
-                        "resolve (a component is not a directory)"
-                    },
-                    &shown,
-                )(Errno::ENOTDIR))
+                let what = if todo.is_empty() {
+                    "mount a directory volume on the non-directory"
+                } else {
+                    "resolve (a component is not a directory)"
+                };
+                return Err(sys(what, &shown)(Errno::ENOTDIR));
             }
             Err(e) => return Err(sys("resolve", &shown)(e)),
         }
+        // Missing: create it in its parent as resolved in the root.
+        let parent_fd = open_in_root(root_fd.as_raw_fd(), &parent, libc::O_DIRECTORY)
+            .map_err(sys("resolve", &Path::new("/").join(&parent)))?;
+        let name =
+            CString::new(part.as_bytes()).map_err(|_| sys("create", &shown)(Errno::EINVAL))?;
+        create_at(&parent_fd, &name, want_dir).map_err(sys("create", &shown))?;
+        match open_in_root(root_fd.as_raw_fd(), &path, dir_flag) {
+            Ok(_) => done.push(part),
+            Err(Errno::ENOENT) => {
+                // There already, yet missing: a symlink to a missing path. Its target
+                // comes in its place, from the root when absolute.
+                links += 1;
+                if links > 40 {
+                    return Err(sys("resolve", &shown)(Errno::ELOOP));
+                }
+                let link = readlink_at(&parent_fd, &name).map_err(sys("read the link", &shown))?;
+                if link.is_absolute() {
+                    done.clear();
+                }
+                for c in link.components().rev() {
+                    if c != Component::RootDir {
+                        todo.push_front(c.as_os_str().to_os_string());
+                    }
+                }
+            }
+            Err(e) => return Err(sys("open the created", &shown)(e)),
+        }
     }
-    fd.ok_or_else(|| sys("resolve", Path::new(&m.target))(Errno::EINVAL))
+    let dir_flag = if source_is_dir { libc::O_DIRECTORY } else { 0 };
+    open_in_root(root_fd.as_raw_fd(), &joined(&done), dir_flag)
+        .map_err(sys("resolve", Path::new(&m.target)))
+}
+
+/// The target of symlink `name` in `parent`.
+fn readlink_at(parent: &OwnedFd, name: &CString) -> Result<PathBuf, Errno> {
+    let mut buf = vec![0u8; libc::PATH_MAX as usize];
+    // SAFETY: `name` is NUL-terminated, `buf` is writable for its length.
+    let n = unsafe {
+        libc::readlinkat(
+            parent.as_raw_fd(),
+            name.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    let n = Errno::result(n)? as usize;
+    buf.truncate(n);
+    Ok(PathBuf::from(OsString::from_vec(buf)))
 }
 
 /// Creates `name` in `parent`: a directory (0755) or an empty file (0644). Something
@@ -311,7 +361,13 @@ fn open_path(path: &Path, extra: i32) -> Result<OwnedFd, Errno> {
 }
 
 /// `openat2(root, rel, O_PATH | extra, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)`.
+/// An empty `rel` is the root itself.
 fn open_in_root(root: RawFd, rel: &Path, extra: i32) -> Result<OwnedFd, Errno> {
+    let rel = if rel.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rel
+    };
     let c = CString::new(rel.as_os_str().as_bytes()).map_err(|_| Errno::EINVAL)?;
     // SAFETY: open_how is plain data; all-zero is a valid value.
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };

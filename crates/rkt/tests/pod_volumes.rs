@@ -1,0 +1,419 @@
+//! Pod volumes as a user runs them: `--volume=NAME,kind=host|empty,...` and the app's
+//! `--mount=volume=NAME,target=PATH`, proved from inside busybox rootfs pods: a host
+//! directory read and written, read-only (EROFS, submounts included), with and without its
+//! submounts, an `empty` volume with its mode and owner (also under `--private-users`),
+//! gone with `rkt rm`, targets that cannot leave the root through a symlink, nothing
+//! created on the host's root, the grammar's errors, and `kill -9` of `rkt run` then `gc`.
+//! Pods need root (tests skip otherwise) and end with the leak checker.
+
+mod leaks;
+mod pod_support;
+mod support;
+
+use std::fs;
+use std::os::unix::fs::{symlink, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use pod_support::{wait_for, World};
+
+/// A root filesystem with the static busybox as /bin/busybox and the applets the tests use.
+fn busybox_rootfs(world: &World) -> PathBuf {
+    let rootfs = world.path("rootfs");
+    for d in ["bin", "etc", "proc", "sys", "tmp"] {
+        fs::create_dir_all(rootfs.join(d)).unwrap();
+    }
+    fs::copy("/bin/busybox", rootfs.join("bin/busybox")).unwrap();
+    for applet in ["sh", "cat", "ls", "stat", "echo", "sleep", "touch", "grep"] {
+        symlink("busybox", rootfs.join("bin").join(applet)).unwrap();
+    }
+    rootfs
+}
+
+/// `rkt run --net=none --uuid-file-save=... --rootfs=ROOTFS <pod_and_app> -- sh -c SCRIPT`;
+/// returns the outcome and the pod's UUID.
+fn run_sh(
+    world: &World,
+    rootfs: &Path,
+    options: &[&str],
+    script: &str,
+) -> (support::Outcome, String) {
+    let uuid_file = world.path("uuid");
+    let _ = fs::remove_file(&uuid_file);
+    let mut args = vec![
+        "run".to_string(),
+        "--net=none".to_string(),
+        format!("--uuid-file-save={}", uuid_file.display()),
+        format!("--rootfs={}", rootfs.display()),
+    ];
+    args.extend(options.iter().map(|s| s.to_string()));
+    args.extend(["--", "sh", "-c", script].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = world.rkt(&args).run();
+    let uuid = fs::read_to_string(&uuid_file).unwrap_or_default();
+    (out, uuid)
+}
+
+/// The host's mount points (as its mountinfo shows them) at or below `dir`.
+fn host_mounts_under(dir: &Path) -> Vec<String> {
+    let dir = dir.to_string_lossy().into_owned();
+    fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4).map(str::to_string))
+        .filter(|m| *m == dir || m.starts_with(&format!("{dir}/")))
+        .collect()
+}
+
+/// A tmpfs mounted on the host at `dir` for the test's life (a host volume's submount).
+struct TmpfsMount(PathBuf);
+
+impl TmpfsMount {
+    fn new(dir: &Path) -> TmpfsMount {
+        fs::create_dir_all(dir).unwrap();
+        nix::mount::mount(
+            Some("tmpfs"),
+            dir,
+            Some("tmpfs"),
+            nix::mount::MsFlags::empty(),
+            Some("size=1m"),
+        )
+        .unwrap();
+        TmpfsMount(dir.to_path_buf())
+    }
+}
+
+impl Drop for TmpfsMount {
+    fn drop(&mut self) {
+        let _ = nix::mount::umount2(&self.0, nix::mount::MntFlags::MNT_DETACH);
+    }
+}
+
+#[test]
+fn a_host_volume_is_read_and_written_and_its_target_made_in_the_rootfs() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let rootfs = busybox_rootfs(&world);
+    let host = world.path("host-data");
+    fs::create_dir(&host).unwrap();
+    fs::write(host.join("in"), "from the host\n").unwrap();
+    let (out, _) = run_sh(
+        &world,
+        &rootfs,
+        &[
+            &format!("--volume=data,kind=host,source={}", host.display()),
+            "--mount=volume=data,target=/srv/data",
+        ],
+        "cat /srv/data/in && echo from the pod > /srv/data/out",
+    );
+    out.assert_success().assert_stdout_contains("from the host");
+    assert_eq!(
+        fs::read_to_string(host.join("out")).unwrap(),
+        "from the pod\n"
+    );
+    // The missing target was made inside the rootfs, empty (the files are the volume's).
+    assert!(rootfs.join("srv/data").is_dir());
+    assert!(!rootfs.join("srv/data/in").exists());
+    assert!(host_mounts_under(world.root.path()).is_empty());
+}
+
+#[test]
+fn a_read_only_host_volume_refuses_writes_with_erofs_below_its_submounts_too() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let rootfs = busybox_rootfs(&world);
+    let host = world.path("host-ro");
+    let _sub = TmpfsMount::new(&host.join("sub"));
+    fs::write(host.join("file"), "kept\n").unwrap();
+    fs::write(host.join("sub/inner"), "inner\n").unwrap();
+    let (out, _) = run_sh(
+        &world,
+        &rootfs,
+        &[
+            &format!(
+                "--volume=ro,kind=host,source={},readOnly=true",
+                host.display()
+            ),
+            "--mount=volume=ro,target=/ro",
+        ],
+        "cat /ro/file /ro/sub/inner; echo x > /ro/new; echo y > /ro/sub/new; \
+         echo z >> /ro/file; echo done",
+    );
+    out.assert_success()
+        .assert_stdout_contains("kept\ninner\n")
+        .assert_stdout_contains("done");
+    let refused = out.stderr().matches("Read-only file system").count();
+    assert_eq!(refused, 3, "{}", out.stderr());
+    assert!(!host.join("new").exists() && !host.join("sub/new").exists());
+    assert_eq!(fs::read_to_string(host.join("file")).unwrap(), "kept\n");
+}
+
+#[test]
+fn recursive_volumes_bring_the_hosts_submounts_and_non_recursive_ones_do_not() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let rootfs = busybox_rootfs(&world);
+    let host = world.path("host-tree");
+    let _sub = TmpfsMount::new(&host.join("sub"));
+    fs::write(host.join("sub/on-the-submount"), "").unwrap();
+    let volume = format!("--volume=t,kind=host,source={}", host.display());
+    let mount = "--mount=volume=t,target=/t";
+    let script = "ls /t/sub; echo end";
+    let (out, _) = run_sh(&world, &rootfs, &[&volume, mount], script);
+    out.assert_success()
+        .assert_stdout_contains("on-the-submount\nend");
+    let flat = format!("{volume},recursive=false");
+    let (out, _) = run_sh(&world, &rootfs, &[&flat, mount], script);
+    out.assert_success();
+    // Without its submounts the app sees the directory the tmpfs is mounted on: empty.
+    assert_eq!(out.stdout(), "end\n");
+}
+
+#[test]
+fn an_empty_volume_has_its_mode_and_owner_and_goes_with_rkt_rm() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let rootfs = busybox_rootfs(&world);
+    let (out, uuid) = run_sh(
+        &world,
+        &rootfs,
+        &[
+            "--volume=scratch,kind=empty,mode=1770,uid=12,gid=34",
+            "--mount=volume=scratch,target=/scratch",
+        ],
+        "stat -c '%a %u %g' /scratch; echo kept > /scratch/f; ls /scratch",
+    );
+    out.assert_success()
+        .assert_stdout_contains("1770 12 34\nf\n");
+    let dir = world.path(&format!("data/pods/{uuid}/volumes/scratch"));
+    let meta = fs::metadata(&dir).unwrap();
+    assert_eq!(
+        (meta.mode() & 0o7777, meta.uid(), meta.gid()),
+        (0o1770, 12, 34)
+    );
+    assert_eq!(fs::read_to_string(dir.join("f")).unwrap(), "kept\n");
+    // The target was made in the rootfs; the volume's files are the pod's only.
+    assert!(rootfs.join("scratch").is_dir());
+    assert!(!rootfs.join("scratch/f").exists());
+    world.rkt(&["rm", &uuid]).run().assert_success();
+    assert!(!dir.exists());
+    assert!(world.pods().is_empty());
+}
+
+#[test]
+fn a_prepared_pod_keeps_its_volumes_and_private_users_own_the_mapped_ids() {
+    require_root!();
+    if fs::read_to_string("/proc/sys/user/max_user_namespaces").is_ok_and(|n| n.trim() == "0") {
+        eprintln!("skipping: user namespaces are off");
+        return;
+    }
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let rootfs = busybox_rootfs(&world);
+    let out = world
+        .rkt(&[
+            "prepare",
+            "--volume=e,kind=empty,mode=0700,uid=12,gid=34",
+            &format!("--rootfs={}", rootfs.display()),
+            "--private-users",
+            "--mount=volume=e,target=/e",
+            "--",
+            "sh",
+            "-c",
+            "stat -c '%a %u %g' /e",
+        ])
+        .run();
+    out.assert_success();
+    let uuid = out.stdout().trim().to_string();
+    let run = world.rkt(&["run-prepared", "--net=none", &uuid]).run();
+    run.assert_success().assert_stdout_contains("700 12 34\n");
+    let base = world.status_json(&uuid)["isolation"]["userNs"]["hostBase"]
+        .as_u64()
+        .expect("userNs in status");
+    let meta = fs::metadata(world.path(&format!("data/pods/{uuid}/volumes/e"))).unwrap();
+    assert_eq!(
+        (u64::from(meta.uid()), u64::from(meta.gid())),
+        (base + 12, base + 34)
+    );
+    world.rkt(&["rm", &uuid]).run().assert_success();
+}
+
+#[test]
+fn a_symlink_in_the_target_resolves_inside_the_root_never_to_the_host() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let rootfs = busybox_rootfs(&world);
+    // Directories of the host the symlinks name: the mounts must not land there.
+    let outside = world.path("outside");
+    fs::create_dir(&outside).unwrap();
+    symlink(&outside, rootfs.join("abs-link")).unwrap();
+    symlink("../../../../../../../../../..", rootfs.join("up-link")).unwrap();
+    let (out, _) = run_sh(
+        &world,
+        &rootfs,
+        &[
+            "--volume=v,kind=empty",
+            "--mount=volume=v,target=/abs-link/in",
+            "--mount=volume=v,target=/up-link/rkt-volumes-escape-probe",
+        ],
+        "echo seen > /abs-link/in/f; cat /up-link/rkt-volumes-escape-probe/f",
+    );
+    out.assert_success().assert_stdout_contains("seen");
+    // Each symlink was followed as the app would: from the rootfs's own root.
+    assert!(rootfs
+        .join(outside.strip_prefix("/").unwrap())
+        .join("in")
+        .is_dir());
+    assert!(rootfs.join("rkt-volumes-escape-probe").is_dir());
+    assert_eq!(
+        fs::read_dir(&outside).unwrap().count(),
+        0,
+        "host dir written"
+    );
+    assert!(!Path::new("/rkt-volumes-escape-probe").exists());
+    assert!(host_mounts_under(&outside).is_empty());
+}
+
+#[test]
+fn on_the_hosts_root_a_missing_target_is_an_error_and_nothing_is_created() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let host = world.path("host-src");
+    fs::create_dir(&host).unwrap();
+    fs::write(host.join("f"), "on the host\n").unwrap();
+    let volume = format!("--volume=h,kind=host,source={}", host.display());
+    let missing = world.path("no-such-dir");
+    let out = world
+        .rkt(&[
+            "run",
+            "--net=none",
+            &volume,
+            &format!("--mount=volume=h,target={}/sub", missing.display()),
+            "--",
+            "true",
+        ])
+        .run();
+    out.assert_failure().assert_stderr_contains(&format!(
+        "volume h: the target {}/sub does not exist on the host's root",
+        missing.display()
+    ));
+    assert!(!missing.exists());
+    // An existing target is mounted over in the pod only.
+    let target = world.path("host-target");
+    fs::create_dir(&target).unwrap();
+    let out = world
+        .rkt(&[
+            "run",
+            "--net=none",
+            &volume,
+            &format!("--mount=volume=h,target={}", target.display()),
+            "--",
+            "cat",
+            &format!("{}/f", target.display()),
+        ])
+        .run();
+    out.assert_success().assert_stdout_contains("on the host");
+    assert_eq!(fs::read_dir(&target).unwrap().count(), 0);
+    assert!(host_mounts_under(world.root.path()).is_empty());
+}
+
+#[test]
+fn grammar_mistakes_name_the_word_and_leave_no_pod() {
+    let world = World::new();
+    let host = world.path("src");
+    fs::create_dir(&host).unwrap();
+    let ok = format!("--volume=v,kind=host,source={}", host.display());
+    for (args, word) in [
+        (
+            vec!["--volume=v,kind=host,source=relative"],
+            "source=\"relative\": the source must be an absolute path",
+        ),
+        (
+            vec!["--volume=v,kind=host,source=/no/such/rkt-source"],
+            "source /no/such/rkt-source: No such file or directory",
+        ),
+        (
+            vec![ok.as_str(), "--volume=v,kind=empty,mode=0755,size=1"],
+            "unknown key \"size\"",
+        ),
+        (vec!["--volume=v,kind=empty,uid=x"], "uid=\"x\""),
+        (
+            vec![ok.as_str(), "--volume=v,kind=empty"],
+            "\"v\" is given twice",
+        ),
+        (
+            vec![ok.as_str(), "--mount=volume=w,target=/x"],
+            "--mount=volume=w,... of app \"sh\": no --volume=w,... declares it (declared: v)",
+        ),
+        (
+            vec![ok.as_str(), "--mount=volume=v,target=/a/../../etc"],
+            "'..' could leave the app's root",
+        ),
+        (
+            vec![ok.as_str(), "--mount=volume=v,target=x"],
+            "target=\"x\"",
+        ),
+    ] {
+        for verb in ["run", "prepare"] {
+            let mut full = vec![verb];
+            full.extend(&args);
+            full.extend(["--", "sh", "-c", "true"]);
+            world
+                .rkt(&full)
+                .run()
+                .assert_failure()
+                .assert_stderr_contains(word);
+        }
+    }
+    assert!(world.pods().is_empty());
+}
+
+#[test]
+fn kill_9_of_rkt_run_with_volumes_then_gc_leaves_nothing() {
+    require_root!();
+    let mut world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let rootfs = busybox_rootfs(&world);
+    let host = world.path("host-k");
+    let _sub = TmpfsMount::new(&host.join("sub"));
+    let (uuid, index) = world.spawn_run(&[
+        "--net=none",
+        &format!(
+            "--volume=h,kind=host,source={},readOnly=true",
+            host.display()
+        ),
+        "--volume=e,kind=empty",
+        &format!("--rootfs={}", rootfs.display()),
+        "--mount=volume=h,target=/h",
+        "--mount=volume=e,target=/e",
+        "--",
+        "sleep",
+        "1000",
+    ]);
+    let init = world.wait_running(&uuid);
+    let mounts = fs::read_to_string(format!("/proc/{init}/mountinfo")).unwrap();
+    assert!(
+        mounts.contains(" /h ro,") && mounts.contains(" /h/sub ro,"),
+        "{mounts}"
+    );
+    assert!(mounts.contains(" /e rw,"), "{mounts}");
+    world.child(index).kill().unwrap();
+    world.wait_child(index);
+    wait_for(|| (!Path::new(&format!("/proc/{init}")).exists()).then_some(()));
+    world
+        .rkt(&["gc", "--grace-period=0s"])
+        .run()
+        .assert_success()
+        .assert_stdout_contains(&format!("removed pod {uuid}"));
+    assert!(world.pods().is_empty());
+    // Only the test's own tmpfs is mounted on the host under the world.
+    assert_eq!(
+        host_mounts_under(world.root.path()),
+        [host.join("sub").display().to_string()]
+    );
+}
