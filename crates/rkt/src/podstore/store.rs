@@ -374,4 +374,13 @@ mod tests {
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(removed, vec![store.dir().join(".new-leftover")]);
     }
+
+    #[test]
+    fn a_manifest_of_an_older_rkt_without_volumes_still_reads() {
+        let old =
+            r#"{"uuid":"u","created":"2026-01-01T00:00:00Z","app":{"name":"a","exec":["true"]}}"#;
+        let manifest: PodManifest = serde_json::from_str(old).unwrap();
+        assert!(manifest.volumes.is_empty());
+        assert!(manifest.app.mounts.is_empty());
+    }
 }

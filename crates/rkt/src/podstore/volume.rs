@@ -544,13 +544,4 @@ mod tests {
         let back: Vec<Volume> = serde_json::from_str(&text).unwrap();
         assert_eq!(back, volumes);
     }
-
-    #[test]
-    fn a_manifest_of_an_older_rkt_without_volumes_still_reads() {
-        let old =
-            r#"{"uuid":"u","created":"2026-01-01T00:00:00Z","app":{"name":"a","exec":["true"]}}"#;
-        let manifest: crate::podstore::PodManifest = serde_json::from_str(old).unwrap();
-        assert!(manifest.volumes.is_empty());
-        assert!(manifest.app.mounts.is_empty());
-    }
 }
