@@ -3,12 +3,16 @@
 //! directory read and written, read-only (EROFS, submounts included), with and without its
 //! submounts, an `empty` volume with its mode and owner (also under `--private-users`),
 //! gone with `rkt rm`, targets that cannot leave the root through a symlink, nothing
-//! created on the host's root, the grammar's errors, and `kill -9` of `rkt run` then `gc`.
+//! created on the host's root, an image pod's target made in its overlay, the grammar's
+//! errors, and `kill -9` of `rkt run` then `gc`.
 //! Pods need root (tests skip otherwise) and end with the leak checker.
 
 mod leaks;
 mod pod_support;
 mod support;
+
+#[path = "../../image/tests/common/mod.rs"]
+mod image_common;
 
 use std::fs;
 use std::os::unix::fs::{symlink, MetadataExt};
@@ -401,7 +405,8 @@ fn kill_9_of_rkt_run_with_volumes_then_gc_leaves_nothing() {
         mounts.contains(" /h ro,") && mounts.contains(" /h/sub ro,"),
         "{mounts}"
     );
-    assert!(mounts.contains(" /e rw,"), "{mounts}");
+    // Protected kernel paths (the default): no device node opens through a volume.
+    assert!(mounts.contains(" /e rw,nodev,"), "{mounts}");
     world.child(index).kill().unwrap();
     world.wait_child(index);
     wait_for(|| (!Path::new(&format!("/proc/{init}")).exists()).then_some(()));
@@ -416,4 +421,63 @@ fn kill_9_of_rkt_run_with_volumes_then_gc_leaves_nothing() {
         host_mounts_under(world.root.path()),
         [host.join("sub").display().to_string()]
     );
+}
+
+/// Every path at or below `dir` whose end is `tail` (`new/dir`).
+fn find_ending(dir: &Path, tail: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.ends_with(tail) {
+            found.push(path.clone());
+        }
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            found.extend(find_ending(&path, tail));
+        }
+    }
+    found
+}
+
+#[test]
+fn an_image_pods_target_is_made_in_its_overlay_and_goes_with_the_pod() {
+    if !image_common::ready(
+        "an_image_pods_target_is_made_in_its_overlay_and_goes_with_the_pod",
+        &["umoci"],
+    ) {
+        return;
+    }
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let layout = image_common::busybox_layout(world.root.path());
+    let image = format!("oci:{}:v1", layout.display());
+    let uuid_file = world.path("uuid");
+    let out = world
+        .rkt(&[
+            "run",
+            "--net=none",
+            &format!("--uuid-file-save={}", uuid_file.display()),
+            "--volume=e,kind=empty",
+            "--mount=volume=e,target=/new/dir",
+            &image,
+            "--",
+            "echo kept > /new/dir/f && cat /new/dir/f",
+        ])
+        .run();
+    out.assert_success().assert_stdout_contains("kept\n");
+    let uuid = fs::read_to_string(&uuid_file).unwrap();
+    let pod = world.path(&format!("data/pods/{uuid}"));
+    // The pod's writes: the target in the overlay's upper directory, the file in the volume.
+    assert!(pod.join("overlay/upper/new/dir").is_dir());
+    assert_eq!(
+        fs::read_to_string(pod.join("volumes/e/f")).unwrap(),
+        "kept\n"
+    );
+    // The image's layers are untouched.
+    let tail = Path::new("new/dir");
+    assert!(find_ending(&world.path("data/images"), tail).is_empty());
+    world.rkt(&["rm", &uuid]).run().assert_success();
+    assert!(!pod.exists());
 }
