@@ -101,16 +101,23 @@ fn a_host_volume_is_read_and_written_and_its_target_made_in_the_rootfs() {
     let host = world.path("host-data");
     fs::create_dir(&host).unwrap();
     fs::write(host.join("in"), "from the host\n").unwrap();
+    // A file is a volume too: its target is made as an empty file.
+    let conf = world.path("app.conf");
+    fs::write(&conf, "setting=1\n").unwrap();
     let (out, _) = run_sh(
         &world,
         &rootfs,
         &[
             &format!("--volume=data,kind=host,source={}", host.display()),
+            &format!("--volume=conf,kind=host,source={}", conf.display()),
             "--mount=volume=data,target=/srv/data",
+            "--mount=volume=conf,target=/opt/app/app.conf",
         ],
-        "cat /srv/data/in && echo from the pod > /srv/data/out",
+        "cat /srv/data/in /opt/app/app.conf && echo from the pod > /srv/data/out",
     );
-    out.assert_success().assert_stdout_contains("from the host");
+    out.assert_success()
+        .assert_stdout_contains("from the host\nsetting=1\n");
+    assert_eq!(fs::read(rootfs.join("opt/app/app.conf")).unwrap(), b"");
     assert_eq!(
         fs::read_to_string(host.join("out")).unwrap(),
         "from the pod\n"

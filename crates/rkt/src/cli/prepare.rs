@@ -41,7 +41,7 @@ pub fn run(global: &GlobalArgs, args: &PrepareArgs) -> anyhow::Result<ExitCode> 
     args.unsupported.refuse()?;
     let dirs = global.effective_dirs(&NetDirArgs::default())?;
     let app = super::image_app::app(global, &dirs.data.value, &args.app)?;
-    let volumes = args.volumes.volumes(global, &app)?;
+    let volumes = args.volumes.volumes(global, std::slice::from_ref(&app))?;
     let store = PodStore::new(dirs.pods_dir());
     let (pod, lock, _) = store.create_with(app, volumes, |_| PodState::new(State::Prepared))?;
     drop(lock);

@@ -43,7 +43,7 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
         args.net
             .run_options(global, &dirs, &args.stdio, args.uuid_file_save.clone())?;
     let app = super::image_app::app(global, &dirs.data.value, &args.app)?;
-    let volumes = args.volumes.volumes(global, &app)?;
+    let volumes = args.volumes.volumes(global, std::slice::from_ref(&app))?;
     let outcome = run_new(&store, app, volumes, &opts)?;
     Ok(finish(global, &outcome))
 }

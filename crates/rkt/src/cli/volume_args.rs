@@ -23,12 +23,14 @@ pub struct VolumeArgs {
 
 impl VolumeArgs {
     /// The volumes, checked: the grammar, unique names, existing host sources, and every
-    /// mount of `app` naming one of them. A volume no app mounts is allowed (as in rkt);
-    /// `--debug` notes it.
-    pub fn volumes(&self, global: &GlobalArgs, app: &App) -> anyhow::Result<Vec<Volume>> {
+    /// mount of each of the pod's `apps` naming one of them. A volume no app mounts is
+    /// allowed (as in rkt); `--debug` notes it.
+    pub fn volumes(&self, global: &GlobalArgs, apps: &[App]) -> anyhow::Result<Vec<Volume>> {
         let volumes = parse_volumes(&self.volume)?;
-        check_mounts(&volumes, &app.name, &app.mounts)?;
-        let mounts: Vec<_> = app.mounts.iter().collect();
+        for app in apps {
+            check_mounts(&volumes, &app.name, &app.mounts)?;
+        }
+        let mounts: Vec<_> = apps.iter().flat_map(|app| &app.mounts).collect();
         for name in unused(&volumes, &mounts) {
             global.debug(format_args!("--volume={name},...: no app mounts it"));
         }
