@@ -8,6 +8,7 @@ use clap::Args;
 use rkt::pod::{PodState, State};
 
 use super::on_off::OnOff;
+use super::pod_apps::{pod_spec, PodAppsArgs};
 use super::pod_args::{AppArgs, UnsupportedArgs};
 use super::GlobalArgs;
 use super::NetDirArgs;
@@ -27,6 +28,9 @@ pub struct PrepareArgs {
     pub quiet: bool,
 
     #[command(flatten)]
+    pub apps: PodAppsArgs,
+
+    #[command(flatten)]
     pub unsupported: UnsupportedArgs,
 
     #[command(flatten)]
@@ -36,9 +40,9 @@ pub struct PrepareArgs {
 pub fn run(global: &GlobalArgs, args: &PrepareArgs) -> anyhow::Result<ExitCode> {
     args.unsupported.refuse()?;
     let dirs = global.effective_dirs(&NetDirArgs::default())?;
-    let app = super::image_app::app(global, &dirs.data.value, &args.app)?;
+    let spec = pod_spec(global, &dirs.data.value, &args.app, &args.apps)?;
     let store = PodStore::new(dirs.pods_dir());
-    let (pod, lock) = store.create(app, &PodState::new(State::Prepared))?;
+    let (pod, lock) = store.create(spec, &PodState::new(State::Prepared))?;
     drop(lock);
     if let Some(file) = &args.uuid_file_save {
         std::fs::write(file, &pod.uuid).map_err(|e| {

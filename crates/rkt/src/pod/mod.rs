@@ -22,7 +22,8 @@ pub mod status;
 // them from there; they are part of the pod's API.
 pub use crate::podstore::{lock, manifest, state, store, time};
 pub use crate::podstore::{
-    App, IpcMode, Pod, PodError, PodLock, PodManifest, PodState, PodStore, State, Timestamp,
+    App, ExitPolicy, IpcMode, Pod, PodError, PodLock, PodManifest, PodSpec, PodState, PodStore,
+    State, Timestamp,
 };
 pub use status::PodStatus;
 

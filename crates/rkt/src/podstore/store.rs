@@ -16,7 +16,7 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use super::lock::PodLock;
-use super::manifest::{App, PodManifest};
+use super::manifest::{PodManifest, PodSpec};
 use super::state::{PodState, State, STATE_FILE};
 use super::time::Timestamp;
 use super::PodError;
@@ -99,8 +99,12 @@ impl PodStore {
     }
 
     /// Creates a complete pod in `state` and returns it with its exclusive lock held.
-    pub fn create(&self, app: App, state: &PodState) -> Result<(Pod, PodLock), PodError> {
-        let (pod, lock, _) = self.create_with(app, |_| state.clone())?;
+    pub fn create(
+        &self,
+        spec: impl Into<PodSpec>,
+        state: &PodState,
+    ) -> Result<(Pod, PodLock), PodError> {
+        let (pod, lock, _) = self.create_with(spec, |_| state.clone())?;
         Ok((pod, lock))
     }
 
@@ -112,20 +116,22 @@ impl PodStore {
     /// anything teardown after a reboot needs.
     pub fn create_with(
         &self,
-        app: App,
+        spec: impl Into<PodSpec>,
         state_of: impl FnOnce(&str) -> PodState,
     ) -> Result<(Pod, PodLock, PodState), PodError> {
         Self::mkdir(&self.dir, true)?;
         let uuid = Uuid::new_v4().hyphenated().to_string();
         let tmp = self.dir.join(format!("{NEW_PREFIX}{uuid}"));
         Self::mkdir(&tmp, false)?;
+        let spec = spec.into();
         let built = (|| {
             let mut lock = PodLock::try_lock(&tmp, true)?
                 .ok_or_else(|| PodError::InUse { uuid: uuid.clone() })?;
             let manifest = PodManifest {
                 uuid: uuid.clone(),
                 created: Timestamp::now(),
-                app,
+                apps: spec.apps,
+                exit_policy: spec.exit_policy,
             };
             let bytes = serde_json::to_vec_pretty(&manifest).expect("a manifest serializes");
             create_new(&tmp, MANIFEST_FILE, &bytes)?;
@@ -291,6 +297,7 @@ pub fn is_uuid(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::podstore::App;
     use std::os::unix::fs::PermissionsExt;
 
     fn app() -> App {
@@ -307,7 +314,7 @@ mod tests {
         assert!(is_uuid(&pod.uuid));
         assert_eq!(lock.dir(), pod.dir);
         assert!(PodLock::is_held(&pod.dir).unwrap());
-        assert_eq!(pod.manifest().unwrap().app, app());
+        assert_eq!(pod.manifest().unwrap().apps, vec![app()]);
         assert_eq!(pod.state().unwrap().state, State::Prepared);
         let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&pod.dir), 0o700);
