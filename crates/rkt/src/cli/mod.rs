@@ -335,7 +335,20 @@ fn image_options_moved(cli: &Cli) -> Option<Vec<OsString>> {
         Command::Prepare(args) => (&args.app, &NetDirArgs::default()),
         _ => return None,
     };
-    let data = cli.global.effective_dirs(net).ok()?.data.value;
+    // Cheap first: nothing to move unless an option follows the app's first word.
+    if !app
+        .command
+        .get(1)
+        .is_some_and(|w| w.starts_with("--") && w != "--" && w != pod_apps::SEPARATOR)
+    {
+        return None;
+    }
+    // Quietly: the command itself shows the directories under --debug.
+    let quiet = GlobalArgs {
+        debug: false,
+        ..cli.global.clone()
+    };
+    let data = quiet.effective_dirs(net).ok()?.data.value;
     let head_len = app
         .command
         .iter()

@@ -26,7 +26,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{fork, pipe2, ForkResult, Pid};
 
-use super::init::{
+use super::app::{
     enter_app, exit_code, mount_app_root, read_byte, report, ExecPlan, PreparedApp, SETUP_FAILED,
 };
 use super::{mounts, signals, StageError};

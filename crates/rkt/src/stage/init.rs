@@ -14,6 +14,10 @@
 //!    app's status (128 + signal number when a signal killed it) as soon as the app is
 //!    gone; leaving PID 1 makes the kernel kill whatever else still runs in the pod.
 //!
+//! A pod of several apps differs from step 1 on: the stage mounts no app's root, and the
+//! init forks one process per app, each with its own mount namespace and root, and starts
+//! them together ([`super::apps`]); what one app's process does is in [`super::app`].
+//!
 //! With `--private-users` the init, once in the rootfs, creates the pod's user namespace
 //! and the stage writes its id maps ([`crate::isolation::user_ns`]); the app is forked
 //! inside it.
@@ -25,29 +29,28 @@
 //! runner passes so that it can start the stage without a pre-exec step (see
 //! [`super::start`]).
 
-use std::ffi::{CString, OsString};
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStringExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use nix::errno::Errno;
 use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
 use nix::sched::{setns, unshare, CloneFlags};
 use nix::sys::prctl::{set_name, set_pdeathsig};
 use nix::sys::signal::Signal;
-use nix::sys::wait::{waitpid, WaitStatus};
-use nix::unistd::{execve, fork, getppid, pipe2, sethostname, ForkResult, Pid};
+use nix::sys::wait::waitpid;
+use nix::unistd::{fork, getppid, pipe2, sethostname, ForkResult, Pid};
 
-use super::env::{app_env, find_executable};
+use super::app::{
+    enter_app, mount_app_root, read_byte, report, AppIsolation, ExecPlan, PreparedApp,
+};
+pub use super::app::{exit_code, SETUP_FAILED};
+use super::env::app_env;
 use super::{mounts, signals, StageError};
 use crate::isolation;
-use crate::isolation::user::Identity;
-use crate::podstore::{App, ExitPolicy, IpcMode, PodManifest, PodState};
-
-/// Exit status of the stage when it fails before the app runs.
-pub const SETUP_FAILED: i32 = 125;
+use crate::podstore::{ExitPolicy, IpcMode, PodManifest, PodState};
 
 /// What the runner tells the stage: the hidden `stage1-init` command's arguments, `--pod-dir
 /// DIR --hostname NAME --status-fd FD --runner-pid PID [--netns PATH]`, each value in the
@@ -169,21 +172,7 @@ fn run(args: &InitArgs) -> i32 {
     }
 }
 
-pub(super) fn report(status: &mut File, err: &StageError) {
-    let line = format!("error {}\n", err.to_string().replace('\n', " "));
-    if status.write_all(line.as_bytes()).is_err() {
-        eprintln!("rkt stage1-init: {err}");
-    }
-}
-
 type Failure = (File, StageError);
-
-/// One app as the pod's init starts it: what [`prepare`] read and compiled for it.
-pub(super) struct PreparedApp {
-    pub(super) app: App,
-    pub(super) env: Vec<(OsString, OsString)>,
-    pub(super) isolation: AppIsolation,
-}
 
 /// The pod as [`prepare`] left it: its namespaces entered, its apps prepared.
 struct PreparedPod {
@@ -308,16 +297,6 @@ fn follow_stage(stage_alive: &OwnedFd) -> Result<(), StageError> {
     Ok(())
 }
 
-/// What an app's process needs of the isolation: whether to protect the kernel paths of its
-/// `/proc`, the compiled capabilities and filters, and whether its root is read-only.
-pub(super) struct AppIsolation {
-    paths: bool,
-    readonly_rootfs: bool,
-    pub(super) prepared: isolation::Prepared,
-    /// `--private-users`: the pod's host ids.
-    user_ns: Option<isolation::user_ns::IdMap>,
-}
-
 /// The two pipes between the init, which creates the pod's user namespace, and the stage,
 /// its parent, which maps it from outside: the init writes a byte once it has unshared, the
 /// stage one once the maps are written (or closes its end, having failed).
@@ -375,16 +354,6 @@ impl UserNsHandshake {
             });
         }
         isolation::user_ns::become_root()
-    }
-}
-
-/// Reads one byte, retrying on EINTR; `Ok(0)` at end of file.
-pub(super) fn read_byte(fd: &OwnedFd) -> Result<usize, Errno> {
-    loop {
-        match nix::unistd::read(fd.as_raw_fd(), &mut [0u8]) {
-            Err(Errno::EINTR) => continue,
-            other => return other,
-        }
     }
 }
 
@@ -513,161 +482,6 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
     })
 }
 
-/// The app's view of the files, in the current mount namespace: its root (the host's, or
-/// its rootfs bound onto itself), protected device nodes, the pod's `/etc` files, `/sys`,
-/// `/dev`, and a read-only root when asked. Everything but `/proc`, which needs the pod's
-/// PID namespace (see [`enter_app`]).
-pub(super) fn mount_app_root(
-    pod_dir: &Path,
-    prepared: &PreparedApp,
-    own_netns: bool,
-) -> Result<(), StageError> {
-    let (app, isolation) = (&prepared.app, &prepared.isolation);
-    let root = app.rootfs.clone().unwrap_or_else(|| PathBuf::from("/"));
-    if app.rootfs.is_some() {
-        mounts::bind_rootfs(&root)?;
-    }
-    if isolation.paths {
-        // No device node of the app's own making opens; the pod's /dev gets the few the
-        // stage binds in, and /sys is read-only.
-        isolation::paths::nodev_tree(&root).map_err(StageError::Isolation)?;
-    }
-    mounts::bind_etc_files(pod_dir, &root, app.rootfs.is_some())?;
-    if own_netns {
-        mounts::mount_sysfs(&root)?;
-    } else if isolation.paths && app.rootfs.is_none() {
-        isolation::paths::read_only_tree(Path::new("/sys")).map_err(StageError::Isolation)?;
-    }
-    if app.rootfs.is_some() || isolation.paths {
-        mounts::populate_dev(&root)?;
-    }
-    if isolation.readonly_rootfs && app.rootfs.is_some() {
-        // /proc is mounted here later: the mount point must exist before.
-        let proc_dir = root.join("proc");
-        std::fs::create_dir_all(&proc_dir).map_err(|source| StageError::Io {
-            what: "create",
-            path: proc_dir,
-            source,
-        })?;
-        isolation::paths::read_only_mount(&root).map_err(StageError::Isolation)?;
-    }
-    Ok(())
-}
-
-/// In the pod's PID namespace, with the app's root mounted ([`mount_app_root`]): mounts
-/// `/proc` (its kernel paths protected), enters the rootfs, then the image's working
-/// directory (or `--working-dir`), and settles the app's identity (the image's `User`,
-/// unless `--user`/`--group` chose one). Returns the environment the app gets.
-pub(super) fn enter_app(
-    prepared: &mut PreparedApp,
-) -> Result<Vec<(OsString, OsString)>, StageError> {
-    let app = &prepared.app;
-    let isolation = &mut prepared.isolation;
-    let root = app.rootfs.as_deref().unwrap_or(Path::new("/"));
-    mounts::mount_proc(root)?;
-    if isolation.paths {
-        isolation::paths::protect_kernel_paths(root).map_err(StageError::Isolation)?;
-    }
-    if let Some(rootfs) = &app.rootfs {
-        mounts::enter_rootfs(rootfs)?;
-    }
-    let creds = match &app.image {
-        Some(image) => crate::image_pod::process::enter(image)?,
-        None => None,
-    };
-    if let Some(dir) = &app.working_dir {
-        enter_working_dir(dir, app.rootfs.is_some())?;
-    }
-    // The image's User, unless --user/--group chose the identity: the isolation switches
-    // to it in the app's process, in its order (bounding set first, then the user).
-    if let Some(creds) = &creds {
-        isolation.prepared.default_identity(Identity {
-            uid: creds.uid,
-            gid: creds.gid,
-            supplementary_gids: creds.groups.clone(),
-        });
-    }
-    Ok(crate::image_pod::process::with_home(
-        &prepared.env,
-        app.image.as_ref(),
-        creds.as_ref(),
-    ))
-}
-
-/// `--working-dir`: created when missing in the app's own root, never on the host's.
-fn enter_working_dir(dir: &str, own_root: bool) -> Result<(), StageError> {
-    let path = Path::new("/").join(dir);
-    let err = |what| {
-        let path = path.clone();
-        move |source| StageError::Io { what, path, source }
-    };
-    if own_root {
-        std::fs::create_dir_all(&path).map_err(err("create the working directory"))?;
-    }
-    std::env::set_current_dir(&path).map_err(err("change to the working directory"))
-}
-
-/// The app's program found in its `PATH`, and its argv and environment as C strings.
-pub(super) struct ExecPlan {
-    exe: PathBuf,
-    c_exe: CString,
-    c_argv: Vec<CString>,
-    c_env: Vec<CString>,
-}
-
-impl ExecPlan {
-    pub(super) fn new(
-        argv: &[String],
-        env: &[(OsString, OsString)],
-    ) -> Result<ExecPlan, StageError> {
-        let program = argv.first().ok_or(StageError::NoCommand)?;
-        let path_var = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v);
-        let exe = find_executable(program, path_var).ok_or_else(|| StageError::NotFound {
-            program: program.clone(),
-            path: path_var
-                .map(|p| p.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-        })?;
-        let c_exe = cstring(exe.clone().into_os_string())?;
-        let c_argv = argv
-            .iter()
-            .map(|a| cstring(a.into()))
-            .collect::<Result<Vec<_>, _>>()?;
-        let c_env = env
-            .iter()
-            .map(|(k, v)| {
-                let mut kv = k.clone();
-                kv.push("=");
-                kv.push(v);
-                cstring(kv)
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(ExecPlan {
-            exe,
-            c_exe,
-            c_argv,
-            c_env,
-        })
-    }
-
-    /// In the app's process: narrows it ([`isolation::apply`]) and executes the app.
-    /// Returns only on failure.
-    pub(super) fn exec(self, isolation: &AppIsolation) -> StageError {
-        signals::reset_for_exec();
-        if let Err(e) = isolation::apply(&isolation::syscall::Linux, &isolation.prepared) {
-            return StageError::Isolation(e);
-        }
-        let errno = match execve(&self.c_exe, &self.c_argv, &self.c_env) {
-            Err(errno) => errno,
-            Ok(never) => match never {},
-        };
-        StageError::Exec {
-            program: self.exe,
-            source: errno,
-        }
-    }
-}
-
 /// PID 1 of a pod of one app: enters the app's root, then forks the app. It closes its copy
 /// of the status pipe once the app is forked, so that the runner sees end-of-file when the
 /// app has been executed.
@@ -706,12 +520,6 @@ fn pod_init(
     }
 }
 
-fn cstring(s: OsString) -> Result<CString, StageError> {
-    CString::new(s.into_vec()).map_err(|e| StageError::NulByte {
-        text: String::from_utf8_lossy(&e.into_vec()).into_owned(),
-    })
-}
-
 /// Waits for `child`, returning its exit status (128 + signal number if killed).
 fn wait_for(child: Pid) -> i32 {
     loop {
@@ -742,19 +550,11 @@ fn reap_until(app: Pid) -> i32 {
     }
 }
 
-/// The shell-style exit status for a wait status; `None` if the child has not ended.
-pub fn exit_code(status: WaitStatus) -> Option<i32> {
-    match status {
-        WaitStatus::Exited(_, code) => Some(code),
-        WaitStatus::Signaled(_, signal, _) => Some(128 + signal as i32),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::stage::StageSpec;
+    use std::path::Path;
 
     fn os(args: &[&str]) -> Vec<OsString> {
         args.iter().map(OsString::from).collect()

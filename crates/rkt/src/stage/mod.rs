@@ -18,6 +18,7 @@
 //! Takes from [`crate::podstore`] (the manifest) and [`crate::netns`]; may not touch the
 //! pod's life cycle or networking, which the runner drives around it.
 
+mod app;
 mod apps;
 pub mod enter;
 pub mod env;
