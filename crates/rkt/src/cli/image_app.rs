@@ -139,7 +139,7 @@ fn split_rest(
             i += 1;
             exec = Some(rest[i].clone());
         } else {
-            bail!("unexpected {arg:?} after the image {image}: only --exec=PATH may follow it; put the app's arguments after \"--\"");
+            bail!("unexpected {arg:?} after the image {image}: app options may follow it (--exec=PATH, --name=NAME, ...); put the app's arguments after \"--\"");
         }
         i += 1;
     }
