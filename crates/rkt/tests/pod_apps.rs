@@ -337,6 +337,45 @@ fn enter_app_chooses_the_apps_own_root_and_stop_stops_every_app() {
 }
 
 #[test]
+fn status_shows_an_app_that_ended_while_the_others_run() {
+    require_root!();
+    let mut world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let (uuid, index) = world.spawn_run(&[
+        "--net=none",
+        "--exit-policy=untilAll",
+        "--name=init-job",
+        "sh",
+        "-c",
+        "exit 5",
+        "---",
+        "--name=server",
+        "sleep",
+        "600",
+    ]);
+    world.wait_running(&uuid);
+    wait_for(|| {
+        let st = status(&world, &uuid);
+        let running = st.iter().any(|(k, v)| k == "state" && v == "running");
+        let apps: Vec<_> = st
+            .into_iter()
+            .filter(|(k, _)| k.starts_with("app-"))
+            .collect();
+        (running && apps == pairs(&[("app-init-job", "5")])).then_some(())
+    });
+    let json = world.status_json(&uuid);
+    assert_eq!(json["apps"][0]["state"], "exited");
+    assert_eq!(json["apps"][1]["state"], "running");
+    world.rkt(&["stop", &uuid]).run().assert_success();
+    let (code, stderr) = world.wait_child(index);
+    assert_eq!(code, Some(5), "untilAll: the first failure; {stderr}");
+    assert_eq!(
+        app_statuses(&world, &uuid),
+        pairs(&[("app-init-job", "5"), ("app-server", "143")])
+    );
+}
+
+#[test]
 fn prepare_then_run_prepared_runs_every_app() {
     require_root!();
     let world = World::new();

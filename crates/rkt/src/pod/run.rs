@@ -319,7 +319,7 @@ fn run_locked(
     let netns_path = state.netns.clone();
 
     let started = start(pod, &net, planned, netns_path.as_deref(), opts, &mut state);
-    let stage = match started {
+    let mut stage = match started {
         Ok(stage) => stage,
         Err(error) => {
             let cleanup = release(&uuid, &pod.dir, netns_path.as_deref(), opts.plugin_timeout);
@@ -349,7 +349,26 @@ fn run_locked(
     }
     // The pod runs whether or not this record could be written; stop/enter need it.
     let record_err = state.store(&pod.dir).err();
+    // Each app's exit recorded as it happens, so that status shows an app that ended
+    // while the others run. The main thread writes the record only once this is done.
+    let reporter = stage.take_exits().map(|exits| {
+        let (mut live, dir) = (state.clone(), pod.dir.clone());
+        std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            for (index, code) in exits {
+                if let Some(app) = live.apps.get_mut(index) {
+                    app.exit_status = Some(code);
+                    let _ = live.store(&dir);
+                }
+                seen.push((index, code));
+            }
+            seen
+        })
+    });
     let waited = stage.wait();
+    let reported = reporter
+        .and_then(|thread| thread.join().ok())
+        .unwrap_or_default();
     // The init is gone: forget its PID before the (possibly slow) teardown, so that stop
     // and enter cannot reach a process that reused it.
     state.pid = None;
@@ -364,7 +383,7 @@ fn run_locked(
     state.pid = None;
     let exit_status = match waited {
         Ok(ended) => {
-            for (index, code) in ended.app_exits {
+            for (index, code) in reported.into_iter().chain(ended.app_exits) {
                 if let Some(app) = state.apps.get_mut(index) {
                     app.exit_status = Some(code);
                 }

@@ -150,7 +150,8 @@ pub struct Ended {
     /// policy settled.
     pub status: i32,
     /// In a pod of several apps: each app's exit status, by index, in the order they
-    /// ended (an app killed with the init is missing).
+    /// ended (an app killed with the init is missing), unless they were taken with
+    /// [`Started::take_exits`].
     pub app_exits: Vec<(usize, i32)>,
 }
 
@@ -254,7 +255,39 @@ pub fn start(spec: &StageSpec) -> Result<Started, StageError> {
     }
 }
 
+/// The apps' exits as the init reports them, in the order they ended: `(index, status)`.
+/// Iterating blocks until the next one, and ends when the init is gone.
+#[derive(Debug)]
+pub struct AppExits(std::io::BufReader<File>);
+
+impl Iterator for AppExits {
+    type Item = (usize, i32);
+
+    fn next(&mut self) -> Option<(usize, i32)> {
+        use std::io::BufRead;
+        loop {
+            let mut line = String::new();
+            match self.0.read_line(&mut line) {
+                Ok(0) | Err(_) => return None,
+                Ok(_) => {
+                    if let Some(exit) = line.strip_prefix("exit ").and_then(parse_pair) {
+                        return Some(exit);
+                    }
+                }
+            }
+        }
+    }
+}
+
 impl Started {
+    /// In a pod of several apps: the apps' exits as they happen (then [`Started::wait`]
+    /// reports none itself).
+    pub fn take_exits(&mut self) -> Option<AppExits> {
+        self.exits
+            .take()
+            .map(|f| AppExits(std::io::BufReader::new(f)))
+    }
+
     /// Waits for the pod to end.
     pub fn wait(mut self) -> Result<Ended, StageError> {
         let status = self
@@ -262,17 +295,8 @@ impl Started {
             .wait()
             .map_err(|source| StageError::Wait { source })?;
         signals::stop_forwarding();
-        let mut app_exits = Vec::new();
-        if let Some(mut exits) = self.exits.take() {
-            // The init is gone, so the pipe holds all it will ever say.
-            let mut lines = String::new();
-            let _ = exits.read_to_string(&mut lines);
-            app_exits = lines
-                .lines()
-                .filter_map(|l| l.strip_prefix("exit "))
-                .filter_map(parse_pair)
-                .collect();
-        }
+        // The init is gone, so the pipe holds all it will ever say.
+        let app_exits = self.take_exits().map(Iterator::collect).unwrap_or_default();
         Ok(Ended {
             status: exit_status_code(status),
             app_exits,
