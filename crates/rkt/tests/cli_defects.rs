@@ -54,7 +54,7 @@ fn unknown_or_misplaced_option_the_command_starts_at_double_dash_or_first_word()
         .unwrap_or_else(|e| panic!("pod {uuid}'s manifest: {e}"));
     let manifest: serde_json::Value = serde_json::from_str(&manifest).unwrap();
     assert_eq!(
-        manifest["app"]["exec"],
+        manifest["apps"][0]["exec"],
         serde_json::json!(["sh", "-c", "--debug"])
     );
     let out = world.rkt(&["prepare", "--", "--weird"]).run();

@@ -50,7 +50,7 @@ fn flags_every_boolean_flag_accepts_true_and_false() {
     assert!(origins("--show-origin=true"));
     assert!(!origins("--show-origin=false"));
 
-    let inherit = |args: &[&str]| prepared_manifest(&world, args)["app"]["inheritEnv"].clone();
+    let inherit = |args: &[&str]| prepared_manifest(&world, args)["apps"][0]["inheritEnv"].clone();
     assert_eq!(inherit(&["--inherit-env", "true"]), true);
     assert_eq!(inherit(&["--inherit-env=true", "true"]), true);
     assert_eq!(inherit(&["--inherit-env=false", "true"]), false);
@@ -270,7 +270,7 @@ fn flags_enter_command_without_double_dash_app_and_default_shell() {
         .run()
         .assert_failure()
         .assert_stderr_contains("--app=other")
-        .assert_stderr_contains("\"idle\"");
+        .assert_stderr_contains("its apps: idle");
     let uuid_file = world.path("uuid-bg-0");
     world
         .rkt(&[

@@ -488,3 +488,58 @@ fn an_image_pods_target_is_made_in_its_overlay_and_goes_with_the_pod() {
     world.rkt(&["rm", &uuid]).run().assert_success();
     assert!(!pod.exists());
 }
+
+#[test]
+fn two_apps_share_an_empty_volume_each_at_its_own_target_and_only_where_mounted() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let rootfs = busybox_rootfs(&world);
+    let root = format!("--rootfs={}", rootfs.display());
+    let host = world.path("host-ro");
+    fs::create_dir(&host).unwrap();
+    fs::write(host.join("config"), "from the host\n").unwrap();
+    let uuid_file = world.path("uuid");
+    // The writer runs to completion; the reader waits for its file (untilAll: both run
+    // to the end, whatever the other does).
+    let out = world
+        .rkt(&[
+            "run",
+            "--net=none",
+            &format!("--uuid-file-save={}", uuid_file.display()),
+            "--exit-policy=untilAll",
+            "--volume=shared,kind=empty,mode=0777",
+            &format!(
+                "--volume=conf,kind=host,source={},readOnly=true",
+                host.display()
+            ),
+            "--name=writer",
+            &root,
+            "--mount=volume=shared,target=/out",
+            "--mount=volume=conf,target=/conf",
+            "--",
+            "sh",
+            "-c",
+            "cat /conf/config > /out/note; echo x > /conf/denied",
+            "---",
+            "--name=reader",
+            &root,
+            "--mount=volume=shared,target=/in/shared",
+            "--",
+            "sh",
+            "-c",
+            "for i in $(seq 400); do test -s /in/shared/note && break; sleep 0.05; done; \
+             cat /in/shared/note; cat /conf/config 2>/dev/null || echo no-conf-here",
+        ])
+        .run();
+    // The writer's refused write makes it fail (sh exits 1); the reader read its file,
+    // and sees no host volume it did not mount (both apps share one rootfs directory).
+    out.assert_exit_code(1)
+        .assert_stdout_contains("from the host\nno-conf-here\n")
+        .assert_stderr_contains("Read-only file system");
+    let uuid = fs::read_to_string(&uuid_file).unwrap();
+    let note = world.path(&format!("data/pods/{uuid}/volumes/shared/note"));
+    assert_eq!(fs::read_to_string(note).unwrap(), "from the host\n");
+    world.rkt(&["rm", &uuid]).run().assert_success();
+    assert!(world.pods().is_empty());
+}

@@ -8,7 +8,7 @@ use anyhow::bail;
 use clap::Args;
 
 use rkt::pod::{PodStatus, State};
-use rkt::stage::enter::enter;
+use rkt::stage::enter::{app_host_pid, enter};
 use rkt::stage::env::DEFAULT_PATH;
 
 use super::pod_args::{exit_code, store, PodRef};
@@ -29,7 +29,8 @@ pub struct EnterArgs {
     #[arg(long, value_name = "FILE")]
     pub uuid_file: Option<PathBuf>,
 
-    /// The app to enter; must be the pod's app (a pod runs one) [default: the pod's app].
+    /// The app to enter, by name [default: the pod's app; a pod of several apps needs
+    /// it].
     #[arg(long, value_name = "NAME")]
     pub app: Option<String>,
 
@@ -72,19 +73,42 @@ pub fn run(global: &GlobalArgs, args: &EnterArgs) -> anyhow::Result<ExitCode> {
     };
     let pod = pod_ref.lookup(&store(global)?)?;
     let status = PodStatus::read(&pod)?;
-    if let Some(app) = &args.app {
-        let name = &status.manifest.app.name;
-        if app != name {
-            bail!(
-                "--app={app}: pod {} has no such app (its app is {name:?})",
-                pod.uuid
-            );
-        }
-    }
-    let pid = match (status.state, status.record.pid) {
+    let names: Vec<&str> = status
+        .manifest
+        .apps
+        .iter()
+        .map(|a| a.name.as_str())
+        .collect();
+    let index = match (&args.app, &names[..]) {
+        (None, [_]) => 0,
+        (None, _) => bail!(
+            "pod {} has several apps: choose one with --app=NAME ({})",
+            pod.uuid,
+            names.join(", ")
+        ),
+        (Some(app), _) => names.iter().position(|n| n == app).ok_or_else(|| {
+            anyhow::anyhow!(
+                "--app={app}: pod {} has no such app (its apps: {})",
+                pod.uuid,
+                names.join(", ")
+            )
+        })?,
+    };
+    let init = match (status.state, status.record.pid) {
         (State::Running, Some(pid)) => pid,
         (State::Running, None) => bail!("pod {} is still starting; try again", pod.uuid),
         (state, _) => bail!("pod {} is not running (it is {state})", pod.uuid),
+    };
+    // In a pod of several apps, each app has a mount namespace and root of its own: enter
+    // its process's, found among the init's children.
+    let pid = match status.record.apps.get(index) {
+        None => init,
+        Some(app) => app
+            .pid
+            .and_then(|pid| app_host_pid(init, pid))
+            .ok_or_else(|| {
+                anyhow::anyhow!("app {} of pod {} is not running", app.name, pod.uuid)
+            })?,
     };
     if command.is_empty() {
         command.push(default_shell(pid));
@@ -96,6 +120,6 @@ pub fn run(global: &GlobalArgs, args: &EnterArgs) -> anyhow::Result<ExitCode> {
     if let Some(term) = std::env::var_os("TERM") {
         env.push(("TERM".into(), term));
     }
-    let isolation = status.record.isolation.clone().unwrap_or_default();
+    let isolation = status.record.app_isolation(index);
     Ok(exit_code(enter(pid, &command, &env, &isolation)?))
 }

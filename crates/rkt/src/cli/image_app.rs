@@ -17,7 +17,7 @@ use super::GlobalArgs;
 
 /// Whether `first` (the first positional argument) names an image: a transport, an ID, or
 /// a name the store of the data directory `data` holds.
-fn is_image(data: &Path, first: &str) -> anyhow::Result<bool> {
+pub fn is_image(data: &Path, first: &str) -> anyhow::Result<bool> {
     // A transport prefix makes it an image even when the rest is bad: the reference's
     // error then names it, instead of a host command "docker://…" not being found.
     const PREFIXES: [&str; 5] = [
@@ -139,7 +139,7 @@ fn split_rest(
             i += 1;
             exec = Some(rest[i].clone());
         } else {
-            bail!("unexpected {arg:?} after the image {image}: only --exec=PATH may follow it; put the app's arguments after \"--\"");
+            bail!("unexpected {arg:?} after the image {image}: app options may follow it (--exec=PATH, --name=NAME, ...); put the app's arguments after \"--\"");
         }
         i += 1;
     }

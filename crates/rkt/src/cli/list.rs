@@ -12,7 +12,8 @@ use super::pod_args::store;
 use super::status::Format;
 use super::GlobalArgs;
 
-/// List pods, oldest first, one row per app.
+/// List pods, oldest first, one row per app (a pod of several apps repeats the pod's
+/// columns on each of its rows).
 ///
 /// As rkt 1.30 did: UUID, APP, IMAGE NAME, STATE,
 /// CREATED, STARTED, NETWORKS, separated by exactly one tab (so `cut -f` picks a column).
@@ -59,28 +60,30 @@ fn rows(statuses: &[PodStatus], full: bool) -> Vec<Vec<String>> {
         } else {
             s.uuid[..8].to_string()
         };
-        let app = &s.manifest.app;
-        let image = match (&app.image, &app.rootfs) {
-            (Some(image), _) => cell(&image.name),
-            (None, Some(dir)) => cell(&dir.to_string_lossy()),
-            (None, None) => "-".to_string(),
-        };
-        let mut row = vec![uuid, cell(&app.name), image];
-        if full {
-            row.push(app.image.as_ref().map_or("-".to_string(), |i| cell(&i.id)));
-        }
         // A pod that failed to start says so (its error is in `status --format=json`).
         let state = match (s.rkt_state(), &s.record.error) {
             (RktState::Exited, Some(_)) => "exited (failed)".to_string(),
             (state, _) => state.to_string(),
         };
-        row.extend([
-            state,
-            when(Some(s.manifest.created), full),
-            when(s.record.started, full),
-            s.networks_short(),
-        ]);
-        rows.push(row);
+        // One complete row per app: a pod of several apps repeats its own columns.
+        for app in &s.manifest.apps {
+            let image = match (&app.image, &app.rootfs) {
+                (Some(image), _) => cell(&image.name),
+                (None, Some(dir)) => cell(&dir.to_string_lossy()),
+                (None, None) => "-".to_string(),
+            };
+            let mut row = vec![uuid.clone(), cell(&app.name), image];
+            if full {
+                row.push(app.image.as_ref().map_or("-".to_string(), |i| cell(&i.id)));
+            }
+            row.extend([
+                state.clone(),
+                when(Some(s.manifest.created), full),
+                when(s.record.started, full),
+                s.networks_short(),
+            ]);
+            rows.push(row);
+        }
     }
     rows
 }

@@ -23,6 +23,7 @@ mod list;
 mod man;
 mod net;
 mod on_off;
+mod pod_apps;
 mod pod_args;
 mod prepare;
 mod rm;
@@ -33,6 +34,7 @@ mod stop;
 mod version;
 mod volume_args;
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -299,7 +301,12 @@ fn current_dir() -> anyhow::Result<PathBuf> {
 /// Parses the command line, runs the command, and reports a failure as
 /// `rkt: <error>: <cause>...` on stderr with exit status [`FAILURE`].
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let parsed = Cli::try_parse().map(|cli| match image_options_moved(&cli) {
+        // Options after the first app's image: parsed again from their place before it.
+        Some(argv) => Cli::try_parse_from(argv),
+        None => Ok(cli),
+    });
+    let cli = match parsed.and_then(|cli| cli) {
         Ok(cli) => cli,
         Err(err) => {
             let _ = err.print();
@@ -317,6 +324,60 @@ pub fn main() -> ExitCode {
             ExitCode::from(FAILURE)
         }
     }
+}
+
+/// The command line with the options that follow the first app's image (`rkt run IMAGE
+/// --name=web -- ARGS`, rkt's place for them) moved before it, or `None` when there are none
+/// (see [`pod_apps::hoist_image_options`]). Whatever cannot be decided here is left to the
+/// command, which reports it.
+fn image_options_moved(cli: &Cli) -> Option<Vec<OsString>> {
+    let (app, net) = match &cli.command {
+        Command::Run(args) => (&args.app, &args.net.dirs),
+        Command::Prepare(args) => (&args.app, &NetDirArgs::default()),
+        _ => return None,
+    };
+    // Cheap first: nothing to move unless an option follows the app's first word.
+    if !app
+        .command
+        .get(1)
+        .is_some_and(|w| w.starts_with("--") && w != "--" && w != pod_apps::SEPARATOR)
+    {
+        return None;
+    }
+    // Quietly: the command itself shows the directories under --debug.
+    let quiet = GlobalArgs {
+        debug: false,
+        ..cli.global.clone()
+    };
+    let data = quiet.effective_dirs(net).ok()?.data.value;
+    let head_len = app
+        .command
+        .iter()
+        .position(|w| w == pod_apps::SEPARATOR)
+        .unwrap_or(app.command.len());
+    let head = &app.command[..head_len];
+    // The head starts with its APP: the options follow it.
+    let (_, count) = pod_apps::options_after_image(&data, head).ok()??;
+    let raw: Vec<OsString> = std::env::args_os().collect();
+    let start = raw.len().checked_sub(app.command.len())?;
+    if raw[start..]
+        .iter()
+        .zip(&app.command)
+        .any(|(r, w)| r != w.as_str())
+    {
+        return None;
+    }
+    // Before a `--` that ends rkt's options, where they are still options.
+    let insert_at = if start > 0 && raw[start - 1] == "--" {
+        start - 1
+    } else {
+        start
+    };
+    let mut argv = raw[..insert_at].to_vec();
+    argv.extend(raw[start + 1..start + 1 + count].iter().cloned());
+    argv.extend(raw[insert_at..=start].iter().cloned());
+    argv.extend(raw[start + 1 + count..].iter().cloned());
+    Some(argv)
 }
 
 /// An error and its causes, `: `-separated, each said once: most of our errors already end

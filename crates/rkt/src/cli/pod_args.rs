@@ -27,9 +27,15 @@ pub struct AppArgs {
     #[arg(long, value_name = "DIR")]
     pub rootfs: Option<PathBuf>,
 
-    /// The app's name, shown by status and list [default: the command's base name].
+    /// The app's name, shown by status and list [default: the command's base name, or the
+    /// image's]. Apps of one pod need different names.
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
+
+    /// The directory the app starts in (over an image's WorkingDir); created when missing
+    /// in the app's own root filesystem (an image or --rootfs), never on the host's.
+    #[arg(long, value_name = "DIR")]
+    pub working_dir: Option<String>,
 
     /// Set an environment variable for the app; may be repeated. Overrides inherited ones
     /// and --set-env-file.
@@ -89,8 +95,9 @@ pub struct AppArgs {
     pub image: ImageAppArgs,
 
     /// The command to run and its arguments, or an IMAGE (see `rkt fetch`) optionally
-    /// followed by --exec=PATH and `-- ARGS`: from `--` or the first word that is not an
-    /// option. Before it, a word starting with '-' must be one of rkt's options.
+    /// followed by app options (--exec=PATH, --name, ...) and `-- ARGS`: from `--` or the
+    /// first word that is not an option. Before it, a word starting with '-' must be one of
+    /// rkt's options. `---` starts another app of the pod: `--- [APP OPTIONS] APP ...`.
     #[arg(value_name = "COMMAND", required = true, trailing_var_arg = true)]
     pub command: Vec<String>,
 }
@@ -156,12 +163,16 @@ impl AppArgs {
             Some(name) => name.clone(),
             None => App::default_name(&self.command[0]),
         };
+        if let Some(dir) = self.working_dir.as_deref().filter(|d| !d.starts_with('/')) {
+            bail!("--working-dir={dir:?}: must be an absolute path");
+        }
         let isolators = self.isolation.isolators(rootfs.as_deref())?;
         Ok(App {
             name,
             exec: self.command.clone(),
             env,
             inherit_env: self.inherit_env,
+            working_dir: self.working_dir.clone(),
             rootfs,
             ipc: match self.ipc.as_str() {
                 "parent" => IpcMode::Parent,

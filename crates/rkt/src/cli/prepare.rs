@@ -8,6 +8,7 @@ use clap::Args;
 use rkt::pod::{PodState, State};
 
 use super::on_off::OnOff;
+use super::pod_apps::{pod_spec, PodAppsArgs};
 use super::pod_args::{AppArgs, UnsupportedArgs};
 use super::volume_args::VolumeArgs;
 use super::GlobalArgs;
@@ -28,6 +29,9 @@ pub struct PrepareArgs {
     pub quiet: bool,
 
     #[command(flatten)]
+    pub apps: PodAppsArgs,
+
+    #[command(flatten)]
     pub volumes: VolumeArgs,
 
     #[command(flatten)]
@@ -40,10 +44,10 @@ pub struct PrepareArgs {
 pub fn run(global: &GlobalArgs, args: &PrepareArgs) -> anyhow::Result<ExitCode> {
     args.unsupported.refuse()?;
     let dirs = global.effective_dirs(&NetDirArgs::default())?;
-    let app = super::image_app::app(global, &dirs.data.value, &args.app)?;
-    let volumes = args.volumes.volumes(global, std::slice::from_ref(&app))?;
+    let mut spec = pod_spec(global, &dirs.data.value, &args.app, &args.apps)?;
+    spec.volumes = args.volumes.volumes(global, &spec.apps)?;
     let store = PodStore::new(dirs.pods_dir());
-    let (pod, lock, _) = store.create_with(app, volumes, |_| PodState::new(State::Prepared))?;
+    let (pod, lock) = store.create(spec, &PodState::new(State::Prepared))?;
     drop(lock);
     if let Some(file) = &args.uuid_file_save {
         std::fs::write(file, &pod.uuid).map_err(|e| {

@@ -7,6 +7,7 @@ use clap::Args;
 
 use rkt::pod::run::run_new;
 
+use super::pod_apps::{pod_spec, PodAppsArgs};
 use super::pod_args::{finish, AppArgs, PodNetArgs, StdioArgs, UnsupportedArgs};
 use super::volume_args::VolumeArgs;
 use super::GlobalArgs;
@@ -14,6 +15,10 @@ use super::GlobalArgs;
 /// Run a command as a pod: create it, set up its networks, run the command inside, tear the
 /// networks down, and exit with the command's exit status (254 if the pod could not be fully
 /// released, e.g. a plugin's DEL failed: `rkt gc` retries).
+///
+/// A pod of several apps: `rkt run [OPTIONS] APP [APP OPTIONS] [-- ARGS] --- [APP OPTIONS]
+/// APP [APP OPTIONS] [-- ARGS]...`; the apps share the pod's networks and each has its own
+/// root (see docs/pods.md).
 #[derive(Debug, Args)]
 pub struct RunArgs {
     #[command(flatten)]
@@ -22,6 +27,9 @@ pub struct RunArgs {
     /// Write the new pod's UUID to FILE.
     #[arg(long, value_name = "FILE", help_heading = "Pod")]
     pub uuid_file_save: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub apps: PodAppsArgs,
 
     #[command(flatten)]
     pub volumes: VolumeArgs,
@@ -42,8 +50,8 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let (opts, store) =
         args.net
             .run_options(global, &dirs, &args.stdio, args.uuid_file_save.clone())?;
-    let app = super::image_app::app(global, &dirs.data.value, &args.app)?;
-    let volumes = args.volumes.volumes(global, std::slice::from_ref(&app))?;
-    let outcome = run_new(&store, app, volumes, &opts)?;
+    let mut spec = pod_spec(global, &dirs.data.value, &args.app, &args.apps)?;
+    spec.volumes = args.volumes.volumes(global, &spec.apps)?;
+    let outcome = run_new(&store, spec, &opts)?;
     Ok(finish(global, &outcome))
 }

@@ -19,15 +19,28 @@ use crate::pod::{App, PodError, PodStore};
 
 pub use crate::podstore::manifest::AppImage;
 
-/// The directory an image pod's root filesystem is mounted or unpacked at.
-pub fn rootfs_dir(pod_dir: &Path) -> PathBuf {
-    pod_dir.join("rootfs")
+/// Where app `index` (named `name`) of the pod in `pod_dir` keeps its root filesystem: the
+/// pod's directory for the first app (as for a pod of one app), `<pod>/apps/<name>` for the
+/// others.
+pub fn app_dir(pod_dir: &Path, index: usize, name: &str) -> PathBuf {
+    if index == 0 {
+        pod_dir.to_path_buf()
+    } else {
+        pod_dir.join("apps").join(name)
+    }
 }
 
-/// The app as the stage runs it: an image app's root directory is `<pod>/rootfs`.
-pub fn for_stage(mut app: App, pod_dir: &Path) -> App {
+/// The directory an image app's root filesystem is mounted or unpacked at, in its
+/// [`app_dir`].
+pub fn rootfs_dir(app_dir: &Path) -> PathBuf {
+    app_dir.join("rootfs")
+}
+
+/// The app as the stage runs it: an image app's root directory is `rootfs` in its
+/// [`app_dir`].
+pub fn for_stage(mut app: App, app_dir: &Path) -> App {
     if app.image.is_some() {
-        app.rootfs = Some(rootfs_dir(pod_dir));
+        app.rootfs = Some(rootfs_dir(app_dir));
     }
     app
 }
@@ -40,8 +53,11 @@ pub fn images_in_use(store: &PodStore) -> Result<BTreeMap<String, Vec<String>>, 
     for pod in store.list()? {
         match pod.manifest() {
             Ok(manifest) => {
-                if let Some(image) = manifest.app.image {
-                    used.entry(image.id).or_default().push(pod.uuid.clone());
+                for image in manifest.apps.into_iter().filter_map(|app| app.image) {
+                    let users = used.entry(image.id).or_default();
+                    if !users.contains(&pod.uuid) {
+                        users.push(pod.uuid.clone());
+                    }
                 }
             }
             Err(e) if e.is_gone() => {}

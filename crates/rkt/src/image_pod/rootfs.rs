@@ -1,4 +1,5 @@
-//! Building and releasing an image pod's root filesystem at `<pod>/rootfs`: an overlay of
+//! Building and releasing an image app's root filesystem at `rootfs` in its app directory
+//! (`<pod>/rootfs` for the first app, see [`super::app_dir`]): an overlay of
 //! the image's layers (each unpacked once in the image store) when the kernel and the
 //! filesystem under the pod directory support it, else, or with `--no-overlay`, a copy of
 //! the image unpacked into the pod directory. Built by the runner before the stage starts;
@@ -23,6 +24,11 @@ pub enum RootfsError {
     Unpack { image: String, source: UnpackError },
     #[error(transparent)]
     Overlay(#[from] OverlayError),
+    #[error("cannot create {path}: {source}")]
+    Create {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot remove {path}: {source}")]
     Remove {
         path: PathBuf,
@@ -37,8 +43,8 @@ pub enum Built {
     Copy,
 }
 
-/// Builds the root filesystem of the pod in `pod_dir` from `image`.
-pub fn build(pod_dir: &Path, image: &AppImage) -> Result<Built, RootfsError> {
+/// Builds the root filesystem of the app whose directory is `app_dir` from `image`.
+pub fn build(app_dir: &Path, image: &AppImage) -> Result<Built, RootfsError> {
     let store_err = |source| RootfsError::Store {
         image: image.id.clone(),
         source,
@@ -49,12 +55,16 @@ pub fn build(pod_dir: &Path, image: &AppImage) -> Result<Built, RootfsError> {
     };
     let store = Store::open(&image.store).map_err(store_err)?;
     let record = store.resolve(&image.id).map_err(store_err)?;
-    let target = rootfs_dir(pod_dir);
+    fs::create_dir_all(app_dir).map_err(|source| RootfsError::Create {
+        path: app_dir.to_path_buf(),
+        source,
+    })?;
+    let target = rootfs_dir(app_dir);
     if !image.no_overlay {
         let lowers = layer_dirs(&store, &record).map_err(unpack_err)?;
-        match mount_overlay(&lowers, &pod_dir.join("overlay"), &target) {
+        match mount_overlay(&lowers, &app_dir.join("overlay"), &target) {
             Ok(()) => return Ok(Built::Overlay),
-            Err(e) if e.unsupported() => remove_dir(&pod_dir.join("overlay"))?,
+            Err(e) if e.unsupported() => remove_dir(&app_dir.join("overlay"))?,
             Err(e) => return Err(e.into()),
         }
     }
@@ -76,12 +86,18 @@ fn remove_dir(path: &Path) -> Result<(), RootfsError> {
     }
 }
 
-/// Unmounts the pod's overlay, if mounted; what is left (upper directory, a copy) goes with
-/// the pod directory. Safe to call for any pod, any number of times.
+/// Unmounts the overlays of the pod's apps, if mounted; what is left (upper directories,
+/// copies) goes with the pod directory. Safe to call for any pod, any number of times.
 pub fn release(pod_dir: &Path) -> Result<(), RootfsError> {
-    let target = rootfs_dir(pod_dir);
-    if !target.exists() {
-        return Ok(());
+    let mut app_dirs = vec![pod_dir.to_path_buf()];
+    if let Ok(others) = fs::read_dir(pod_dir.join("apps")) {
+        app_dirs.extend(others.flatten().map(|entry| entry.path()));
     }
-    Ok(unmount_all(&target)?)
+    for app_dir in app_dirs {
+        let target = rootfs_dir(&app_dir);
+        if target.exists() {
+            unmount_all(&target)?;
+        }
+    }
+    Ok(())
 }

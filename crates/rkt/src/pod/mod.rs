@@ -22,8 +22,8 @@ pub mod status;
 // them from there; they are part of the pod's API.
 pub use crate::podstore::{lock, manifest, state, store, time, volume};
 pub use crate::podstore::{
-    App, IpcMode, Mount, Pod, PodError, PodLock, PodManifest, PodState, PodStore, State, Timestamp,
-    Volume, VolumeKind,
+    App, ExitPolicy, IpcMode, Mount, Pod, PodError, PodLock, PodManifest, PodSpec, PodState,
+    PodStore, State, Timestamp, Volume, VolumeKind,
 };
 pub use status::PodStatus;
 

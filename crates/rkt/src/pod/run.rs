@@ -25,11 +25,10 @@ use crate::stage::{self, signals, StageError, StageSpec};
 
 use super::cleanup::{release, CleanupError};
 use super::lock::PodLock;
-use super::manifest::App;
-use super::state::{NetSummary, PodState, State};
+use super::manifest::{App, PodSpec};
+use super::state::{AppRecord, NetSummary, PodState, State};
 use super::store::{Pod, PodStore};
 use super::time::Timestamp;
-use super::volume::Volume;
 use super::PodError;
 
 /// How to run a pod.
@@ -125,31 +124,31 @@ impl From<PodError> for StartFailure {
     }
 }
 
-/// `rkt run`: creates a pod for `app` with `volumes` and runs it.
+/// `rkt run`: creates a pod for `spec` (one app, or several) and runs it.
 pub fn run_new(
     store: &PodStore,
-    app: App,
-    volumes: Vec<Volume>,
+    spec: impl Into<PodSpec>,
     opts: &RunOptions,
 ) -> Result<RunOutcome, StartFailure> {
+    let spec = spec.into();
     let planned = preflight(&opts.net)?;
     // Before the pod exists: `rkt stop` of a pod this young signals this runner, which must
     // then abort the start rather than die of it (a failure here is reported by `start`).
     let _ = signals::install();
-    let mut isolation = settle_isolation(&app, opts)?;
-    let private_users = app.isolators.private_users;
+    let mut isolation = settle_isolation(&spec.apps, opts)?;
+    let private_users = spec.apps[0].isolators.private_users;
     let in_use = if private_users {
         id_ranges_in_use(store)
     } else {
         Vec::new()
     };
     // The pod appears already `running`, with the namespace path it is about to get.
-    let (pod, lock, state) = store.create_with(app, volumes, |uuid| {
+    let (pod, lock, state) = store.create_with(spec, |uuid| {
         let mut state = start_running(uuid, PodState::new(State::Running), opts);
         if private_users {
-            isolation.user_ns = Some(isolation::user_ns::allocate(uuid, &in_use));
+            isolation.pod.user_ns = Some(isolation::user_ns::allocate(uuid, &in_use));
         }
-        state.isolation = Some(isolation);
+        isolation.record(&mut state);
         state
     })?;
     run_locked(&pod, lock, opts, state, planned)
@@ -172,31 +171,76 @@ pub fn run_prepared(pod: &Pod, opts: &RunOptions) -> Result<RunOutcome, StartFai
         }
         .into());
     }
-    let app = pod.manifest()?.app;
-    let mut isolation = settle_isolation(&app, opts)?;
-    if app.isolators.private_users {
+    let apps = pod.manifest()?.apps;
+    let mut isolation = settle_isolation(&apps, opts)?;
+    if apps[0].isolators.private_users {
         let pods = pod.dir.parent().unwrap_or(Path::new("/"));
         let in_use = id_ranges_in_use(&PodStore::new(pods));
-        isolation.user_ns = Some(isolation::user_ns::allocate(&pod.uuid, &in_use));
+        isolation.pod.user_ns = Some(isolation::user_ns::allocate(&pod.uuid, &in_use));
     }
     let mut state = start_running(&pod.uuid, state, opts);
-    state.isolation = Some(isolation);
+    isolation.record(&mut state);
     state.store(&pod.dir)?;
     run_locked(pod, lock, opts, state, planned)
 }
 
-/// What the app will run with: its flags, less what `--insecure-options` turned off.
+/// What the apps of a pod run with: the first app's isolation, which also holds the pod's
+/// own settings (limits, user namespace), and the others'.
+struct Settled {
+    pod: Isolation,
+    others: Vec<(String, Isolation)>,
+    first_name: String,
+}
+
+impl Settled {
+    /// Into the pod's record: one isolation for a pod of one app, one per app record for
+    /// several.
+    fn record(self, state: &mut PodState) {
+        if !self.others.is_empty() {
+            state.apps = std::iter::once((self.first_name, self.pod.clone()))
+                .chain(self.others)
+                .map(|(name, isolation)| AppRecord {
+                    name,
+                    isolation,
+                    pid: None,
+                    exit_status: None,
+                })
+                .collect();
+        }
+        state.isolation = Some(self.pod);
+    }
+}
+
+/// What the apps will run with: their flags, less what `--insecure-options` turned off.
 /// With `--private-users`, checks first that this host can create user namespaces.
-fn settle_isolation(app: &App, opts: &RunOptions) -> Result<Isolation, StartFailure> {
+fn settle_isolation(apps: &[App], opts: &RunOptions) -> Result<Settled, StartFailure> {
     let failed = |e| StartFailure {
         error: Box::new(RunError::Isolation(e)),
         cleanup: Vec::new(),
     };
-    if app.isolators.private_users {
+    let first = &apps[0];
+    if first.isolators.private_users {
+        if apps.len() > 1 {
+            return Err(failed(IsolationError::Unsupported {
+                what: "--private-users: not supported for a pod of several apps (yet): each app would need its own mapped root".into(),
+            }));
+        }
         isolation::user_ns::check_available(Path::new(isolation::user_ns::MAX_USER_NAMESPACES))
             .map_err(failed)?;
     }
-    Isolation::new(&app.isolators, opts.isolation_off).map_err(failed)
+    let pod = Isolation::new(&first.isolators, opts.isolation_off).map_err(failed)?;
+    let others = apps[1..]
+        .iter()
+        .map(|app| {
+            Isolation::new(&app.isolators, opts.isolation_off).map(|i| (app.name.clone(), i))
+        })
+        .collect::<Result<_, _>>()
+        .map_err(failed)?;
+    Ok(Settled {
+        pod,
+        others,
+        first_name: first.name.clone(),
+    })
 }
 
 /// The host id ranges of the running pods' user namespaces (`--private-users`), which a
@@ -275,7 +319,7 @@ fn run_locked(
     let netns_path = state.netns.clone();
 
     let started = start(pod, &net, planned, netns_path.as_deref(), opts, &mut state);
-    let stage = match started {
+    let mut stage = match started {
         Ok(stage) => stage,
         Err(error) => {
             let cleanup = release(&uuid, &pod.dir, netns_path.as_deref(), opts.plugin_timeout);
@@ -298,12 +342,39 @@ fn run_locked(
 
     state.pid = Some(stage.init_pid);
     state.init_pid = Some(stage.init_pid);
+    for (index, pid) in &stage.app_pids {
+        if let Some(app) = state.apps.get_mut(*index) {
+            app.pid = Some(*pid);
+        }
+    }
     // The pod runs whether or not this record could be written; stop/enter need it.
     let record_err = state.store(&pod.dir).err();
+    // Each app's exit recorded as it happens, so that status shows an app that ended
+    // while the others run. The main thread writes the record only once this is done.
+    let reporter = stage.take_exits().map(|exits| {
+        let (mut live, dir) = (state.clone(), pod.dir.clone());
+        std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            for (index, code) in exits {
+                if let Some(app) = live.apps.get_mut(index) {
+                    app.exit_status = Some(code);
+                    let _ = live.store(&dir);
+                }
+                seen.push((index, code));
+            }
+            seen
+        })
+    });
     let waited = stage.wait();
+    let reported = reporter
+        .and_then(|thread| thread.join().ok())
+        .unwrap_or_default();
     // The init is gone: forget its PID before the (possibly slow) teardown, so that stop
     // and enter cannot reach a process that reused it.
     state.pid = None;
+    for app in &mut state.apps {
+        app.pid = None;
+    }
     let _ = state.store(&pod.dir);
     let mut cleanup = release(&uuid, &pod.dir, netns_path.as_deref(), opts.plugin_timeout);
     cleanup.extend(record_err.map(CleanupError::Pod));
@@ -311,9 +382,14 @@ fn run_locked(
     state.exited = Some(Timestamp::now());
     state.pid = None;
     let exit_status = match waited {
-        Ok(code) => {
-            state.exit_status = Some(code);
-            code
+        Ok(ended) => {
+            for (index, code) in reported.into_iter().chain(ended.app_exits) {
+                if let Some(app) = state.apps.get_mut(index) {
+                    app.exit_status = Some(code);
+                }
+            }
+            state.exit_status = Some(ended.status);
+            ended.status
         }
         Err(source) => {
             state.error = Some(source.to_string());
@@ -360,9 +436,12 @@ fn start(
             source,
         })?;
     }
-    // An image pod's root filesystem, mounted here so that gc finds it if this runner dies.
-    if let Some(image) = pod.manifest().map_err(RunError::Pod)?.app.image {
-        crate::image_pod::rootfs::build(&pod.dir, &image).map_err(|source| RunError::Rootfs {
+    // Image apps' root filesystems, mounted here so that gc finds them if this runner dies.
+    let manifest = pod.manifest().map_err(RunError::Pod)?;
+    for (index, app) in manifest.apps.iter().enumerate() {
+        let Some(image) = &app.image else { continue };
+        let app_dir = crate::image_pod::app_dir(&pod.dir, index, &app.name);
+        crate::image_pod::rootfs::build(&app_dir, image).map_err(|source| RunError::Rootfs {
             uuid: uuid(),
             source: Box::new(source),
         })?;
@@ -429,6 +508,7 @@ fn start(
         hostname: &net.hostname,
         netns: netns_path,
         null_stdio: opts.null_stdio,
+        several_apps: manifest.apps.len() > 1,
     })
     .map_err(|source| RunError::Stage {
         uuid: uuid(),

@@ -157,9 +157,11 @@ impl PodStatus {
                 kv.push(("pid".into(), pid.to_string()));
             }
             kv.push(("exited".into(), self.has_exited().to_string()));
-            if state != RktState::Running {
-                if let Some(code) = self.record.exit_status {
-                    kv.push((format!("app-{}", self.manifest.app.name), code.to_string()));
+            for (index, app) in self.manifest.apps.iter().enumerate() {
+                // In a pod of several apps, one that ended is shown while the others run.
+                let shown = state != RktState::Running || !self.record.apps.is_empty();
+                if let Some(code) = self.record.app_exit_status(index).filter(|_| shown) {
+                    kv.push((format!("app-{}", app.name), code.to_string()));
                 }
             }
         }
@@ -167,19 +169,21 @@ impl PodStatus {
             let ports: Vec<String> = self.ports.iter().map(ToString::to_string).collect();
             kv.push(("ports".into(), ports.join(", ")));
         }
-        for (k, v) in &self.manifest.app.user_annotations {
-            kv.push((format!("user-annotation-{k}"), v.clone()));
-        }
-        for (k, v) in &self.manifest.app.user_labels {
-            kv.push((format!("user-label-{k}"), v.clone()));
+        for app in &self.manifest.apps {
+            for (k, v) in &app.user_annotations {
+                kv.push((format!("user-annotation-{k}"), v.clone()));
+            }
+            for (k, v) in &app.user_labels {
+                kv.push((format!("user-label-{k}"), v.clone()));
+            }
         }
         kv
     }
 
-    /// The app's state in rkt's API (`created`, `running`, `exited`).
-    fn app_state(&self) -> &'static str {
+    /// App `index`'s state in rkt's API (`created`, `running`, `exited`).
+    pub fn app_state(&self, index: usize) -> &'static str {
         match self.state {
-            _ if self.record.exit_status.is_some() => "exited",
+            _ if self.record.app_exit_status(index).is_some() => "exited",
             State::Prepared => "created",
             State::Running => "running",
             State::Exited | State::Garbage => "exited",
@@ -193,50 +197,18 @@ impl PodStatus {
     /// `rootfs`.
     pub fn to_json(&self) -> serde_json::Value {
         use serde_json::{json, Map, Value};
-        let app = &self.manifest.app;
-        let mut a = Map::new();
-        a.insert("name".into(), json!(app.name));
-        a.insert("state".into(), json!(self.app_state()));
-        a.insert(
-            "created_at".into(),
-            json!(self.manifest.created.unix_nanos() as u64),
-        );
-        if let Some(t) = self.record.started {
-            a.insert("started_at".into(), json!(t.unix_nanos() as u64));
-        }
-        let finished = match self.state {
-            State::Exited | State::Garbage => self.record.exited.or(self.record.garbage),
-            _ => None,
-        };
-        if let Some(t) = finished {
-            a.insert("finished_at".into(), json!(t.unix_nanos() as u64));
-        }
-        if let Some(code) = self.record.exit_status {
-            a.insert("exit_code".into(), json!(code));
-        }
-        // Empty for a host command or a root directory.
-        let image_id = app.image.as_ref().map_or("", |i| i.id.as_str());
-        a.insert("image_id".into(), json!(image_id));
-        if let Some(image) = &app.image {
-            a.insert("image_name".into(), json!(image.name));
-        }
-        if !app.user_annotations.is_empty() {
-            a.insert("user_annotations".into(), json!(app.user_annotations));
-        }
-        if !app.user_labels.is_empty() {
-            a.insert("user_labels".into(), json!(app.user_labels));
-        }
-        a.insert("exec".into(), json!(app.exec));
-        a.insert("rootfs".into(), json!(app.rootfs));
-
+        let apps: Vec<Value> = (0..self.manifest.apps.len())
+            .map(|index| Value::Object(self.app_json(index)))
+            .collect();
+        let names: Vec<&str> = self.manifest.apps.iter().map(|a| a.name.as_str()).collect();
         let mut pod = Map::new();
         pod.insert("name".into(), json!(self.uuid));
         pod.insert("state".into(), json!(self.rkt_state().as_str()));
         if matches!(self.state, State::Running | State::Exited) && !self.networks.is_empty() {
             pod.insert("networks".into(), json!(self.networks));
         }
-        pod.insert("app_names".into(), json!([app.name]));
-        pod.insert("apps".into(), Value::Array(vec![Value::Object(a)]));
+        pod.insert("app_names".into(), json!(names));
+        pod.insert("apps".into(), Value::Array(apps));
         pod.insert(
             "created_at".into(),
             json!(self.manifest.created.unix_secs()),
@@ -255,7 +227,54 @@ impl PodStatus {
         pod.insert("runner_died".into(), json!(self.runner_died));
         pod.insert("error".into(), json!(self.record.error));
         pod.insert("isolation".into(), json!(self.record.isolation));
+        if !self.manifest.exit_policy.is_default() {
+            pod.insert(
+                "exit_policy".into(),
+                json!(self.manifest.exit_policy.name()),
+            );
+        }
         Value::Object(pod)
+    }
+
+    /// App `index` in rkt's API v1 app object, plus our `exec` and `rootfs`.
+    fn app_json(&self, index: usize) -> serde_json::Map<String, serde_json::Value> {
+        use serde_json::{json, Map};
+        let app = &self.manifest.apps[index];
+        let mut a = Map::new();
+        a.insert("name".into(), json!(app.name));
+        a.insert("state".into(), json!(self.app_state(index)));
+        a.insert(
+            "created_at".into(),
+            json!(self.manifest.created.unix_nanos() as u64),
+        );
+        if let Some(t) = self.record.started {
+            a.insert("started_at".into(), json!(t.unix_nanos() as u64));
+        }
+        let finished = match self.state {
+            State::Exited | State::Garbage => self.record.exited.or(self.record.garbage),
+            _ => None,
+        };
+        if let Some(t) = finished {
+            a.insert("finished_at".into(), json!(t.unix_nanos() as u64));
+        }
+        if let Some(code) = self.record.app_exit_status(index) {
+            a.insert("exit_code".into(), json!(code));
+        }
+        // Empty for a host command or a root directory.
+        let image_id = app.image.as_ref().map_or("", |i| i.id.as_str());
+        a.insert("image_id".into(), json!(image_id));
+        if let Some(image) = &app.image {
+            a.insert("image_name".into(), json!(image.name));
+        }
+        if !app.user_annotations.is_empty() {
+            a.insert("user_annotations".into(), json!(app.user_annotations));
+        }
+        if !app.user_labels.is_empty() {
+            a.insert("user_labels".into(), json!(app.user_labels));
+        }
+        a.insert("exec".into(), json!(app.exec));
+        a.insert("rootfs".into(), json!(app.rootfs));
+        a
     }
 }
 

@@ -10,8 +10,8 @@ use super::time::Timestamp;
 use super::volume::{Mount, Volume};
 use crate::isolation::Isolators;
 
-/// The pod's single app: a command from the host, from a root filesystem directory, or from
-/// an image.
+/// One app of a pod: a command from the host, from a root filesystem directory, or from an
+/// image.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct App {
@@ -25,6 +25,10 @@ pub struct App {
     /// `--inherit-env`: start from the environment of the process that runs the pod.
     #[serde(default)]
     pub inherit_env: bool,
+    /// `--working-dir`: the directory the app starts in (over an image's `WorkingDir`);
+    /// created when missing in the app's own root filesystem.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_dir: Option<String>,
     /// `--rootfs`: the app's root directory (absolute); `None` means the host's root.
     #[serde(default)]
     pub rootfs: Option<PathBuf>,
@@ -133,24 +137,132 @@ impl App {
     }
 }
 
-/// `<pod>/pod.json`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// What a pod runs: its apps, in the order given, and when it ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodSpec {
+    /// One or more apps; the pod-wide settings (IPC namespace, OOM score, resource limits,
+    /// user namespace) are the first app's.
+    pub apps: Vec<App>,
+    pub exit_policy: ExitPolicy,
+    /// `--volume`: the volumes the apps may mount.
+    pub volumes: Vec<Volume>,
+}
+
+impl From<App> for PodSpec {
+    fn from(app: App) -> PodSpec {
+        PodSpec {
+            apps: vec![app],
+            exit_policy: ExitPolicy::default(),
+            volumes: Vec::new(),
+        }
+    }
+}
+
+/// When a pod of several apps ends (`--exit-policy`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+pub enum ExitPolicy {
+    /// rkt's behaviour: the pod runs until every app has exited, unless one fails (exits
+    /// non-zero): then the others are stopped and the pod exits with the failed app's
+    /// status.
+    #[default]
+    OnAnyFailure,
+    /// The first app to exit, successfully or not, stops the others; the pod exits with
+    /// its status.
+    OnAny,
+    /// The pod runs until every app has exited, whatever their statuses; it exits with the
+    /// status of the first app that failed, or 0.
+    UntilAll,
+}
+
+impl ExitPolicy {
+    pub fn is_default(&self) -> bool {
+        *self == ExitPolicy::default()
+    }
+
+    /// The name `--exit-policy` takes and `rkt status` shows.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ExitPolicy::OnAnyFailure => "onAnyFailure",
+            ExitPolicy::OnAny => "onAny",
+            ExitPolicy::UntilAll => "untilAll",
+        }
+    }
+}
+
+/// `<pod>/pod.json`. A manifest written before pods had several apps holds one `app`;
+/// it reads as a pod of that one app.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", from = "ManifestFile")]
 pub struct PodManifest {
     /// The pod's UUID (also its directory name).
     pub uuid: String,
     /// When the pod was created.
     pub created: Timestamp,
-    /// The app.
-    pub app: App,
+    /// The apps, in the order given on the command line; never empty.
+    pub apps: Vec<App>,
+    #[serde(default, skip_serializing_if = "ExitPolicy::is_default")]
+    pub exit_policy: ExitPolicy,
     /// `--volume`: the volumes the pod's apps may mount.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub volumes: Vec<Volume>,
 }
 
+impl PodManifest {
+    /// The first app, whose settings are the pod's (see [`PodSpec::apps`]).
+    pub fn first_app(&self) -> &App {
+        &self.apps[0]
+    }
+}
+
+/// `pod.json` as read: `apps`, or the single `app` of an older rkt.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ManifestFile {
+    uuid: String,
+    created: Timestamp,
+    #[serde(default)]
+    apps: Vec<App>,
+    #[serde(default)]
+    app: Option<App>,
+    #[serde(default)]
+    exit_policy: ExitPolicy,
+    #[serde(default)]
+    volumes: Vec<Volume>,
+}
+
+impl From<ManifestFile> for PodManifest {
+    fn from(file: ManifestFile) -> PodManifest {
+        let mut apps = file.apps;
+        apps.extend(file.app);
+        if apps.is_empty() {
+            // Nothing to run; the stage reports that the pod has no command.
+            apps.push(App::default());
+        }
+        PodManifest {
+            uuid: file.uuid,
+            created: file.created,
+            apps,
+            exit_policy: file.exit_policy,
+            volumes: file.volumes,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_manifest_of_one_app_reads_as_a_pod_of_that_app() {
+        let old = r#"{"uuid":"u","created":"2026-01-01T00:00:00Z","app":{"name":"a","exec":["/bin/true"]}}"#;
+        let m: PodManifest = serde_json::from_str(old).unwrap();
+        assert_eq!(m.apps.len(), 1);
+        assert_eq!(m.first_app().name, "a");
+        assert_eq!(m.exit_policy, ExitPolicy::OnAnyFailure);
+        let again: PodManifest = serde_json::from_slice(&serde_json::to_vec(&m).unwrap()).unwrap();
+        assert_eq!(again, m);
+    }
 
     #[test]
     fn default_name_is_the_base_name() {

@@ -91,9 +91,31 @@ pub struct PodState {
     pub error: Option<String>,
     /// What the app runs with (capabilities, seccomp, paths), settled when the runner takes
     /// the pod; the stage and `rkt enter` apply it. Absent (a pod from before isolation
-    /// existed): the defaults.
+    /// existed): the defaults. In a pod of several apps, the first app's; the pod-wide
+    /// settings (resource limits, user namespace) are read from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isolation: Option<crate::isolation::Isolation>,
+    /// A pod of several apps: one record per app, in the manifest's order. Empty for a
+    /// pod of one app, whose record is the pod's own fields.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub apps: Vec<AppRecord>,
+}
+
+/// One app of a pod of several apps, as its runner records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppRecord {
+    pub name: String,
+    /// What this app runs with (see [`PodState::isolation`]).
+    pub isolation: crate::isolation::Isolation,
+    /// The app's PID inside the pod's PID namespace while it runs (`rkt enter --app`
+    /// finds its host PID among the init's children).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<i32>,
+    /// The app's exit status once it exited (128 + signal number when a signal killed
+    /// it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_status: Option<i32>,
 }
 
 /// What status and list show of one network: rkt's `net-info.json` fields.
@@ -155,6 +177,25 @@ impl PodState {
             networks: Vec::new(),
             error: None,
             isolation: None,
+            apps: Vec::new(),
+        }
+    }
+
+    /// What app `index` of the pod runs with: its record's in a pod of several apps, else
+    /// the pod's (the defaults for a pod from before isolation existed).
+    pub fn app_isolation(&self, index: usize) -> crate::isolation::Isolation {
+        match self.apps.get(index) {
+            Some(app) => app.isolation.clone(),
+            None => self.isolation.clone().unwrap_or_default(),
+        }
+    }
+
+    /// App `index`'s exit status, once it exited.
+    pub fn app_exit_status(&self, index: usize) -> Option<i32> {
+        match self.apps.get(index) {
+            Some(app) => app.exit_status,
+            None if self.apps.is_empty() && index == 0 => self.exit_status,
+            None => None,
         }
     }
 

@@ -16,10 +16,9 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use super::lock::PodLock;
-use super::manifest::{App, PodManifest};
+use super::manifest::{PodManifest, PodSpec};
 use super::state::{PodState, State, STATE_FILE};
 use super::time::Timestamp;
-use super::volume::Volume;
 use super::PodError;
 
 /// The manifest's file name inside a pod directory.
@@ -100,35 +99,40 @@ impl PodStore {
     }
 
     /// Creates a complete pod in `state` and returns it with its exclusive lock held.
-    pub fn create(&self, app: App, state: &PodState) -> Result<(Pod, PodLock), PodError> {
-        let (pod, lock, _) = self.create_with(app, Vec::new(), |_| state.clone())?;
+    pub fn create(
+        &self,
+        spec: impl Into<PodSpec>,
+        state: &PodState,
+    ) -> Result<(Pod, PodLock), PodError> {
+        let (pod, lock, _) = self.create_with(spec, |_| state.clone())?;
         Ok((pod, lock))
     }
 
-    /// Creates a complete pod with `volumes` in the state `state_of` gives for its UUID and
-    /// returns it, its exclusive lock held, and that state.
+    /// Creates a complete pod in the state `state_of` gives for its UUID and returns it, its
+    /// exclusive lock held, and that state.
     ///
     /// Nothing here is fsynced: a pod that a machine crash takes away had nothing set up
     /// outside its directory yet. A runner calls [`Pod::sync_entry`] before it records
     /// anything teardown after a reboot needs.
     pub fn create_with(
         &self,
-        app: App,
-        volumes: Vec<Volume>,
+        spec: impl Into<PodSpec>,
         state_of: impl FnOnce(&str) -> PodState,
     ) -> Result<(Pod, PodLock, PodState), PodError> {
         Self::mkdir(&self.dir, true)?;
         let uuid = Uuid::new_v4().hyphenated().to_string();
         let tmp = self.dir.join(format!("{NEW_PREFIX}{uuid}"));
         Self::mkdir(&tmp, false)?;
+        let spec = spec.into();
         let built = (|| {
             let mut lock = PodLock::try_lock(&tmp, true)?
                 .ok_or_else(|| PodError::InUse { uuid: uuid.clone() })?;
             let manifest = PodManifest {
                 uuid: uuid.clone(),
                 created: Timestamp::now(),
-                app,
-                volumes,
+                apps: spec.apps,
+                exit_policy: spec.exit_policy,
+                volumes: spec.volumes,
             };
             let bytes = serde_json::to_vec_pretty(&manifest).expect("a manifest serializes");
             create_new(&tmp, MANIFEST_FILE, &bytes)?;
@@ -294,6 +298,7 @@ pub fn is_uuid(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::podstore::App;
     use std::os::unix::fs::PermissionsExt;
 
     fn app() -> App {
@@ -310,7 +315,7 @@ mod tests {
         assert!(is_uuid(&pod.uuid));
         assert_eq!(lock.dir(), pod.dir);
         assert!(PodLock::is_held(&pod.dir).unwrap());
-        assert_eq!(pod.manifest().unwrap().app, app());
+        assert_eq!(pod.manifest().unwrap().apps, vec![app()]);
         assert_eq!(pod.state().unwrap().state, State::Prepared);
         let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&pod.dir), 0o700);
@@ -381,6 +386,6 @@ mod tests {
             r#"{"uuid":"u","created":"2026-01-01T00:00:00Z","app":{"name":"a","exec":["true"]}}"#;
         let manifest: PodManifest = serde_json::from_str(old).unwrap();
         assert!(manifest.volumes.is_empty());
-        assert!(manifest.app.mounts.is_empty());
+        assert!(manifest.first_app().mounts.is_empty());
     }
 }

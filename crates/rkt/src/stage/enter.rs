@@ -29,6 +29,27 @@ const NAMESPACES: [(&str, CloneFlags); 5] = [
     ("mnt", CloneFlags::CLONE_NEWNS),
 ];
 
+/// The host PID of the init's child whose PID in the pod's namespace is `pod_pid` (an app
+/// of a pod of several apps), from `/proc/<init>/task/<init>/children` and each child's
+/// `NSpid`; `None` once it is gone.
+pub fn app_host_pid(init_pid: i32, pod_pid: i32) -> Option<i32> {
+    let children =
+        std::fs::read_to_string(format!("/proc/{init_pid}/task/{init_pid}/children")).ok()?;
+    children
+        .split_whitespace()
+        .filter_map(|c| c.parse::<i32>().ok())
+        .find(|child| {
+            let status =
+                std::fs::read_to_string(format!("/proc/{child}/status")).unwrap_or_default();
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("NSpid:"))
+                .and_then(|ids| ids.split_whitespace().last())
+                .and_then(|id| id.parse::<i32>().ok())
+                == Some(pod_pid)
+        })
+}
+
 /// Runs `argv` in the namespaces of the process `init_pid` with `env`, restricted by
 /// `isolation` (the pod's); returns its exit status.
 pub fn enter(

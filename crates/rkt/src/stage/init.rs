@@ -4,8 +4,7 @@
 //! process and the children may do anything, not only async-signal-safe calls. In order:
 //! 1. the stage joins the pod's network namespace (unless `--net=host`), unshares mount,
 //!    UTS, IPC (unless `--ipc=parent`) and PID namespaces, sets `--oom-score-adjust`,
-//!    prepares the mounts ([`super::mounts`]), creates the pod's `empty` volumes and mounts
-//!    the app's volumes ([`super::volumes`]) and sets the hostname;
+//!    prepares the mounts ([`super::mounts`]) and sets the hostname;
 //! 2. it forks the pod's init, PID 1 of the new PID namespace, reports the init's host PID
 //!    to the runner (`pid <n>` on the status pipe) and waits for it, passing signals on;
 //! 3. the init mounts `/proc` (masking and write-protecting its kernel paths, see
@@ -14,6 +13,10 @@
 //!    execs; the init passes signals on to it, reaps every child, and exits with the
 //!    app's status (128 + signal number when a signal killed it) as soon as the app is
 //!    gone; leaving PID 1 makes the kernel kill whatever else still runs in the pod.
+//!
+//! A pod of several apps differs from step 1 on: the stage mounts no app's root, and the
+//! init forks one process per app, each with its own mount namespace and root, and starts
+//! them together ([`super::apps`]); what one app's process does is in [`super::app`].
 //!
 //! With `--private-users` the init, once in the rootfs, creates the pod's user namespace
 //! and the stage writes its id maps ([`crate::isolation::user_ns`]); the app is forked
@@ -26,31 +29,28 @@
 //! runner passes so that it can start the stage without a pre-exec step (see
 //! [`super::start`]).
 
-use std::ffi::{CString, OsString};
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStringExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use nix::errno::Errno;
 use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
 use nix::sched::{setns, unshare, CloneFlags};
 use nix::sys::prctl::{set_name, set_pdeathsig};
 use nix::sys::signal::Signal;
-use nix::sys::wait::{waitpid, WaitStatus};
-use nix::unistd::{execve, fork, getppid, pipe2, sethostname, ForkResult, Pid};
+use nix::sys::wait::waitpid;
+use nix::unistd::{fork, getppid, pipe2, sethostname, ForkResult, Pid};
 
-use super::env::{app_env, find_executable};
+use super::app::{
+    enter_app, mount_app_root, read_byte, report, AppIsolation, ExecPlan, PreparedApp,
+};
+pub use super::app::{exit_code, SETUP_FAILED};
+use super::env::app_env;
 use super::{mounts, signals, volumes, StageError};
-use crate::image_pod::AppImage;
 use crate::isolation;
-use crate::isolation::user::Identity;
-use crate::pod::{IpcMode, PodState};
-use crate::podstore::PodManifest;
-
-/// Exit status of the stage when it fails before the app runs.
-pub const SETUP_FAILED: i32 = 125;
+use crate::podstore::{ExitPolicy, IpcMode, PodManifest, PodState, Volume};
 
 /// What the runner tells the stage: the hidden `stage1-init` command's arguments, `--pod-dir
 /// DIR --hostname NAME --status-fd FD --runner-pid PID [--netns PATH]`, each value in the
@@ -67,6 +67,9 @@ pub struct InitArgs {
     /// The runner's PID: the stage exits if its parent is not that process once its
     /// parent-death signal is set (the runner died in between).
     pub runner_pid: i32,
+    /// A pod of several apps: the write end of the pipe on which the init reports each
+    /// app's exit status (`exit INDEX STATUS`), inherited from the runner.
+    pub exits_fd: Option<RawFd>,
 }
 
 impl InitArgs {
@@ -74,6 +77,7 @@ impl InitArgs {
     pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<InitArgs, String> {
         let (mut pod_dir, mut hostname, mut netns, mut status_fd, mut runner_pid) =
             (None, None, None, None, None);
+        let mut exits_fd = None;
         let mut args = args.into_iter();
         while let Some(flag) = args.next() {
             let flag = flag.to_string_lossy().into_owned();
@@ -95,6 +99,7 @@ impl InitArgs {
                 "--netns" => netns = Some(PathBuf::from(value)),
                 "--status-fd" => status_fd = Some(number(&value)?),
                 "--runner-pid" => runner_pid = Some(number(&value)?),
+                "--exits-fd" => exits_fd = Some(number(&value)?),
                 _ => return Err(format!("unknown argument {flag:?}")),
             }
         }
@@ -105,6 +110,7 @@ impl InitArgs {
             netns,
             status_fd: status_fd.ok_or_else(|| missing("status-fd"))?,
             runner_pid: runner_pid.ok_or_else(|| missing("runner-pid"))?,
+            exits_fd,
         })
     }
 
@@ -112,6 +118,7 @@ impl InitArgs {
     pub(super) fn to_args(
         spec: &super::StageSpec,
         status_fd: RawFd,
+        exits_fd: Option<RawFd>,
         runner_pid: u32,
     ) -> Vec<OsString> {
         let mut args: Vec<OsString> = vec![
@@ -126,6 +133,9 @@ impl InitArgs {
         ];
         if let Some(netns) = spec.netns {
             args.extend(["--netns".into(), netns.into()]);
+        }
+        if let Some(fd) = exits_fd {
+            args.extend(["--exits-fd".into(), fd.to_string().into()]);
         }
         args
     }
@@ -147,9 +157,11 @@ fn run(args: &InitArgs) -> i32 {
     // SAFETY: the runner passes us the write end of its status pipe under this number and
     // nothing else in this process uses or closes it.
     let status = unsafe { File::from_raw_fd(args.status_fd) };
-    if let Err(errno) = fcntl(args.status_fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)) {
-        eprintln!("rkt stage1-init: status fd {}: {errno}", args.status_fd);
-        return SETUP_FAILED;
+    for fd in std::iter::once(args.status_fd).chain(args.exits_fd) {
+        if let Err(errno) = fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)) {
+            eprintln!("rkt stage1-init: fd {fd}: {errno}");
+            return SETUP_FAILED;
+        }
     }
     match stage(args, status) {
         Ok(code) => code,
@@ -160,18 +172,18 @@ fn run(args: &InitArgs) -> i32 {
     }
 }
 
-fn report(status: &mut File, err: &StageError) {
-    let line = format!("error {}\n", err.to_string().replace('\n', " "));
-    if status.write_all(line.as_bytes()).is_err() {
-        eprintln!("rkt stage1-init: {err}");
-    }
-}
-
 type Failure = (File, StageError);
 
+/// The pod as [`prepare`] left it: its namespaces entered, its apps prepared.
+struct PreparedPod {
+    apps: Vec<PreparedApp>,
+    exit_policy: ExitPolicy,
+    /// The pod's volumes, which each app mounts ([`super::volumes`]).
+    volumes: Vec<Volume>,
+}
+
 fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
-    let prepared = prepare(args);
-    let (app_argv, env, root, isolation, image) = match prepared {
+    let prepared = match prepare(args) {
         Ok(p) => p,
         Err(e) => return Err((status, e)),
     };
@@ -186,7 +198,7 @@ fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
             return Err((status, StageError::Sys { what, path, source }));
         }
     };
-    let user_ns = isolation.user_ns;
+    let user_ns = prepared.apps[0].isolation.user_ns;
     let handshake = match user_ns.map(|_| UserNsHandshake::new()).transpose() {
         Ok(h) => h,
         Err(e) => return Err((status, StageError::Isolation(e))),
@@ -205,15 +217,30 @@ fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
         Ok(ForkResult::Child) => {
             drop(alive_write);
             let mut status = Some(status);
-            let init = pod_init(
-                &app_argv,
-                &env,
-                (root.as_deref(), image.as_ref()),
-                isolation,
-                handshake.as_ref(),
-                &alive_read,
-                &mut status,
-            );
+            let init = match follow_stage(&alive_read) {
+                Err(err) => Err(err),
+                Ok(()) if prepared.apps.len() == 1 => {
+                    let app = prepared.apps.into_iter().next().expect("one app");
+                    pod_init(app, handshake.as_ref(), &mut status)
+                }
+                Ok(()) => {
+                    // SAFETY: the runner passes the exits pipe's write end under this number
+                    // to a pod of several apps; nothing else in this process uses it.
+                    let exits = args.exits_fd.map(|fd| unsafe { File::from_raw_fd(fd) });
+                    let pod = super::apps::PodContext {
+                        pod_dir: &args.pod_dir,
+                        own_netns: args.netns.is_some(),
+                        volumes: &prepared.volumes,
+                    };
+                    super::apps::pod_init(
+                        &pod,
+                        prepared.apps,
+                        prepared.exit_policy,
+                        exits,
+                        &mut status,
+                    )
+                }
+            };
             let code = match init {
                 Ok(code) => code,
                 Err(err) => {
@@ -239,6 +266,10 @@ fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
             }
             drop(status);
             drop(alive_read);
+            if let Some(fd) = args.exits_fd {
+                // Only the init reports exits: the runner reads end-of-file when it is gone.
+                let _ = nix::unistd::close(fd);
+            }
             signals::forward_to(child.as_raw());
             let code = wait_for(child);
             drop(alive_write);
@@ -247,13 +278,26 @@ fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
     }
 }
 
-/// What the pod's init needs of the isolation: whether to protect the kernel paths of its
-/// `/proc`, and the compiled capabilities and filters for the app's process.
-pub(super) struct AppIsolation {
-    paths: bool,
-    prepared: isolation::Prepared,
-    /// `--private-users`: the pod's host ids.
-    user_ns: Option<isolation::user_ns::IdMap>,
+/// In the init: sets its parent-death signal and checks that the stage did not die before
+/// (end of file on the liveness pipe: nobody would reap or stop this pod).
+fn follow_stage(stage_alive: &OwnedFd) -> Result<(), StageError> {
+    set_pdeathsig(Signal::SIGKILL).map_err(|source| StageError::Sys {
+        what: "set the parent-death signal",
+        path: PathBuf::from("/"),
+        source,
+    })?;
+    if matches!(
+        nix::unistd::read(stage_alive.as_raw_fd(), &mut [0u8]),
+        Ok(0)
+    ) {
+        return Err(StageError::Sys {
+            what: "follow the stage, which is gone, as init of",
+            path: PathBuf::from("/"),
+            source: Errno::ESRCH,
+        });
+    }
+    let _ = set_name(c"rkt-init");
+    Ok(())
 }
 
 /// The two pipes between the init, which creates the pod's user namespace, and the stage,
@@ -316,28 +360,11 @@ impl UserNsHandshake {
     }
 }
 
-/// Reads one byte, retrying on EINTR; `Ok(0)` at end of file.
-fn read_byte(fd: &OwnedFd) -> Result<usize, Errno> {
-    loop {
-        match nix::unistd::read(fd.as_raw_fd(), &mut [0u8]) {
-            Err(Errno::EINTR) => continue,
-            other => return other,
-        }
-    }
-}
-
-/// What [`prepare`] returns: the app's argv, env, rootfs, isolation and image.
-type Prepared = (
-    Vec<String>,
-    Vec<(OsString, OsString)>,
-    Option<PathBuf>,
-    AppIsolation,
-    Option<AppImage>,
-);
-
-/// Namespaces, mounts and hostname; returns the app's argv, env, rootfs, isolation and
-/// image.
-fn prepare(args: &InitArgs) -> Result<Prepared, StageError> {
+/// The pod's namespaces, and each app prepared: its environment, its isolation compiled
+/// (so that a filter or capability this kernel cannot take fails the pod before anything
+/// of it runs), and, in a pod of one app, its root mounted in the stage's own mount
+/// namespace (each app of several gets a mount namespace of its own later).
+fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
     set_pdeathsig(Signal::SIGKILL).map_err(|source| StageError::Sys {
         what: "set the parent-death signal for",
         path: args.pod_dir.clone(),
@@ -362,18 +389,36 @@ fn prepare(args: &InitArgs) -> Result<Prepared, StageError> {
             path: manifest_path,
             source,
         })?;
-    let pod_volumes = manifest.volumes;
-    let app = crate::image_pod::for_stage(manifest.app, &args.pod_dir);
-    let env = app_env(&app, std::env::vars_os());
+    if manifest.apps.len() > signals::MAX_TARGETS {
+        return Err(StageError::Reported(format!(
+            "a pod runs at most {} apps, this one has {}",
+            signals::MAX_TARGETS,
+            manifest.apps.len()
+        )));
+    }
     // Settled by the runner before it started us (absent only for a pod recorded by an
-    // older rkt: then the defaults). Compiled now, so that a filter or capability this
-    // kernel cannot take fails the pod before anything of the app runs.
-    let isolation = PodState::load(&args.pod_dir)
-        .map_err(|e| StageError::Reported(e.to_string()))?
-        .isolation
-        .unwrap_or_default();
-    let prepared = isolation.prepare().map_err(StageError::Isolation)?;
-    if !isolation.limits.is_none() {
+    // older rkt: then the defaults).
+    let record = PodState::load(&args.pod_dir).map_err(|e| StageError::Reported(e.to_string()))?;
+    let mut apps = Vec::with_capacity(manifest.apps.len());
+    for (index, app) in manifest.apps.into_iter().enumerate() {
+        let app_dir = crate::image_pod::app_dir(&args.pod_dir, index, &app.name);
+        let app = crate::image_pod::for_stage(app, &app_dir);
+        let env = app_env(&app, std::env::vars_os());
+        let settled = record.app_isolation(index);
+        let isolation = AppIsolation {
+            paths: settled.paths,
+            readonly_rootfs: settled.readonly_rootfs,
+            prepared: settled.prepare().map_err(StageError::Isolation)?,
+            user_ns: settled.user_ns,
+        };
+        apps.push(PreparedApp {
+            app,
+            env,
+            isolation,
+        });
+    }
+    let limits = record.app_isolation(0).limits;
+    if !limits.is_none() {
         // Before the init is forked: every process of the pod starts inside.
         let uuid = args
             .pod_dir
@@ -381,10 +426,11 @@ fn prepare(args: &InitArgs) -> Result<Prepared, StageError> {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         isolation::cgroups::detect()
-            .join(&uuid, &isolation.limits, std::process::id())
+            .join(&uuid, &limits, std::process::id())
             .map_err(StageError::Isolation)?;
     }
 
+    let first = &apps[0];
     if let Some(netns) = &args.netns {
         let file = File::open(netns).map_err(|source| StageError::Io {
             what: "open network namespace",
@@ -396,13 +442,13 @@ fn prepare(args: &InitArgs) -> Result<Prepared, StageError> {
             path: netns.clone(),
             source,
         })?;
-        if isolation.user_ns.is_some() {
+        if first.isolation.user_ns.is_some() {
             isolation::user_ns::open_pod_network().map_err(StageError::Isolation)?;
         }
     }
     let mut namespaces =
         CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWUTS | CloneFlags::CLONE_NEWPID;
-    if app.ipc == IpcMode::Private {
+    if first.app.ipc == IpcMode::Private {
         namespaces |= CloneFlags::CLONE_NEWIPC;
     }
     unshare(namespaces).map_err(|source| StageError::Sys {
@@ -410,8 +456,8 @@ fn prepare(args: &InitArgs) -> Result<Prepared, StageError> {
         path: args.pod_dir.clone(),
         source,
     })?;
-    if let Some(adj) = app.oom_score_adjust {
-        // Inherited by the init and the app, both forked from here.
+    if let Some(adj) = first.app.oom_score_adjust {
+        // Inherited by the init and the apps, all forked from here.
         let path = PathBuf::from("/proc/self/oom_score_adj");
         std::fs::write(&path, adj.to_string()).map_err(|source| StageError::Io {
             what: "set --oom-score-adjust in",
@@ -421,42 +467,14 @@ fn prepare(args: &InitArgs) -> Result<Prepared, StageError> {
     }
     mounts::make_root_slave()?;
     mounts::detach_netns_mounts()?;
-    let root = app.rootfs.clone().unwrap_or_else(|| PathBuf::from("/"));
-    if app.rootfs.is_some() {
-        mounts::bind_rootfs(&root)?;
-    }
-    if isolation.paths {
-        // No device node of the app's own making opens; the pod's /dev gets the few the
-        // stage binds in, and /sys is read-only.
-        isolation::paths::nodev_tree(&root).map_err(StageError::Isolation)?;
-    }
-    mounts::bind_etc_files(&args.pod_dir, &root, app.rootfs.is_some())?;
-    if args.netns.is_some() {
-        mounts::mount_sysfs(&root)?;
-    } else if isolation.paths && app.rootfs.is_none() {
-        isolation::paths::read_only_tree(Path::new("/sys")).map_err(StageError::Isolation)?;
-    }
-    if app.rootfs.is_some() || isolation.paths {
-        mounts::populate_dev(&root)?;
-    }
-    volumes::create_empty_volumes(&args.pod_dir, &pod_volumes, isolation.user_ns.as_ref())?;
-    volumes::mount_app_volumes(
+    // Once for the pod; each app mounts what it uses with its root.
+    volumes::create_empty_volumes(
         &args.pod_dir,
-        &root,
-        app.rootfs.is_none(),
-        &pod_volumes,
-        &app.mounts,
-        isolation.paths,
+        &manifest.volumes,
+        first.isolation.user_ns.as_ref(),
     )?;
-    if isolation.readonly_rootfs && app.rootfs.is_some() {
-        // The init mounts /proc here later: the mount point must exist before.
-        let proc_dir = root.join("proc");
-        std::fs::create_dir_all(&proc_dir).map_err(|source| StageError::Io {
-            what: "create",
-            path: proc_dir,
-            source,
-        })?;
-        isolation::paths::read_only_mount(&root).map_err(StageError::Isolation)?;
+    if let [only] = &apps[..] {
+        mount_app_root(&args.pod_dir, only, args.netns.is_some(), &manifest.volumes)?;
     }
     sethostname(&args.hostname).map_err(|source| StageError::Hostname {
         hostname: args.hostname.clone(),
@@ -467,109 +485,37 @@ fn prepare(args: &InitArgs) -> Result<Prepared, StageError> {
         path: args.pod_dir.clone(),
         source,
     })?;
-    let isolation = AppIsolation {
-        paths: isolation.paths,
-        prepared,
-        user_ns: isolation.user_ns,
-    };
-    Ok((app.exec, env, app.rootfs, isolation, app.image))
+    Ok(PreparedPod {
+        apps,
+        exit_policy: manifest.exit_policy,
+        volumes: manifest.volumes,
+    })
 }
 
-/// PID 1 of the pod. It closes its copy of the status pipe once the app is forked, so that
-/// the runner sees end-of-file when the app has been executed.
+/// PID 1 of a pod of one app: enters the app's root, then forks the app. It closes its copy
+/// of the status pipe once the app is forked, so that the runner sees end-of-file when the
+/// app has been executed.
 fn pod_init(
-    argv: &[String],
-    env: &[(OsString, OsString)],
-    (rootfs, image): (Option<&Path>, Option<&AppImage>),
-    mut isolation: AppIsolation,
+    mut app: PreparedApp,
     user_ns: Option<&UserNsHandshake>,
-    stage_alive: &OwnedFd,
     status: &mut Option<File>,
 ) -> Result<i32, StageError> {
-    let sys = |what: &'static str, path: &Path| {
-        let path = path.to_path_buf();
-        move |source| StageError::Sys { what, path, source }
-    };
-    set_pdeathsig(Signal::SIGKILL).map_err(sys("set the parent-death signal", Path::new("/")))?;
-    // End of file: every write end is closed, so the stage died before the signal was
-    // set, and nobody would reap or stop this pod.
-    if matches!(
-        nix::unistd::read(stage_alive.as_raw_fd(), &mut [0u8]),
-        Ok(0)
-    ) {
-        return Err(StageError::Sys {
-            what: "follow the stage, which is gone, as init of",
-            path: PathBuf::from("/"),
-            source: Errno::ESRCH,
-        });
-    }
-    let _ = set_name(c"rkt-init");
-    let root = rootfs.unwrap_or(Path::new("/"));
-    mounts::mount_proc(root)?;
-    if isolation.paths {
-        isolation::paths::protect_kernel_paths(root).map_err(StageError::Isolation)?;
-    }
-    if let Some(rootfs) = rootfs {
-        mounts::enter_rootfs(rootfs)?;
-    }
-    let creds = match image {
-        Some(image) => crate::image_pod::process::enter(image)?,
-        None => None,
-    };
-    // The image's User, unless --user/--group chose the identity: the isolation switches
-    // to it in the app's process, in its order (bounding set first, then the user).
-    if let Some(creds) = &creds {
-        isolation.prepared.default_identity(Identity {
-            uid: creds.uid,
-            gid: creds.gid,
-            supplementary_gids: creds.groups.clone(),
-        });
-    }
+    let env = enter_app(&mut app)?;
     if let Some(handshake) = user_ns {
         // Last: the pod's other namespaces stay the host's, out of the app's reach.
         handshake.enter().map_err(StageError::Isolation)?;
     }
-    let env = &crate::image_pod::process::with_home(env, image, creds.as_ref());
-    let program = argv.first().ok_or(StageError::NoCommand)?;
-    let path_var = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v);
-    let exe = find_executable(program, path_var).ok_or_else(|| StageError::NotFound {
-        program: program.clone(),
-        path: path_var
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-    })?;
-    let c_exe = cstring(exe.clone().into_os_string())?;
-    let c_argv = argv
-        .iter()
-        .map(|a| cstring(a.into()))
-        .collect::<Result<Vec<_>, _>>()?;
-    let c_env = env
-        .iter()
-        .map(|(k, v)| {
-            let mut kv = k.clone();
-            kv.push("=");
-            kv.push(v);
-            cstring(kv)
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let plan = ExecPlan::new(&app.app.exec, &env)?;
+    let exe = plan.exe.clone();
 
     // SAFETY: single-threaded process (see the module docs).
-    match unsafe { fork() }.map_err(sys("fork the app", &exe))? {
+    match unsafe { fork() }.map_err(|source| StageError::Sys {
+        what: "fork the app",
+        path: exe,
+        source,
+    })? {
         ForkResult::Child => {
-            signals::reset_for_exec();
-            let err = match isolation::apply(&isolation::syscall::Linux, &isolation.prepared) {
-                Err(e) => StageError::Isolation(e),
-                Ok(()) => {
-                    let errno = match execve(&c_exe, &c_argv, &c_env) {
-                        Err(errno) => errno,
-                        Ok(never) => match never {},
-                    };
-                    StageError::Exec {
-                        program: exe,
-                        source: errno,
-                    }
-                }
-            };
+            let err = plan.exec(&app.isolation);
             if let Some(status) = status.as_mut() {
                 report(status, &err);
             }
@@ -582,12 +528,6 @@ fn pod_init(
             Ok(reap_until(child))
         }
     }
-}
-
-fn cstring(s: OsString) -> Result<CString, StageError> {
-    CString::new(s.into_vec()).map_err(|e| StageError::NulByte {
-        text: String::from_utf8_lossy(&e.into_vec()).into_owned(),
-    })
 }
 
 /// Waits for `child`, returning its exit status (128 + signal number if killed).
@@ -620,19 +560,11 @@ fn reap_until(app: Pid) -> i32 {
     }
 }
 
-/// The shell-style exit status for a wait status; `None` if the child has not ended.
-pub fn exit_code(status: WaitStatus) -> Option<i32> {
-    match status {
-        WaitStatus::Exited(_, code) => Some(code),
-        WaitStatus::Signaled(_, signal, _) => Some(128 + signal as i32),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::stage::StageSpec;
+    use std::path::Path;
 
     fn os(args: &[&str]) -> Vec<OsString> {
         args.iter().map(OsString::from).collect()
@@ -646,8 +578,9 @@ mod tests {
             hostname: "rkt-x",
             netns: Some(Path::new("/run/netns/rkt-x")),
             null_stdio: Default::default(),
+            several_apps: false,
         };
-        let argv = InitArgs::parse(InitArgs::to_args(&spec, 7, 4242)).unwrap();
+        let argv = InitArgs::parse(InitArgs::to_args(&spec, 7, None, 4242)).unwrap();
         assert_eq!(argv.pod_dir, spec.pod_dir);
         assert_eq!(argv.hostname, "rkt-x");
         assert_eq!(argv.netns.as_deref(), spec.netns);
@@ -657,8 +590,9 @@ mod tests {
             netns: None,
             ..spec
         };
-        let argv = InitArgs::parse(InitArgs::to_args(&host, 7, 4242)).unwrap();
+        let argv = InitArgs::parse(InitArgs::to_args(&host, 7, Some(9), 4242)).unwrap();
         assert_eq!(argv.netns, None);
+        assert_eq!(argv.exits_fd, Some(9));
     }
 
     #[test]

@@ -18,6 +18,8 @@
 //! Takes from [`crate::podstore`] (the manifest) and [`crate::netns`]; may not touch the
 //! pod's life cycle or networking, which the runner drives around it.
 
+mod app;
+mod apps;
 pub mod enter;
 pub mod env;
 pub mod init;
@@ -78,6 +80,11 @@ pub enum StageError {
     NulByte { text: String },
     #[error("{0}")]
     Reported(String),
+    #[error("app {name}: {source}")]
+    App {
+        name: String,
+        source: Box<StageError>,
+    },
     #[error("pod isolation: {0}")]
     Isolation(#[from] crate::isolation::IsolationError),
     #[error(transparent)]
@@ -114,6 +121,8 @@ pub struct StageSpec<'a> {
     pub netns: Option<&'a Path>,
     /// The app's standard streams that are `/dev/null` instead of the runner's.
     pub null_stdio: NullStdio,
+    /// The pod has several apps: the init reports each one's exit status.
+    pub several_apps: bool,
 }
 
 /// Which of the app's standard streams are `/dev/null` instead of the runner's
@@ -125,12 +134,28 @@ pub struct NullStdio {
     pub stderr: bool,
 }
 
-/// A stage whose app has been executed.
+/// A stage whose apps have been executed.
 #[derive(Debug)]
 pub struct Started {
     child: Child,
     /// Host PID of the pod's init.
     pub init_pid: i32,
+    /// In a pod of several apps: each app's PID in the pod's PID namespace, by index.
+    pub app_pids: Vec<(usize, i32)>,
+    /// In a pod of several apps: the read end of the pipe the init reports exits on.
+    exits: Option<File>,
+}
+
+/// How a pod's stage ended.
+#[derive(Debug)]
+pub struct Ended {
+    /// The pod's exit status: its app's, or in a pod of several apps the one its exit
+    /// policy settled.
+    pub status: i32,
+    /// In a pod of several apps: each app's exit status, by index, in the order they
+    /// ended (an app killed with the init is missing), unless they were taken with
+    /// [`Started::take_exits`].
+    pub app_exits: Vec<(usize, i32)>,
 }
 
 /// Starts the stage and returns once the app has been executed (or the stage failed, with
@@ -155,10 +180,23 @@ pub fn start(spec: &StageSpec) -> Result<Started, StageError> {
         )
     };
     drop(write_end);
+    let exits = if spec.several_apps {
+        let (read_end, write_end) = pipe2(OFlag::O_CLOEXEC).map_err(|e| spawn_err(e.into()))?;
+        // SAFETY: as above.
+        let inherited = unsafe {
+            OwnedFd::from_raw_fd(
+                nix::unistd::dup(write_end.as_raw_fd()).map_err(|e| spawn_err(e.into()))?,
+            )
+        };
+        Some((File::from(read_end), inherited))
+    } else {
+        None
+    };
     let mut cmd = Command::new(spec.exe);
     cmd.arg(INIT_COMMAND).args(init::InitArgs::to_args(
         spec,
         inherited.as_raw_fd(),
+        exits.as_ref().map(|(_, w)| w.as_raw_fd()),
         std::process::id(),
     ));
     // The stage's streams are the app's; the stage reports on the status pipe.
@@ -173,16 +211,23 @@ pub fn start(spec: &StageSpec) -> Result<Started, StageError> {
     }
     let spawned = cmd.spawn();
     drop(inherited);
+    let exits = exits.map(|(read_end, inherited)| {
+        drop(inherited);
+        read_end
+    });
     let mut child = spawned.map_err(spawn_err)?;
     signals::forward_to(child.id() as i32);
 
     let mut report = String::new();
     let read = File::from(read_end).read_to_string(&mut report);
     let mut init_pid = None;
+    let mut app_pids = Vec::new();
     let mut errors = Vec::new();
     for line in report.lines() {
         if let Some(pid) = line.strip_prefix("pid ") {
             init_pid = pid.trim().parse::<i32>().ok();
+        } else if let Some(app) = line.strip_prefix("app ") {
+            app_pids.extend(parse_pair(app));
         } else if let Some(msg) = line.strip_prefix("error ") {
             errors.push(msg.to_string());
         }
@@ -199,7 +244,12 @@ pub fn start(spec: &StageSpec) -> Result<Started, StageError> {
         return failed(&mut child, StageError::Reported(errors.join("; ")));
     }
     match init_pid {
-        Some(init_pid) => Ok(Started { child, init_pid }),
+        Some(init_pid) => Ok(Started {
+            child,
+            init_pid,
+            app_pids,
+            exits,
+        }),
         None => {
             let status = child.wait().map_err(|source| StageError::Wait { source })?;
             signals::stop_forwarding();
@@ -208,16 +258,59 @@ pub fn start(spec: &StageSpec) -> Result<Started, StageError> {
     }
 }
 
+/// The apps' exits as the init reports them, in the order they ended: `(index, status)`.
+/// Iterating blocks until the next one, and ends when the init is gone.
+#[derive(Debug)]
+pub struct AppExits(std::io::BufReader<File>);
+
+impl Iterator for AppExits {
+    type Item = (usize, i32);
+
+    fn next(&mut self) -> Option<(usize, i32)> {
+        use std::io::BufRead;
+        loop {
+            let mut line = String::new();
+            match self.0.read_line(&mut line) {
+                Ok(0) | Err(_) => return None,
+                Ok(_) => {
+                    if let Some(exit) = line.strip_prefix("exit ").and_then(parse_pair) {
+                        return Some(exit);
+                    }
+                }
+            }
+        }
+    }
+}
+
 impl Started {
-    /// Waits for the pod to end; returns the app's exit status.
-    pub fn wait(mut self) -> Result<i32, StageError> {
+    /// In a pod of several apps: the apps' exits as they happen (then [`Started::wait`]
+    /// reports none itself).
+    pub fn take_exits(&mut self) -> Option<AppExits> {
+        self.exits
+            .take()
+            .map(|f| AppExits(std::io::BufReader::new(f)))
+    }
+
+    /// Waits for the pod to end.
+    pub fn wait(mut self) -> Result<Ended, StageError> {
         let status = self
             .child
             .wait()
             .map_err(|source| StageError::Wait { source })?;
         signals::stop_forwarding();
-        Ok(exit_status_code(status))
+        // The init is gone, so the pipe holds all it will ever say.
+        let app_exits = self.take_exits().map(Iterator::collect).unwrap_or_default();
+        Ok(Ended {
+            status: exit_status_code(status),
+            app_exits,
+        })
     }
+}
+
+/// `INDEX NUMBER`, as the init reports apps' PIDs and exit statuses.
+fn parse_pair(text: &str) -> Option<(usize, i32)> {
+    let (index, number) = text.trim().split_once(' ')?;
+    Some((index.parse().ok()?, number.parse().ok()?))
 }
 
 /// The shell-style exit status: the code, or 128 + signal number.

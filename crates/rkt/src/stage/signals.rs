@@ -1,7 +1,9 @@
-//! Signal forwarding along the chain runner → stage → pod init → app.
+//! Signal forwarding along the chain runner → stage → pod init → app (every app, in a pod
+//! of several).
 //!
 //! Each process in the chain installs [`install`]'s handler for [`FORWARDED`]. The handler
-//! sends the signal on to the process set with [`forward_to`]; a signal that arrives before
+//! sends the signal on to the processes set with [`forward_to`] or [`forward_to_all`]; a
+//! signal that arrives before
 //! there is anyone to forward to is remembered ([`take_pending`]) and sent when the target
 //! is set (the runner checks it before starting the app, so Ctrl-C during network setup
 //! aborts the start). Signals the kernel generates for the terminal's foreground process
@@ -25,20 +27,29 @@ pub const FORWARDED: [Signal; 7] = [
     Signal::SIGWINCH,
 ];
 
-static TARGET: AtomicI32 = AtomicI32::new(0);
+/// At most this many processes are forwarded to: the apps of a pod.
+pub const MAX_TARGETS: usize = 64;
+
+/// The processes forwarded to; 0 is a free slot. Fixed, so that the handler needs no lock.
+static TARGETS: [AtomicI32; MAX_TARGETS] = [const { AtomicI32::new(0) }; MAX_TARGETS];
 static PENDING: AtomicI32 = AtomicI32::new(0);
 
 extern "C" fn on_signal(signo: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler.
     let code = unsafe { (*info).si_code };
-    let target = TARGET.load(Ordering::SeqCst);
-    if target > 0 && code == libc::SI_KERNEL {
-        return;
+    let mut forwarded = false;
+    for slot in &TARGETS {
+        let target = slot.load(Ordering::SeqCst);
+        if target > 0 {
+            forwarded = true;
+            if code != libc::SI_KERNEL {
+                // SAFETY: kill(2) is async-signal-safe and has no memory-safety
+                // preconditions.
+                unsafe { libc::kill(target, signo) };
+            }
+        }
     }
-    if target > 0 {
-        // SAFETY: kill(2) is async-signal-safe and has no memory-safety preconditions.
-        unsafe { libc::kill(target, signo) };
-    } else {
+    if !forwarded {
         PENDING.store(signo, Ordering::SeqCst);
     }
 }
@@ -71,17 +82,36 @@ pub fn reset_for_exec() {
 
 /// From now on, forwarded signals go to `pid`; one that arrived earlier is sent now.
 pub fn forward_to(pid: i32) {
-    TARGET.store(pid, Ordering::SeqCst);
+    forward_to_all(&[pid]);
+}
+
+/// From now on, forwarded signals go to each of `pids` (at most [`MAX_TARGETS`]; more are
+/// not signalled); one that arrived earlier is sent to each now.
+pub fn forward_to_all(pids: &[i32]) {
+    for (slot, pid) in TARGETS.iter().zip(pids.iter().chain(std::iter::repeat(&0))) {
+        slot.store(*pid, Ordering::SeqCst);
+    }
     let pending = PENDING.swap(0, Ordering::SeqCst);
     if pending != 0 {
-        // SAFETY: kill(2) has no memory-safety preconditions.
-        unsafe { libc::kill(pid, pending) };
+        for pid in pids {
+            // SAFETY: kill(2) has no memory-safety preconditions.
+            unsafe { libc::kill(*pid, pending) };
+        }
     }
 }
 
-/// Stops forwarding (the target is gone); later signals are remembered as pending.
+/// Stops forwarding to `pid`, which ended (its PID may be reused).
+pub fn forget(pid: i32) {
+    for slot in &TARGETS {
+        let _ = slot.compare_exchange(pid, 0, Ordering::SeqCst, Ordering::SeqCst);
+    }
+}
+
+/// Stops forwarding (the targets are gone); later signals are remembered as pending.
 pub fn stop_forwarding() {
-    TARGET.store(0, Ordering::SeqCst);
+    for slot in &TARGETS {
+        slot.store(0, Ordering::SeqCst);
+    }
 }
 
 /// Whether a signal asking this process to stop (SIGINT, SIGTERM, SIGHUP, SIGQUIT) arrived

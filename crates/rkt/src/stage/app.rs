@@ -1,0 +1,247 @@
+//! One app's process, as the pod's init prepares it: what the stage read and compiled for
+//! the app ([`PreparedApp`]), the app's root mounted in the current mount namespace
+//! ([`mount_app_root`]) and entered ([`enter_app`]), and its program executed under its
+//! isolation ([`ExecPlan`]). The init of a pod of one app ([`super::init`]) and of several
+//! ([`super::apps`]) both start their apps through these.
+
+use std::ffi::{CString, OsString};
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::sys::wait::WaitStatus;
+use nix::unistd::execve;
+
+use super::env::find_executable;
+use super::{mounts, signals, StageError};
+use crate::isolation;
+use crate::isolation::user::Identity;
+use crate::podstore::{App, Volume};
+
+/// Exit status of the stage when it fails before the app runs.
+pub const SETUP_FAILED: i32 = 125;
+
+pub(super) fn report(status: &mut File, err: &StageError) {
+    let line = format!("error {}\n", err.to_string().replace('\n', " "));
+    if status.write_all(line.as_bytes()).is_err() {
+        eprintln!("rkt stage1-init: {err}");
+    }
+}
+
+/// One app as the pod's init starts it: what the stage read and compiled for it.
+pub(super) struct PreparedApp {
+    pub(super) app: App,
+    pub(super) env: Vec<(OsString, OsString)>,
+    pub(super) isolation: AppIsolation,
+}
+
+/// What an app's process needs of the isolation: whether to protect the kernel paths of its
+/// `/proc`, the compiled capabilities and filters, and whether its root is read-only.
+pub(super) struct AppIsolation {
+    pub(super) paths: bool,
+    pub(super) readonly_rootfs: bool,
+    pub(super) prepared: isolation::Prepared,
+    /// `--private-users`: the pod's host ids.
+    pub(super) user_ns: Option<isolation::user_ns::IdMap>,
+}
+
+/// Reads one byte, retrying on EINTR; `Ok(0)` at end of file.
+pub(super) fn read_byte(fd: &OwnedFd) -> Result<usize, Errno> {
+    loop {
+        match nix::unistd::read(fd.as_raw_fd(), &mut [0u8]) {
+            Err(Errno::EINTR) => continue,
+            other => return other,
+        }
+    }
+}
+
+/// The app's view of the files, in the current mount namespace: its root (the host's, or
+/// its rootfs bound onto itself), protected device nodes, the pod's `/etc` files, `/sys`,
+/// `/dev`, the app's `--mount`s of the pod's `volumes` ([`super::volumes`]), and a
+/// read-only root when asked. Everything but `/proc`, which needs the pod's PID namespace
+/// (see [`enter_app`]).
+pub(super) fn mount_app_root(
+    pod_dir: &Path,
+    prepared: &PreparedApp,
+    own_netns: bool,
+    volumes: &[Volume],
+) -> Result<(), StageError> {
+    let (app, isolation) = (&prepared.app, &prepared.isolation);
+    let root = app.rootfs.clone().unwrap_or_else(|| PathBuf::from("/"));
+    if app.rootfs.is_some() {
+        mounts::bind_rootfs(&root)?;
+    }
+    if isolation.paths {
+        // No device node of the app's own making opens; the pod's /dev gets the few the
+        // stage binds in, and /sys is read-only.
+        isolation::paths::nodev_tree(&root).map_err(StageError::Isolation)?;
+    }
+    mounts::bind_etc_files(pod_dir, &root, app.rootfs.is_some())?;
+    if own_netns {
+        mounts::mount_sysfs(&root)?;
+    } else if isolation.paths && app.rootfs.is_none() {
+        isolation::paths::read_only_tree(Path::new("/sys")).map_err(StageError::Isolation)?;
+    }
+    if app.rootfs.is_some() || isolation.paths {
+        mounts::populate_dev(&root)?;
+    }
+    super::volumes::mount_app_volumes(
+        pod_dir,
+        &root,
+        app.rootfs.is_none(),
+        volumes,
+        &app.mounts,
+        isolation.paths,
+    )?;
+    if isolation.readonly_rootfs && app.rootfs.is_some() {
+        // /proc is mounted here later: the mount point must exist before.
+        let proc_dir = root.join("proc");
+        std::fs::create_dir_all(&proc_dir).map_err(|source| StageError::Io {
+            what: "create",
+            path: proc_dir,
+            source,
+        })?;
+        isolation::paths::read_only_mount(&root).map_err(StageError::Isolation)?;
+    }
+    Ok(())
+}
+
+/// In the pod's PID namespace, with the app's root mounted ([`mount_app_root`]): mounts
+/// `/proc` (its kernel paths protected), enters the rootfs, then the image's working
+/// directory (or `--working-dir`), and settles the app's identity (the image's `User`,
+/// unless `--user`/`--group` chose one). Returns the environment the app gets.
+pub(super) fn enter_app(
+    prepared: &mut PreparedApp,
+) -> Result<Vec<(OsString, OsString)>, StageError> {
+    let app = &prepared.app;
+    let isolation = &mut prepared.isolation;
+    let root = app.rootfs.as_deref().unwrap_or(Path::new("/"));
+    mounts::mount_proc(root)?;
+    if isolation.paths {
+        isolation::paths::protect_kernel_paths(root).map_err(StageError::Isolation)?;
+    }
+    if let Some(rootfs) = &app.rootfs {
+        mounts::enter_rootfs(rootfs)?;
+    }
+    let creds = match &app.image {
+        Some(image) => crate::image_pod::process::enter(image)?,
+        None => None,
+    };
+    if let Some(dir) = &app.working_dir {
+        enter_working_dir(dir, app.rootfs.is_some())?;
+    }
+    // The image's User, unless --user/--group chose the identity: the isolation switches
+    // to it in the app's process, in its order (bounding set first, then the user).
+    if let Some(creds) = &creds {
+        isolation.prepared.default_identity(Identity {
+            uid: creds.uid,
+            gid: creds.gid,
+            supplementary_gids: creds.groups.clone(),
+        });
+    }
+    Ok(crate::image_pod::process::with_home(
+        &prepared.env,
+        app.image.as_ref(),
+        creds.as_ref(),
+    ))
+}
+
+/// `--working-dir`: created when missing in the app's own root, never on the host's.
+fn enter_working_dir(dir: &str, own_root: bool) -> Result<(), StageError> {
+    let path = Path::new("/").join(dir);
+    let err = |what| {
+        let path = path.clone();
+        move |source| StageError::Io { what, path, source }
+    };
+    if own_root {
+        std::fs::create_dir_all(&path).map_err(err("create the working directory"))?;
+    }
+    std::env::set_current_dir(&path).map_err(err("change to the working directory"))
+}
+
+/// The app's program found in its `PATH`, and its argv and environment as C strings.
+pub(super) struct ExecPlan {
+    pub(super) exe: PathBuf,
+    c_exe: CString,
+    c_argv: Vec<CString>,
+    c_env: Vec<CString>,
+}
+
+impl ExecPlan {
+    pub(super) fn new(
+        argv: &[String],
+        env: &[(OsString, OsString)],
+    ) -> Result<ExecPlan, StageError> {
+        let program = argv.first().ok_or(StageError::NoCommand)?;
+        let path_var = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v);
+        let exe = find_executable(program, path_var).ok_or_else(|| StageError::NotFound {
+            program: program.clone(),
+            path: path_var
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        })?;
+        // Checked now, not only by execve: in a pod of several apps, a program that
+        // cannot run must fail the pod before any app runs.
+        nix::unistd::access(&exe, nix::unistd::AccessFlags::X_OK).map_err(|source| {
+            StageError::Exec {
+                program: exe.clone(),
+                source,
+            }
+        })?;
+        let c_exe = cstring(exe.clone().into_os_string())?;
+        let c_argv = argv
+            .iter()
+            .map(|a| cstring(a.into()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let c_env = env
+            .iter()
+            .map(|(k, v)| {
+                let mut kv = k.clone();
+                kv.push("=");
+                kv.push(v);
+                cstring(kv)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ExecPlan {
+            exe,
+            c_exe,
+            c_argv,
+            c_env,
+        })
+    }
+
+    /// In the app's process: narrows it ([`isolation::apply`]) and executes the app.
+    /// Returns only on failure.
+    pub(super) fn exec(self, isolation: &AppIsolation) -> StageError {
+        signals::reset_for_exec();
+        if let Err(e) = isolation::apply(&isolation::syscall::Linux, &isolation.prepared) {
+            return StageError::Isolation(e);
+        }
+        let errno = match execve(&self.c_exe, &self.c_argv, &self.c_env) {
+            Err(errno) => errno,
+            Ok(never) => match never {},
+        };
+        StageError::Exec {
+            program: self.exe,
+            source: errno,
+        }
+    }
+}
+
+fn cstring(s: OsString) -> Result<CString, StageError> {
+    CString::new(s.into_vec()).map_err(|e| StageError::NulByte {
+        text: String::from_utf8_lossy(&e.into_vec()).into_owned(),
+    })
+}
+
+/// The shell-style exit status for a wait status; `None` if the child has not ended.
+pub fn exit_code(status: WaitStatus) -> Option<i32> {
+    match status {
+        WaitStatus::Exited(_, code) => Some(code),
+        WaitStatus::Signaled(_, signal, _) => Some(128 + signal as i32),
+        _ => None,
+    }
+}
