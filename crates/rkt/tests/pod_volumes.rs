@@ -543,3 +543,26 @@ fn two_apps_share_an_empty_volume_each_at_its_own_target_and_only_where_mounted(
     world.rkt(&["rm", &uuid]).run().assert_success();
     assert!(world.pods().is_empty());
 }
+
+#[test]
+fn volumes_stay_writable_under_a_read_only_rootfs() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let rootfs = busybox_rootfs(&world);
+    let (out, _) = run_sh(
+        &world,
+        &rootfs,
+        &[
+            "--readonly-rootfs",
+            "--volume=data,kind=empty",
+            "--mount=volume=data,target=/data",
+        ],
+        "echo kept > /data/f && cat /data/f; echo x > /denied",
+    );
+    out.assert_exit_code(1)
+        .assert_stdout_contains("kept\n")
+        .assert_stderr_contains("can't create /denied: Read-only file system");
+    // The target was made before the root became read-only.
+    assert!(rootfs.join("data").is_dir());
+}
