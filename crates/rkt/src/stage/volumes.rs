@@ -6,15 +6,17 @@
 //! `RESOLVE_IN_ROOT`, one component at a time, so a symlink in the root (absolute, or with
 //! `..`) resolves as it would for the app, inside the root, never to the host's files.
 //! Missing components are created (directories 0755, a last component that receives a file
-//! an empty 0644 file) in a `--rootfs` or image root only: on the host's root a missing
-//! target is an error, nothing of the host is created. The mount is made onto the resolved
-//! descriptor (`/proc/self/fd/N`), so nothing can swap the path in between.
+//! an empty 0644 file) in a `--rootfs` or image root only (a symlink to a missing path is
+//! followed from the root, its `..` stopping there, and what it names is created): on the
+//! host's root a missing target is an error, nothing of the host is created. The mount is
+//! made onto the resolved descriptor (`/proc/self/fd/N`), so nothing can swap the path in
+//! between.
 //!
 //! Host volumes are bound with their submounts (`MS_REC`) unless `recursive=false`;
 //! `readOnly=true` makes the new mount read-only, and with `recursive` every mount below it
 //! too (`mount_setattr(2)` with `AT_RECURSIVE`). When the pod's kernel paths are protected
 //! (the default), every volume mount is also `nodev`, as the rest of the root is
-//! ([`crate::isolation::paths::nodev_tree`]). Everything happens in the pod's mount
+//! ([`crate::isolation::paths::nodev_tree`]). Everything happens in the app's mount
 //! namespace, which goes away with the pod: nothing is mounted on the host.
 
 use std::collections::VecDeque;
