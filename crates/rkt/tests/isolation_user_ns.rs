@@ -82,6 +82,70 @@ fn root_inside_is_the_pods_range_outside() {
     assert!(world.pods().is_empty());
 }
 
+/// A pod of several apps: each app is root of its own user namespace, all mapped to the
+/// pod's one range, so what one app makes the other owns too; `rkt enter --app` joins
+/// that app's namespace.
+#[test]
+fn every_app_of_a_pod_of_several_is_root_of_the_pods_range() {
+    require_root!();
+    let mut world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let rootfs = world.path("rootfs");
+    tiny_rootfs(&rootfs);
+    let shared = rootfs.join("shared");
+    fs::create_dir(&shared).unwrap();
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o777)).unwrap();
+    let root = format!("--rootfs={}", rootfs.display());
+    let app = |name: &str| {
+        format!("cat /proc/self/uid_map /proc/self/status > /shared/{name}; exec sleep 1000")
+    };
+    let (a, b) = (app("a"), app("b"));
+    let (uuid, index) = world.spawn_run(&[
+        "--net=none",
+        "--private-users",
+        "--name=a",
+        &root,
+        "sh",
+        "-c",
+        &a,
+        "---",
+        "--name=b",
+        &root,
+        "sh",
+        "-c",
+        &b,
+    ]);
+    world.wait_running(&uuid);
+    let base = world.status_json(&uuid)["isolation"]["userNs"]["hostBase"]
+        .as_u64()
+        .expect("userNs in status");
+    for name in ["a", "b"] {
+        let text = wait_for(|| {
+            fs::read_to_string(shared.join(name))
+                .ok()
+                .filter(|t| t.contains("Uid:"))
+        });
+        let mut lines = text.lines();
+        assert_eq!(
+            map_fields(lines.next().unwrap()),
+            [0, base, 65536],
+            "{name}"
+        );
+        let uid = lines.find(|l| l.starts_with("Uid:")).unwrap();
+        let uid: Vec<_> = uid.split_whitespace().collect();
+        assert_eq!(uid, ["Uid:", "0", "0", "0", "0"], "{name}");
+        let made = fs::metadata(shared.join(name)).unwrap();
+        assert_eq!(u64::from(made.uid()), base, "{name}");
+    }
+    let out = world
+        .rkt(&["enter", "--app=b", &uuid, "/bin/cat", "/proc/self/uid_map"])
+        .run();
+    out.assert_success();
+    assert_eq!(map_fields(&out.stdout()), [0, base, 65536]);
+    world.rkt(&["stop", &uuid]).run().assert_success();
+    world.wait_child(index);
+}
+
 /// Sends an ICMP echo request to 127.0.0.1 from an ICMP echo socket (what `ping` uses
 /// without a raw socket) and prints the reply's type.
 const PING: &str = "use Socket; alarm 5; \

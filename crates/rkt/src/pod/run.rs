@@ -220,11 +220,6 @@ fn settle_isolation(apps: &[App], opts: &RunOptions) -> Result<Settled, StartFai
     };
     let first = &apps[0];
     if first.isolators.private_users {
-        if apps.len() > 1 {
-            return Err(failed(IsolationError::Unsupported {
-                what: "--private-users: not supported for a pod of several apps (yet): each app would need its own mapped root".into(),
-            }));
-        }
         isolation::user_ns::check_available(Path::new(isolation::user_ns::MAX_USER_NAMESPACES))
             .map_err(failed)?;
     }

@@ -184,9 +184,14 @@ impl PodState {
     /// What app `index` of the pod runs with: its record's in a pod of several apps, else
     /// the pod's (the defaults for a pod from before isolation existed).
     pub fn app_isolation(&self, index: usize) -> crate::isolation::Isolation {
+        let pod = self.isolation.clone().unwrap_or_default();
         match self.apps.get(index) {
-            Some(app) => app.isolation.clone(),
-            None => self.isolation.clone().unwrap_or_default(),
+            // The user namespace's range is the pod's, for every app.
+            Some(app) => crate::isolation::Isolation {
+                user_ns: pod.user_ns,
+                ..app.isolation.clone()
+            },
+            None => pod,
         }
     }
 

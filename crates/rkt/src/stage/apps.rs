@@ -30,6 +30,8 @@ use super::app::{
     enter_app, exit_code, mount_app_root, read_byte, report, ExecPlan, PreparedApp, SETUP_FAILED,
 };
 use super::{mounts, signals, StageError};
+use crate::isolation;
+use crate::isolation::user_ns::IdMap;
 use crate::podstore::{ExitPolicy, Volume};
 
 /// How long the apps a policy stops have between SIGTERM and SIGKILL.
@@ -42,6 +44,9 @@ pub(super) struct PodContext<'a> {
     pub own_netns: bool,
     /// The pod's volumes: each app mounts those its `--mount`s name.
     pub volumes: &'a [Volume],
+    /// `--private-users`: the pod's host ids. Each app gets a user namespace of its own,
+    /// all mapped to this range, so that the apps' files have the same owners.
+    pub user_ns: Option<IdMap>,
 }
 
 /// PID 1 of a pod of several apps: starts them together, then reaps them under `policy`;
@@ -59,6 +64,12 @@ pub(super) fn pod_init(
         move |source| StageError::Sys { what, path, source }
     };
     let (go_read, go_write) = pipe2(OFlag::O_CLOEXEC).map_err(sys("create the start pipe of"))?;
+    // Where the init writes the apps' id maps: a /proc of the pod's PID namespace, in the
+    // stage's mount namespace (nothing mounted there reaches the host).
+    let pod_proc = match pod.user_ns {
+        Some(_) => Some(pod_proc()?),
+        None => None,
+    };
     let names: Vec<String> = apps.iter().map(|a| a.app.name.clone()).collect();
     let mut started: Vec<(Pid, OwnedFd)> = Vec::with_capacity(apps.len());
     for app in apps {
@@ -89,17 +100,32 @@ pub(super) fn pod_init(
     let pids: Vec<Pid> = started.iter().map(|(pid, _)| *pid).collect();
     signals::forward_to_all(&pids.iter().map(|p| p.as_raw()).collect::<Vec<_>>());
 
-    // Every app ready, or the pod does not start.
-    let not_ready = started
-        .iter()
-        .position(|(_, ready)| !matches!(read_byte(ready), Ok(1)));
-    if let Some(index) = not_ready {
+    // Every app ready (and its user namespace mapped), or the pod does not start.
+    let mut not_ready = None;
+    for (index, (pid, ready)) in started.iter().enumerate() {
+        if !matches!(read_byte(ready), Ok(1)) {
+            not_ready = Some((index, false));
+            break;
+        }
+        if let (Some(map), Some(proc)) = (&pod.user_ns, &pod_proc) {
+            if let Err(e) = isolation::user_ns::write_maps(proc, *pid, map) {
+                if let Some(status) = status.as_mut() {
+                    let name = names[index].clone();
+                    let source = Box::new(StageError::Isolation(e));
+                    report(status, &StageError::App { name, source });
+                }
+                not_ready = Some((index, true));
+                break;
+            }
+        }
+    }
+    if let Some((index, reported)) = not_ready {
         kill_all(pids.iter().copied(), Signal::SIGKILL);
         let failed = pids[index];
         for pid in &pids {
             let ended = wait(*pid);
             // An app that could not report its own failure (killed before it was ready).
-            if *pid == failed {
+            if *pid == failed && !reported {
                 if let (Some(WaitStatus::Signaled(_, signal, _)), Some(status)) =
                     (ended, status.as_mut())
                 {
@@ -150,7 +176,12 @@ fn app_process(
         mounts::make_root_slave()?;
         mount_app_root(pod.pod_dir, &app, pod.own_netns, pod.volumes)?;
         let env = enter_app(&mut app)?;
-        ExecPlan::new(&app.app.exec, &env)
+        let plan = ExecPlan::new(&app.app.exec, &env)?;
+        if pod.user_ns.is_some() {
+            // Last, as for a pod of one app; the init maps it once this app is ready.
+            isolation::user_ns::unshare().map_err(StageError::Isolation)?;
+        }
+        Ok(plan)
     })();
     let err = match prepared {
         Ok(plan) => {
@@ -161,7 +192,10 @@ fn app_process(
                 // SAFETY: _exit(2) ends this child without running the init's exit handlers.
                 unsafe { libc::_exit(SETUP_FAILED) }
             }
-            plan.exec(&app.isolation)
+            match pod.user_ns.map(|_| isolation::user_ns::become_root()) {
+                Some(Err(e)) => StageError::Isolation(e),
+                _ => plan.exec(&app.isolation),
+            }
         }
         Err(err) => err,
     };
@@ -174,6 +208,25 @@ fn app_process(
     }
     // SAFETY: as above.
     unsafe { libc::_exit(SETUP_FAILED) }
+}
+
+/// Mounts a `/proc` of the pod's PID namespace over the init's `/proc` and opens it.
+fn pod_proc() -> Result<OwnedFd, StageError> {
+    let target = Path::new("/proc");
+    nix::mount::mount(
+        Some("proc"),
+        target,
+        Some("proc"),
+        nix::mount::MsFlags::MS_NOSUID
+            | nix::mount::MsFlags::MS_NODEV
+            | nix::mount::MsFlags::MS_NOEXEC,
+        None::<&str>,
+    )
+    .map_err(|source| StageError::Mount {
+        target: target.to_path_buf(),
+        source,
+    })?;
+    isolation::user_ns::open_host_proc().map_err(StageError::Isolation)
 }
 
 fn kill_all(pids: impl IntoIterator<Item = Pid>, signal: Signal) {

@@ -198,7 +198,10 @@ fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
             return Err((status, StageError::Sys { what, path, source }));
         }
     };
-    let user_ns = prepared.apps[0].isolation.user_ns;
+    // `--private-users`: the stage maps the init's user namespace in a pod of one app; in
+    // a pod of several, the init maps each app's (see [`super::apps`]).
+    let pod_user_ns = prepared.apps[0].isolation.user_ns;
+    let user_ns = pod_user_ns.filter(|_| prepared.apps.len() == 1);
     let handshake = match user_ns.map(|_| UserNsHandshake::new()).transpose() {
         Ok(h) => h,
         Err(e) => return Err((status, StageError::Isolation(e))),
@@ -231,6 +234,7 @@ fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
                         pod_dir: &args.pod_dir,
                         own_netns: args.netns.is_some(),
                         volumes: &prepared.volumes,
+                        user_ns: pod_user_ns,
                     };
                     super::apps::pod_init(
                         &pod,
