@@ -491,3 +491,65 @@ fn kill_9_during_a_registry_fetch_then_fetch_resumes() {
     assert_blob_verified(&data, hex);
     assert!(partials(&data).is_empty());
 }
+
+/// On a terminal `rkt fetch` draws one progress line, rewritten in place and erased at the
+/// end; with stderr in a pipe it writes nothing there.
+#[test]
+fn a_progress_line_on_a_terminal_and_none_in_a_pipe() {
+    use std::io::Read;
+    if !ready(
+        "a_progress_line_on_a_terminal_and_none_in_a_pipe",
+        &["umoci", "skopeo", "docker-registry"],
+    ) {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let layout = busybox_layout(work.path());
+    let registry = image_common::Registry::start("");
+    let remote = format!("docker://{}/test/busybox:v1", registry.addr);
+    skopeo_copy(&format!("oci:{}:v1", layout.display()), &remote);
+
+    let piped = work.path().join("piped");
+    let out = rkt(&["--dir", piped.to_str().unwrap()])
+        .args(&["fetch", "--insecure-options=http", &remote])
+        .run();
+    out.assert_success();
+    assert_eq!(out.stderr(), "", "no progress junk in a pipe");
+
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let tty = work.path().join("tty");
+    let child = {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rkt"));
+        cmd.args(["--dir", tty.to_str().unwrap()])
+            .args(["fetch", "--insecure-options=http", &remote])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::from(pty.slave));
+        cmd.spawn().unwrap()
+        // The command, and with it our copy of the slave, is dropped here: the master
+        // reads EOF (EIO) once the child is gone.
+    };
+    let mut master = std::fs::File::from(pty.master);
+    let reader = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = master.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            bytes.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8_lossy(&bytes).into_owned()
+    });
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let id = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(id.starts_with("sha256:"), "{id}");
+    let screen = reader.join().unwrap();
+    assert!(screen.contains("\rfetching blob 1 sha256:"), "{screen:?}");
+    assert!(screen.contains("(100%)"), "{screen:?}");
+    assert!(!screen.contains('\n'), "one line, rewritten: {screen:?}");
+    assert!(
+        screen.ends_with("\r\x1b[K"),
+        "erased at the end: {screen:?}"
+    );
+}

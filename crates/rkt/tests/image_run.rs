@@ -219,11 +219,17 @@ fn image_apps_from_a_layout_and_a_registry() {
     skopeo_copy(&format!("oci:{}:v1", layout.display()), &remote);
     let uuid_file = world.path("uuid-registry");
     let save = format!("--uuid-file-save={}", uuid_file.display());
-    world
+    let out = world
         .rkt(&["run", none, "--insecure-options=http", &save, &remote])
-        .run()
-        .assert_success()
+        .run();
+    out.assert_success()
         .assert_stdout_contains("hello from /etc\n");
+    // The fetch draws its progress line only on a terminal: none in a pipe.
+    assert!(
+        !out.stderr().contains("fetching blob") && !out.stderr().contains('\r'),
+        "{:?}",
+        out.stderr()
+    );
     let uuid = fs::read_to_string(&uuid_file).unwrap();
     let id = world
         .rkt(&["fetch", "--pull-policy=never", &remote])

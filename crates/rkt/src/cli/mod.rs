@@ -25,6 +25,7 @@ mod net;
 mod on_off;
 mod pod_args;
 mod prepare;
+mod progress;
 mod rm;
 mod run;
 mod run_prepared;
