@@ -454,3 +454,89 @@ fn a_bad_image_reference_is_an_error_naming_it_and_creates_nothing() {
     let blobs = world.path("data/images/blobs/sha256");
     assert_eq!(fs::read_dir(&blobs).map_or(0, |d| d.count()), 0);
 }
+
+/// `--port=NAME:HOSTPORT` forwards a port the image exposes by its docker2aci name
+/// (`80/tcp` is `80-tcp`): busybox httpd in an image pod on the default network answers
+/// through 127.0.0.1:HOSTPORT. A name the image does not expose is an error listing the
+/// names it does, before any pod exists.
+#[test]
+fn port_by_the_name_of_an_exposed_port() {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::time::Duration;
+    if !ready_for_images("port_by_the_name_of_an_exposed_port") {
+        return;
+    }
+    let mut world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
+    let layout = busybox_layout(world.root.path());
+    run(Command::new("umoci").args([
+        "config",
+        "--image",
+        &format!("{}:v1", layout.display()),
+        "--tag",
+        "served",
+        "--config.exposedports",
+        "80/tcp",
+        "--config.exposedports",
+        "53/udp",
+    ]));
+    let served = format!("oci:{}:served", layout.display());
+    let held = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = held.local_addr().unwrap().port();
+
+    world
+        .rkt(&[
+            "run",
+            "--net=default",
+            &format!("--port=443-tcp:{port}"),
+            &served,
+        ])
+        .run()
+        .assert_exit_code(254)
+        .assert_stderr_contains(&format!("--port=443-tcp:{port}"))
+        .assert_stderr_contains("exposes")
+        .assert_stderr_contains("80-tcp")
+        .assert_stderr_contains("53-udp");
+    assert!(world.pods().is_empty());
+
+    let (uuid, index) = world.spawn_run(&[
+        "--net=default",
+        &format!("--port=80-tcp:127.0.0.1:{port}"),
+        &served,
+        "--exec=/bin/busybox",
+        "--",
+        "httpd",
+        "-f",
+        "-p",
+        "80",
+        "-h",
+        "/etc",
+    ]);
+    world.wait_running(&uuid);
+    let body = wait_for(|| {
+        let mut conn = TcpStream::connect_timeout(
+            &std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+            Duration::from_secs(2),
+        )
+        .ok()?;
+        conn.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        conn.write_all(b"GET /greeting HTTP/1.0\r\n\r\n").ok()?;
+        let mut got = String::new();
+        conn.read_to_string(&mut got).ok()?;
+        got.contains("200 OK").then_some(got)
+    });
+    assert!(body.ends_with("hello\n"), "{body}");
+    world
+        .rkt(&["status", &uuid])
+        .run()
+        .assert_success()
+        .assert_stdout_contains(&format!("ports=tcp:127.0.0.1:{port}->80\n"));
+    world.rkt(&["stop", &uuid]).run().assert_success();
+    world.wait_child(index);
+    drop(held);
+    world
+        .rkt(&["gc", "--grace-period=0s"])
+        .run()
+        .assert_success();
+}

@@ -35,10 +35,11 @@ pub struct RunArgs {
 pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     args.unsupported.refuse()?;
     let dirs = global.effective_dirs(&args.net.dirs)?;
-    let (opts, store) =
+    let (mut opts, store) =
         args.net
             .run_options(global, &dirs, &args.stdio, args.uuid_file_save.clone())?;
     let app = super::image_app::app(global, &dirs.data.value, &args.app)?;
+    super::image_app::add_named_ports(&mut opts.net.ports, &args.net.port, &[&app])?;
     let outcome = run_new(&store, app, &opts)?;
     Ok(finish(global, &outcome))
 }
