@@ -540,3 +540,58 @@ fn port_by_the_name_of_an_exposed_port() {
         .run()
         .assert_success();
 }
+
+/// Two pods from an image on the `default` network reach each other: one serves a file of
+/// the image with busybox httpd, the other fetches it from the first one's address with
+/// busybox wget. Nothing is left on the host afterwards.
+#[test]
+fn two_image_pods_on_the_default_network_reach_each_other() {
+    if !ready_for_images("two_image_pods_on_the_default_network_reach_each_other") {
+        return;
+    }
+    let mut world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
+    let layout = busybox_layout(world.root.path());
+    let v1 = format!("oci:{}:v1", layout.display());
+    let (server, index) = world.spawn_run(&[
+        "--net=default",
+        &v1,
+        "--exec=/bin/busybox",
+        "--",
+        "httpd",
+        "-f",
+        "-p",
+        "80",
+        "-h",
+        "/etc",
+    ]);
+    world.wait_running(&server);
+    let ip = world.status_json(&server)["networks"][0]["ip"]
+        .as_str()
+        .expect("the server pod's address")
+        .to_string();
+    assert!(ip.starts_with("172.16.28."), "{ip}");
+    // The server may need a moment to listen: the client retries inside its pod.
+    let script = format!(
+        "for i in $(seq 50); do wget -q -O - http://{ip}/greeting && exit 0; sleep 0.1; done; exit 1"
+    );
+    world
+        .rkt(&[
+            "run",
+            "--net=default",
+            &v1,
+            "--exec=/bin/sh",
+            "--",
+            "-c",
+            &script,
+        ])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("hello\n");
+    world.rkt(&["stop", &server]).run().assert_success();
+    world.wait_child(index);
+    world
+        .rkt(&["gc", "--grace-period=0s"])
+        .run()
+        .assert_success();
+}
