@@ -595,3 +595,67 @@ fn two_image_pods_on_the_default_network_reach_each_other() {
         .run()
         .assert_success();
 }
+
+/// With `--private-users` an image pod gets its own copy of the image owned by the pod's id
+/// range: root in the pod owns the image's files (as without the flag) and can change them;
+/// on the host they belong to the range's ids, never to host root.
+#[test]
+fn an_image_pod_with_private_users_owns_its_copy_of_the_image() {
+    use std::os::unix::fs::MetadataExt;
+    if !ready_for_images("an_image_pod_with_private_users_owns_its_copy_of_the_image") {
+        return;
+    }
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let layout = busybox_layout(world.root.path());
+    let v1 = format!("oci:{}:v1", layout.display());
+    let uuid_file = world.path("uuid");
+    let save = format!("--uuid-file-save={}", uuid_file.display());
+    world
+        .rkt(&[
+            "run",
+            "--net=none",
+            "--private-users",
+            &save,
+            &v1,
+            "--exec=/bin/sh",
+            "--",
+            "-c",
+            "id -u; stat -c %u:%g / /bin /etc/second; echo new > /new; \
+             echo changed >> /etc/second; cat /etc/second",
+        ])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("0\n0:0\n0:0\n0:0\nlayer 2\nchanged\n");
+    let uuid = fs::read_to_string(&uuid_file).unwrap();
+    let base = world.status_json(&uuid)["isolation"]["userNs"]["hostBase"]
+        .as_u64()
+        .expect("the pod's host id base") as u32;
+    assert!(base >= 1 << 24, "{base}");
+    let rootfs = world.path(&format!("data/pods/{uuid}/rootfs"));
+    eprintln!(
+        "{:?}",
+        std::process::Command::new("find")
+            .arg(world.path("data/pods"))
+            .arg("-maxdepth")
+            .arg("3")
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+    );
+    for file in ["", "bin", "bin/busybox", "new", "etc/second"] {
+        let meta = fs::symlink_metadata(rootfs.join(file)).unwrap();
+        assert_eq!((meta.uid(), meta.gid()), (base, base), "{file}");
+    }
+    // The copy is the pod's alone: another pod of the image sees the image unchanged.
+    let other = world
+        .rkt(&["run", "--net=none", &v1, "--", "cat /etc/second"])
+        .run();
+    other.assert_success();
+    assert_eq!(other.stdout(), "layer 2\n");
+    world.rkt(&["rm", &uuid]).run().assert_success();
+    assert!(!rootfs.exists());
+    world
+        .rkt(&["gc", "--grace-period=0s"])
+        .run()
+        .assert_success();
+}

@@ -356,9 +356,20 @@ fn start(
     }
     // An image pod's root filesystem, mounted here so that gc finds it if this runner dies.
     if let Some(image) = pod.manifest().map_err(RunError::Pod)?.app.image {
-        crate::image_pod::rootfs::build(&pod.dir, &image).map_err(|source| RunError::Rootfs {
-            uuid: uuid(),
-            source: Box::new(source),
+        // In a user namespace of its own the pod gets a copy owned by its id range.
+        let shift = state
+            .isolation
+            .as_ref()
+            .and_then(|i| i.user_ns.as_ref())
+            .map(|m| image::unpack::IdShift {
+                base: m.host_base,
+                size: m.size,
+            });
+        crate::image_pod::rootfs::build(&pod.dir, &image, shift).map_err(|source| {
+            RunError::Rootfs {
+                uuid: uuid(),
+                source: Box::new(source),
+            }
         })?;
     }
     if let Some(path) = netns_path {
