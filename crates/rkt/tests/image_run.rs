@@ -499,6 +499,26 @@ fn port_by_the_name_of_an_exposed_port() {
         .assert_stderr_contains("80-tcp")
         .assert_stderr_contains("53-udp");
     assert!(world.pods().is_empty());
+    // A prepared pod keeps the names its image exposes for run-prepared.
+    let prepared = world.rkt(&["prepare", &served]).run();
+    prepared.assert_success();
+    let prepared = prepared.stdout().trim().to_string();
+    world
+        .rkt(&[
+            "run-prepared",
+            "--net=default",
+            &format!("--port=443-tcp:{port}"),
+            &prepared,
+        ])
+        .run()
+        .assert_exit_code(254)
+        .assert_stderr_contains("(app layout exposes 53-udp, 80-tcp)");
+    world
+        .rkt(&["status", &prepared])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("state=prepared\n");
+    world.rkt(&["rm", &prepared]).run().assert_success();
 
     let (uuid, index) = world.spawn_run(&[
         "--net=default",

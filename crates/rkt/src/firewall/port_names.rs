@@ -97,12 +97,16 @@ pub fn resolve(values: &[String], apps: &[AppPorts]) -> Result<Vec<PortMapping>,
 fn exposed_names(apps: &[AppPorts]) -> Vec<String> {
     apps.iter()
         .filter_map(|a| {
-            let names: Vec<String> = a
+            // By port, then protocol: the image's map has no order of its own.
+            let mut ports: Vec<(u16, String)> = a
                 .exposed
                 .iter()
                 .filter_map(|k| exposed_port(k))
-                .map(|(n, _, _)| n)
+                .map(|(n, port, _)| (port, n))
                 .collect();
+            ports.sort();
+            ports.dedup();
+            let names: Vec<String> = ports.into_iter().map(|(_, n)| n).collect();
             (!names.is_empty()).then(|| format!("app {} exposes {}", a.app, names.join(", ")))
         })
         .collect()
@@ -116,7 +120,12 @@ mod tests {
         vec![
             AppPorts {
                 app: "web".into(),
-                exposed: vec!["80/tcp".into(), "8443".into(), "x/sctp".into()],
+                exposed: vec![
+                    "8443".into(),
+                    "80/tcp".into(),
+                    "x/sctp".into(),
+                    "80/tcp".into(),
+                ],
             },
             AppPorts {
                 app: "dns".into(),
