@@ -220,9 +220,16 @@ fn put(
         partial.discard();
         return Ok(size);
     }
-    let (mut reader, from) = source
-        .blob_from(digest, size, partial.len())
-        .map_err(PutError::Transport)?;
+    let (mut reader, from) = match source.blob_from(digest, size, partial.len()) {
+        Ok(r) => r,
+        Err(e) => {
+            // Keep a partial download for the next attempt, but not an empty file.
+            if partial.is_empty() {
+                partial.discard();
+            }
+            return Err(PutError::Transport(e));
+        }
+    };
     partial.restart_at(from).map_err(PutError::Store)?;
     progress.blob_started(digest, size, from);
     let result = partial.finish(store, size, &mut reader, progress);

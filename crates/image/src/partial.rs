@@ -174,8 +174,12 @@ impl Partial {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(source) => {
-                    // Keep what arrived: it is flushed so the next attempt finds it.
+                    // Keep what arrived: it is flushed so the next attempt finds it. Nothing
+                    // arrived: no file is kept either.
                     let kept = out.flush().map(|()| self.len).unwrap_or(0);
+                    if self.len == 0 {
+                        let _ = fs::remove_file(&self.path);
+                    }
                     return Err(StoreError::Interrupted {
                         digest: self.digest.clone(),
                         kept,
@@ -287,6 +291,31 @@ mod tests {
             .finish(&store, size, &mut &data[100_000..], &mut NoProgress)
             .unwrap();
         assert_eq!(store.read_blob(&digest).unwrap(), data);
+        assert_eq!(fs::read_dir(store.tmp_dir()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_download_that_breaks_off_before_any_byte_keeps_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let data = data();
+        let digest = Digest::of(&data);
+        let partial = store.partial(&digest, data.len() as u64).unwrap().unwrap();
+        let err = partial
+            .finish(
+                &store,
+                data.len() as u64,
+                &mut Cut {
+                    data: &data,
+                    cut: 0,
+                },
+                &mut NoProgress,
+            )
+            .unwrap_err();
+        assert!(
+            matches!(err, StoreError::Interrupted { kept: 0, .. }),
+            "{err}"
+        );
         assert_eq!(fs::read_dir(store.tmp_dir()).unwrap().count(), 0);
     }
 
