@@ -5,11 +5,12 @@
 //! cycle three ways), [`scenarios`] (scenarios 1 to 5), [`busy`] (scenario 6, a busy host), [`rss`] (per-process peak RSS via
 //! ptrace), [`stats`] (medians, alternation), [`report`] (the markdown table), [`proc`]
 //! (running programs, Ctrl-C), [`pull`] (scenario 7, pulling an image against skopeo and
-//! umoci).
+//! umoci), [`image_start`] (scenario 8, a pod from a stored image against `--rootfs`).
 
 mod busy;
 mod cycle;
 mod error;
+mod image_start;
 mod proc;
 mod pull;
 mod report;
@@ -34,7 +35,9 @@ use workspace::{Tools, Workspace, NOOP_NET, PTP_NET};
 3 loading a directory of configurations, 4 many pods at once, 5 peak RSS of rkt run, \
 6 a busy host (the pod cycle with 0, 250, 1,000 other pods; not in the default set: slow), \
 7 pulling a 50 MB image from a local registry: rkt fetch + unpack vs skopeo copy + umoci unpack \
-(not in the default set; needs docker-registry, skopeo, umoci, busybox-static). \
+(not in the default set; needs docker-registry, skopeo, umoci, busybox-static), \
+8 starting a pod from a stored image vs the same pod with --rootfs of the unpacked tree \
+(not in the default set; needs umoci, busybox-static). \
 bench/run builds everything and runs this."
 )]
 struct Cli {
@@ -162,6 +165,14 @@ fn bench(cli: &Cli) -> Result<String, BenchError> {
             &self_exe,
             1,
             cli.pull_iterations,
+        )?);
+    }
+    if cli.only.contains(&8) {
+        note("scenario 8: a pod from a stored image vs --rootfs of the unpacked tree");
+        r.image_start = Some(image_start::image_start(
+            &absolute(&cli.rkt),
+            cli.warmup,
+            cli.iterations,
         )?);
     }
     if cli.only.iter().any(|n| (1..=6).contains(n)) {

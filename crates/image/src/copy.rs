@@ -6,6 +6,7 @@
 
 use crate::digest::Digest;
 use crate::lock::LockKind;
+use crate::partial::Progress;
 use crate::platform::Platform;
 use crate::store::{ImageRecord, Store, StoreError};
 use crate::transport::{Source, TransportError};
@@ -64,12 +65,14 @@ fn media_type(v: &serde_json::Value) -> Option<&str> {
 }
 
 /// Copies the image `source` names into `store`, recording it under `names`; returns its
-/// record. Blobs already stored are not read again.
+/// record. Blobs already stored are not read again; a blob whose download broke off earlier
+/// continues from the bytes kept. `progress` follows the config and layer downloads.
 pub fn copy_image(
     source: &mut dyn Source,
     store: &Store,
     names: &[String],
     platform: &Platform,
+    progress: &mut dyn Progress,
 ) -> Result<ImageRecord, CopyError> {
     let image = source.image();
     let store_err = |source| CopyError::Store {
@@ -139,8 +142,14 @@ pub fn copy_image(
 
     let config_digest = digest_of(manifest.config().digest())?;
     let mut total = bytes.len() as u64;
-    total += put(source, store, &config_digest, manifest.config().size())
-        .map_err(|e| e.with_image(&image))?;
+    total += put(
+        source,
+        store,
+        &config_digest,
+        manifest.config().size(),
+        progress,
+    )
+    .map_err(|e| e.with_image(&image))?;
     let config_bytes = store.read_blob(&config_digest).map_err(store_err)?;
     let config: oci_spec::image::ImageConfiguration = serde_json::from_slice(&config_bytes)
         .map_err(|e| malformed(&format!("config {config_digest}"), e.to_string()))?;
@@ -156,7 +165,8 @@ pub fn copy_image(
     }
     for layer in manifest.layers() {
         let d = digest_of(layer.digest())?;
-        total += put(source, store, &d, layer.size()).map_err(|e| e.with_image(&image))?;
+        total +=
+            put(source, store, &d, layer.size(), progress).map_err(|e| e.with_image(&image))?;
     }
     store
         .put_blob(&manifest_digest, Some(bytes.len() as u64), &mut &bytes[..])
@@ -188,14 +198,57 @@ fn put(
     store: &Store,
     digest: &Digest,
     size: u64,
+    progress: &mut dyn Progress,
 ) -> Result<u64, PutError> {
     if store.has_blob(digest) {
         return Ok(size);
     }
-    let mut reader = source.blob(digest, size).map_err(PutError::Transport)?;
-    store
-        .put_blob(digest, Some(size), &mut reader)
-        .map_err(PutError::Store)
+    let Some(mut partial) = store.partial(digest, size).map_err(PutError::Store)? else {
+        // Another process is downloading this blob: download it apart, as before resuming
+        // existed; the first to finish stores it.
+        let mut reader = source.blob(digest, size).map_err(PutError::Transport)?;
+        progress.blob_started(digest, size, 0);
+        let mut counted = Counted {
+            inner: &mut reader,
+            progress,
+        };
+        let result = store.put_blob(digest, Some(size), &mut counted);
+        counted.progress.blob_done();
+        return result.map_err(PutError::Store);
+    };
+    if store.has_blob(digest) {
+        partial.discard();
+        return Ok(size);
+    }
+    let (mut reader, from) = match source.blob_from(digest, size, partial.len()) {
+        Ok(r) => r,
+        Err(e) => {
+            // Keep a partial download for the next attempt, but not an empty file.
+            if partial.is_empty() {
+                partial.discard();
+            }
+            return Err(PutError::Transport(e));
+        }
+    };
+    partial.restart_at(from).map_err(PutError::Store)?;
+    progress.blob_started(digest, size, from);
+    let result = partial.finish(store, size, &mut reader, progress);
+    progress.blob_done();
+    result.map_err(PutError::Store)
+}
+
+/// A reader that tells `progress` of the bytes it passes on.
+struct Counted<'a, R> {
+    inner: R,
+    progress: &'a mut dyn Progress,
+}
+
+impl<R: std::io::Read> std::io::Read for Counted<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.progress.advanced(n as u64);
+        Ok(n)
+    }
 }
 
 /// The digest of `bytes`, which must match `expected` (and `size`) when given.

@@ -30,7 +30,7 @@ impl Digest {
         Digest::from_hasher(Sha256::new_with_prefix(bytes))
     }
 
-    fn from_hasher(hasher: Sha256) -> Digest {
+    pub(crate) fn from_hasher(hasher: Sha256) -> Digest {
         let hash = hasher.finalize();
         let mut hex = String::with_capacity(64);
         for byte in hash {

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use crate::copy::{copy_image, CopyError};
+use crate::partial::{NoProgress, Progress};
 use crate::platform::Platform;
 use crate::reference::{DockerRef, ImageRef};
 use crate::store::{ImageRecord, Store, StoreError};
@@ -80,6 +81,17 @@ pub fn fetch(
     text: &str,
     options: &FetchOptions,
 ) -> Result<ImageRecord, FetchError> {
+    fetch_with_progress(store, reference, text, options, &mut NoProgress)
+}
+
+/// [`fetch`], telling `progress` of the blobs it downloads.
+pub fn fetch_with_progress(
+    store: &Store,
+    reference: &ImageRef,
+    text: &str,
+    options: &FetchOptions,
+    progress: &mut dyn Progress,
+) -> Result<ImageRecord, FetchError> {
     let name = store_name(reference);
     // An ID, or a bare name, can only come from the store.
     if matches!(reference, ImageRef::Id(_) | ImageRef::Name(_)) {
@@ -111,16 +123,16 @@ pub fn fetch(
     let record = match reference {
         ImageRef::Docker(d) => {
             let mut source = Registry::new(d, options.registry.clone()).map_err(CopyError::from)?;
-            copy_image(&mut source, store, &names, &options.platform)?
+            copy_image(&mut source, store, &names, &options.platform, progress)?
         }
         ImageRef::OciLayout { path, tag } => {
             let mut source = OciLayout::dir(path, tag.clone(), text);
-            copy_image(&mut source, store, &names, &options.platform)?
+            copy_image(&mut source, store, &names, &options.platform, progress)?
         }
         ImageRef::OciArchive { path, tag } => {
             let mut source =
                 OciLayout::archive(path, tag.clone(), text).map_err(CopyError::from)?;
-            copy_image(&mut source, store, &names, &options.platform)?
+            copy_image(&mut source, store, &names, &options.platform, progress)?
         }
         ImageRef::DockerArchive { path } => {
             let mut source = DockerArchive::open(path, text).map_err(CopyError::from)?;
@@ -138,6 +150,7 @@ pub fn fetch(
                 store,
                 &names,
                 &options.platform,
+                progress,
             )?
         }
         ImageRef::Id(_) | ImageRef::Name(_) => unreachable!("handled above"),

@@ -9,6 +9,7 @@ pub mod digest;
 pub mod fetch;
 pub mod layers;
 pub mod lock;
+pub mod partial;
 pub mod platform;
 pub mod reference;
 pub mod store;
@@ -17,6 +18,7 @@ pub mod unpack;
 
 pub use digest::Digest;
 pub use fetch::{fetch, FetchError, FetchOptions, PullPolicy};
+pub use partial::{NoProgress, Progress};
 pub use platform::Platform;
 pub use reference::{DockerRef, ImageRef, ReferenceError, Target};
 pub use store::{ImageRecord, Store, StoreError};

@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! blobs/sha256/<hex>   every blob (layers, configs, manifests), named by its digest
-//! tmp/                 partial writes; whatever is here after a crash is garbage (gc)
+//! tmp/                 partial writes; `<hex>.partial` is a download a retry continues
+//!                      (see `partial`); gc removes everything here
 //! images.json          the index: one record per image (ID, manifest, names, times)
 //! layers/<hex>/        each layer unpacked on its own for overlay mounts (see `layers`)
 //! lock                 shared while fetching or reading, exclusive for rm and gc
@@ -50,6 +51,13 @@ pub enum StoreError {
     #[error("blob {digest}: reading it failed: {source}; nothing was stored")]
     Read {
         digest: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("blob {digest}: the download broke off after {kept} bytes: {source}; they are kept in the store's tmp/ and the next fetch continues from there (image gc removes them)")]
+    Interrupted {
+        digest: Digest,
+        kept: u64,
         #[source]
         source: io::Error,
     },
@@ -280,6 +288,14 @@ impl Store {
             path: dest.clone(),
             source: e.error,
         })?;
+        sync_dir(&self.blobs_dir())
+    }
+
+    /// Renames a complete, verified and fsynced file into place as the blob `digest`, and
+    /// makes the rename durable.
+    pub(crate) fn commit_file(&self, path: &Path, digest: &Digest) -> Result<(), StoreError> {
+        let dest = self.blob_path(digest);
+        fs::rename(path, &dest).map_err(io_err(&dest))?;
         sync_dir(&self.blobs_dir())
     }
 

@@ -83,6 +83,30 @@ pub struct UnpackOptions {
     /// `trusted.overlay.opaque=y` on its directory. For a layer unpacked on its own, to be
     /// one lower directory of an overlay mount.
     pub overlay_whiteouts: bool,
+    /// Shift every owner into a range of host ids (a user namespace's): id `n` becomes
+    /// `base + n`. With `same_owner`; directories the layers do not list, and the target
+    /// itself, become `base`'s (the namespace's root).
+    pub id_shift: Option<IdShift>,
+}
+
+/// A range of host ids that ids `0..size` are shifted to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdShift {
+    pub base: u32,
+    pub size: u32,
+}
+
+impl IdShift {
+    /// The host id of `id`; an id beyond the range becomes the range's overflow id
+    /// (`nobody`, 65534, or the range's last id when it is smaller).
+    pub fn host_id(&self, id: u32) -> u32 {
+        let inside = if id < self.size {
+            id
+        } else {
+            65534.min(self.size.saturating_sub(1))
+        };
+        self.base + inside
+    }
 }
 
 impl Default for UnpackOptions {
@@ -91,6 +115,7 @@ impl Default for UnpackOptions {
         UnpackOptions {
             same_owner: unsafe { libc::geteuid() } == 0,
             overlay_whiteouts: false,
+            id_shift: None,
         }
     }
 }
@@ -116,6 +141,15 @@ pub fn unpack_image(
         path: target.to_path_buf(),
         source,
     })?;
+    if let (Some(shift), true) = (options.id_shift, options.same_owner) {
+        let root = shift.host_id(0);
+        std::os::unix::fs::lchown(target, Some(root), Some(root)).map_err(|source| {
+            UnpackError::Target {
+                path: target.to_path_buf(),
+                source,
+            }
+        })?;
+    }
     for (layer, diff_id) in manifest.layers().iter().zip(diff_ids) {
         let digest = Digest::try_from(layer.digest()).map_err(|e| UnpackError::Image {
             image: image.id.to_string(),
@@ -383,6 +417,19 @@ impl Unpacker {
                     let name = cstr(OsStr::new(&components[i]))?;
                     // SAFETY: `name` is NUL-terminated; `dir` is an open directory.
                     check(unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o755) })?;
+                    if let (Some(shift), true) = (self.options.id_shift, self.options.same_owner) {
+                        let root = shift.host_id(0);
+                        // SAFETY: `name` is NUL-terminated; `dir` is an open directory.
+                        check(unsafe {
+                            libc::fchownat(
+                                dir.as_raw_fd(),
+                                name.as_ptr(),
+                                root,
+                                root,
+                                libc::AT_SYMLINK_NOFOLLOW,
+                            )
+                        })?;
+                    }
                     open_in_root(self.root.as_raw_fd(), &path, flags)?
                 }
                 Err(e) => return Err(e),
@@ -548,6 +595,10 @@ impl Unpacker {
         symlink: bool,
     ) -> io::Result<()> {
         if self.options.same_owner {
+            let (uid, gid) = match self.options.id_shift {
+                Some(shift) => (shift.host_id(uid), shift.host_id(gid)),
+                None => (uid, gid),
+            };
             // SAFETY: `name` is NUL-terminated.
             check(unsafe {
                 libc::fchownat(dirfd, name.as_ptr(), uid, gid, libc::AT_SYMLINK_NOFOLLOW)
@@ -614,6 +665,22 @@ fn join(parent: &str, name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn id_shift_maps_into_the_range_and_overflows_to_nobody() {
+        let shift = IdShift {
+            base: 1 << 24,
+            size: 65536,
+        };
+        assert_eq!(shift.host_id(0), 1 << 24);
+        assert_eq!(shift.host_id(1001), (1 << 24) + 1001);
+        assert_eq!(shift.host_id(70000), (1 << 24) + 65534);
+        let small = IdShift {
+            base: 100,
+            size: 10,
+        };
+        assert_eq!(small.host_id(42), 109);
+    }
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     /// A tar layer built entry by entry, names and link targets written raw so that

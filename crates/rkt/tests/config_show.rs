@@ -185,3 +185,71 @@ fn debug_shows_the_effective_directories() {
         .assert_success()
         .assert_stderr_contains("rkt: debug: data dir /var/lib/rkt (default)");
 }
+
+/// The registry credentials of auth.d are shown, one `dockerAuth` entry per registry with
+/// the user and (with --show-origin) the file that wins, the password masked: the password
+/// never appears in the output, with or without --show-origin.
+#[test]
+fn docker_auth_credentials_are_shown_with_the_password_masked() {
+    let tree = ConfigTree::new();
+    let auth = |layer: &str, name: &str, registries: &[&str], user: &str, password: &str| {
+        let dir = tree.layer(layer).join("auth.d");
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join(name);
+        std::fs::write(
+            &file,
+            json!({"rktKind": "dockerAuth", "rktVersion": "v1", "registries": registries,
+                   "credentials": {"user": user, "password": password}})
+            .to_string(),
+        )
+        .unwrap();
+        file
+    };
+    auth(
+        "system",
+        "a.json",
+        &["registry.example:5000", "other.example"],
+        "sys",
+        "sYsTeM-SeCrEt",
+    );
+    let user_file = auth(
+        "user",
+        "b.json",
+        &["registry.example:5000"],
+        "me",
+        "uSeR-SeCrEt-42",
+    );
+
+    for show in [true, false] {
+        let mut args = vec!["config"];
+        if show {
+            args.push("--show-origin");
+        }
+        let out = rkt(&args).args(&tree.flags()).run();
+        out.assert_success();
+        for secret in ["sYsTeM-SeCrEt", "uSeR-SeCrEt-42"] {
+            assert!(
+                !out.stdout().contains(secret) && !out.stderr().contains(secret),
+                "the password {secret} was printed"
+            );
+        }
+        let json = out.json();
+        let stage0 = json["stage0"].as_array().unwrap();
+        assert_eq!(stage0[0]["rktKind"], "paths");
+        let mut registry = json!({
+            "rktKind": "dockerAuth", "rktVersion": "v1",
+            "registries": ["registry.example:5000"],
+            "credentials": {"user": "me", "password": "********"},
+        });
+        let mut other = json!({
+            "rktKind": "dockerAuth", "rktVersion": "v1",
+            "registries": ["other.example"],
+            "credentials": {"user": "sys", "password": "********"},
+        });
+        if show {
+            registry["origin"] = json!(user_file);
+            other["origin"] = json!(tree.layer("system").join("auth.d/a.json"));
+        }
+        assert_eq!(stage0[1..], [other, registry]);
+    }
+}

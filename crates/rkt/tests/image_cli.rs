@@ -325,3 +325,231 @@ fn registry_credentials_from_auth_d() {
         .assert_success()
         .assert_stdout_contains("sha256:");
 }
+
+/// The `<hex>.partial` files in a store's tmp/, with their sizes.
+fn partials(data: &std::path::Path) -> Vec<(String, u64)> {
+    // None before the fetch has created the store.
+    std::fs::read_dir(data.join("images/tmp"))
+        .into_iter()
+        .flatten()
+        .map(|e| e.unwrap())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let hex = name.strip_suffix(".partial")?.to_string();
+            Some((hex, e.metadata().unwrap().len()))
+        })
+        .collect()
+}
+
+/// The blob `hex` is stored and its content has that sha256.
+fn assert_blob_verified(data: &std::path::Path, hex: &str) {
+    let path = data.join("images/blobs/sha256").join(hex);
+    let out = image_common::run(std::process::Command::new("sha256sum").arg(&path));
+    assert!(out.starts_with(hex), "{out}");
+}
+
+/// A registry behind a proxy the test steers, holding the busybox test image; returns the
+/// work dir, registry, proxy and the image's reference through the proxy.
+fn proxied_registry() -> (
+    tempfile::TempDir,
+    image_common::Registry,
+    image_common::Proxy,
+    String,
+) {
+    let work = tempfile::tempdir().unwrap();
+    let layout = busybox_layout(work.path());
+    let registry = image_common::Registry::start("");
+    skopeo_copy(
+        &format!("oci:{}:v1", layout.display()),
+        &format!("docker://{}/test/busybox:v1", registry.addr),
+    );
+    let proxy = image_common::Proxy::start(&registry.addr);
+    let remote = format!("docker://{}/test/busybox:v1", proxy.addr);
+    (work, registry, proxy, remote)
+}
+
+/// A connection cut in the middle of a layer fails the fetch cleanly: no blob, no image,
+/// the bytes that arrived kept in tmp/ (`image gc` clears them). The next fetch asks the
+/// registry for the rest only (`Range: bytes=N-`), and the blob it stores has its digest.
+/// A server that ignores the range (200) has the download start again from 0.
+#[test]
+fn a_dropped_connection_is_resumed_from_the_bytes_kept() {
+    if !ready(
+        "a_dropped_connection_is_resumed_from_the_bytes_kept",
+        &["umoci", "skopeo", "docker-registry"],
+    ) {
+        return;
+    }
+    let (work, _registry, proxy, remote) = proxied_registry();
+    let data = work.path().join("data");
+    let dir = ["--dir", data.to_str().unwrap()];
+    let fetch = || {
+        rkt(&dir)
+            .args(&["fetch", "--insecure-options=http", &remote])
+            .run()
+    };
+
+    // Cut, then gc clears what was kept.
+    proxy.set(image_common::Fault::CutAfter(200_000));
+    fetch()
+        .assert_exit_code(254)
+        .assert_stderr_contains("broke off after");
+    assert_eq!(partials(&data).len(), 1);
+    rkt(&dir)
+        .args(&["image", "gc"])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("1 partial download(s)");
+    assert!(partials(&data).is_empty());
+
+    // Cut again; the retry continues from the bytes kept.
+    proxy.set(image_common::Fault::CutAfter(200_000));
+    fetch().assert_exit_code(254);
+    assert_eq!(
+        rkt(&dir)
+            .args(&["image", "list", "--no-legend"])
+            .run()
+            .stdout(),
+        "",
+        "no image from a broken fetch"
+    );
+    let kept = partials(&data);
+    let [(hex, len)] = kept.as_slice() else {
+        panic!("{kept:?}")
+    };
+    assert!(*len > 100_000 && *len < 200_000, "{len}");
+    assert!(!data.join("images/blobs/sha256").join(hex).exists());
+    proxy.set(image_common::Fault::None);
+    let before = proxy.ranges().len();
+    fetch().assert_success().assert_stdout_contains("sha256:");
+    assert_eq!(proxy.ranges()[before..], [format!("bytes={len}-")]);
+    assert_blob_verified(&data, hex);
+    assert!(partials(&data).is_empty());
+
+    // A server that ignores Range: the download starts again and still verifies.
+    let data2 = work.path().join("data2");
+    let dir2 = ["--dir", data2.to_str().unwrap()];
+    proxy.set(image_common::Fault::CutAfter(200_000));
+    rkt(&dir2)
+        .args(&["fetch", "--insecure-options=http", &remote])
+        .run()
+        .assert_exit_code(254);
+    let kept = partials(&data2);
+    assert_eq!(kept.len(), 1);
+    proxy.set(image_common::Fault::HideRange);
+    rkt(&dir2)
+        .args(&["fetch", "--insecure-options=http", &remote])
+        .run()
+        .assert_success();
+    assert_blob_verified(&data2, &kept[0].0);
+    assert!(partials(&data2).is_empty());
+}
+
+/// `kill -9` of a fetch in the middle of a layer, then a fetch again: it continues from
+/// the bytes the killed one wrote.
+#[test]
+fn kill_9_during_a_registry_fetch_then_fetch_resumes() {
+    use std::time::{Duration, Instant};
+    if !ready(
+        "kill_9_during_a_registry_fetch_then_fetch_resumes",
+        &["umoci", "skopeo", "docker-registry"],
+    ) {
+        return;
+    }
+    let (work, _registry, proxy, remote) = proxied_registry();
+    let data = work.path().join("data");
+    let dir = ["--dir", data.to_str().unwrap()];
+    proxy.set(image_common::Fault::StallAfter(400_000));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rkt"))
+        .args(dir)
+        .args(["fetch", "--insecure-options=http", &remote])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !partials(&data).iter().any(|(_, len)| *len > 0) {
+        assert!(Instant::now() < deadline, "no partial download appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The stalled stream writes nothing more; let any write in flight land.
+    std::thread::sleep(Duration::from_millis(200));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let kept = partials(&data);
+    let [(hex, len)] = kept.as_slice() else {
+        panic!("{kept:?}")
+    };
+    assert!(*len > 0 && *len < 400_000, "{len}");
+    proxy.set(image_common::Fault::None);
+    let before = proxy.ranges().len();
+    rkt(&dir)
+        .args(&["fetch", "--insecure-options=http", &remote])
+        .run()
+        .assert_success();
+    assert_eq!(proxy.ranges()[before..], [format!("bytes={len}-")]);
+    assert_blob_verified(&data, hex);
+    assert!(partials(&data).is_empty());
+}
+
+/// On a terminal `rkt fetch` draws one progress line, rewritten in place and erased at the
+/// end; with stderr in a pipe it writes nothing there.
+#[test]
+fn a_progress_line_on_a_terminal_and_none_in_a_pipe() {
+    use std::io::Read;
+    if !ready(
+        "a_progress_line_on_a_terminal_and_none_in_a_pipe",
+        &["umoci", "skopeo", "docker-registry"],
+    ) {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let layout = busybox_layout(work.path());
+    let registry = image_common::Registry::start("");
+    let remote = format!("docker://{}/test/busybox:v1", registry.addr);
+    skopeo_copy(&format!("oci:{}:v1", layout.display()), &remote);
+
+    let piped = work.path().join("piped");
+    let out = rkt(&["--dir", piped.to_str().unwrap()])
+        .args(&["fetch", "--insecure-options=http", &remote])
+        .run();
+    out.assert_success();
+    assert_eq!(out.stderr(), "", "no progress junk in a pipe");
+
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let tty = work.path().join("tty");
+    let child = {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rkt"));
+        cmd.args(["--dir", tty.to_str().unwrap()])
+            .args(["fetch", "--insecure-options=http", &remote])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::from(pty.slave));
+        cmd.spawn().unwrap()
+        // The command, and with it our copy of the slave, is dropped here: the master
+        // reads EOF (EIO) once the child is gone.
+    };
+    let mut master = std::fs::File::from(pty.master);
+    let reader = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = master.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            bytes.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8_lossy(&bytes).into_owned()
+    });
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let id = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(id.starts_with("sha256:"), "{id}");
+    let screen = reader.join().unwrap();
+    assert!(screen.contains("\rfetching blob 1 sha256:"), "{screen:?}");
+    assert!(screen.contains("(100%)"), "{screen:?}");
+    assert!(!screen.contains('\n'), "one line, rewritten: {screen:?}");
+    assert!(
+        screen.ends_with("\r\x1b[K"),
+        "erased at the end: {screen:?}"
+    );
+}

@@ -219,11 +219,17 @@ fn image_apps_from_a_layout_and_a_registry() {
     skopeo_copy(&format!("oci:{}:v1", layout.display()), &remote);
     let uuid_file = world.path("uuid-registry");
     let save = format!("--uuid-file-save={}", uuid_file.display());
-    world
+    let out = world
         .rkt(&["run", none, "--insecure-options=http", &save, &remote])
-        .run()
-        .assert_success()
+        .run();
+    out.assert_success()
         .assert_stdout_contains("hello from /etc\n");
+    // The fetch draws its progress line only on a terminal: none in a pipe.
+    assert!(
+        !out.stderr().contains("fetching blob") && !out.stderr().contains('\r'),
+        "{:?}",
+        out.stderr()
+    );
     let uuid = fs::read_to_string(&uuid_file).unwrap();
     let id = world
         .rkt(&["fetch", "--pull-policy=never", &remote])
@@ -447,4 +453,229 @@ fn a_bad_image_reference_is_an_error_naming_it_and_creates_nothing() {
     assert!(world.pods().is_empty(), "{:?}", world.pods());
     let blobs = world.path("data/images/blobs/sha256");
     assert_eq!(fs::read_dir(&blobs).map_or(0, |d| d.count()), 0);
+}
+
+/// `--port=NAME:HOSTPORT` forwards a port the image exposes by its docker2aci name
+/// (`80/tcp` is `80-tcp`): busybox httpd in an image pod on the default network answers
+/// through 127.0.0.1:HOSTPORT. A name the image does not expose is an error listing the
+/// names it does, before any pod exists.
+#[test]
+fn port_by_the_name_of_an_exposed_port() {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::time::Duration;
+    if !ready_for_images("port_by_the_name_of_an_exposed_port") {
+        return;
+    }
+    let mut world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
+    let layout = busybox_layout(world.root.path());
+    run(Command::new("umoci").args([
+        "config",
+        "--image",
+        &format!("{}:v1", layout.display()),
+        "--tag",
+        "served",
+        "--config.exposedports",
+        "80/tcp",
+        "--config.exposedports",
+        "53/udp",
+    ]));
+    let served = format!("oci:{}:served", layout.display());
+    let held = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = held.local_addr().unwrap().port();
+
+    world
+        .rkt(&[
+            "run",
+            "--net=default",
+            &format!("--port=443-tcp:{port}"),
+            &served,
+        ])
+        .run()
+        .assert_exit_code(254)
+        .assert_stderr_contains(&format!("--port=443-tcp:{port}"))
+        .assert_stderr_contains("exposes")
+        .assert_stderr_contains("80-tcp")
+        .assert_stderr_contains("53-udp");
+    assert!(world.pods().is_empty());
+    // A prepared pod keeps the names its image exposes for run-prepared.
+    let prepared = world.rkt(&["prepare", &served]).run();
+    prepared.assert_success();
+    let prepared = prepared.stdout().trim().to_string();
+    world
+        .rkt(&[
+            "run-prepared",
+            "--net=default",
+            &format!("--port=443-tcp:{port}"),
+            &prepared,
+        ])
+        .run()
+        .assert_exit_code(254)
+        .assert_stderr_contains("(app layout exposes 53-udp, 80-tcp)");
+    world
+        .rkt(&["status", &prepared])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("state=prepared\n");
+    world.rkt(&["rm", &prepared]).run().assert_success();
+
+    let (uuid, index) = world.spawn_run(&[
+        "--net=default",
+        &format!("--port=80-tcp:127.0.0.1:{port}"),
+        &served,
+        "--exec=/bin/busybox",
+        "--",
+        "httpd",
+        "-f",
+        "-p",
+        "80",
+        "-h",
+        "/etc",
+    ]);
+    world.wait_running(&uuid);
+    let body = wait_for(|| {
+        let mut conn = TcpStream::connect_timeout(
+            &std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+            Duration::from_secs(2),
+        )
+        .ok()?;
+        conn.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        conn.write_all(b"GET /greeting HTTP/1.0\r\n\r\n").ok()?;
+        let mut got = String::new();
+        conn.read_to_string(&mut got).ok()?;
+        got.contains("200 OK").then_some(got)
+    });
+    assert!(body.ends_with("hello\n"), "{body}");
+    world
+        .rkt(&["status", &uuid])
+        .run()
+        .assert_success()
+        .assert_stdout_contains(&format!("ports=tcp:127.0.0.1:{port}->80\n"));
+    world.rkt(&["stop", &uuid]).run().assert_success();
+    world.wait_child(index);
+    drop(held);
+    world
+        .rkt(&["gc", "--grace-period=0s"])
+        .run()
+        .assert_success();
+}
+
+/// Two pods from an image on the `default` network reach each other: one serves a file of
+/// the image with busybox httpd, the other fetches it from the first one's address with
+/// busybox wget. Nothing is left on the host afterwards.
+#[test]
+fn two_image_pods_on_the_default_network_reach_each_other() {
+    if !ready_for_images("two_image_pods_on_the_default_network_reach_each_other") {
+        return;
+    }
+    let mut world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
+    let layout = busybox_layout(world.root.path());
+    let v1 = format!("oci:{}:v1", layout.display());
+    let (server, index) = world.spawn_run(&[
+        "--net=default",
+        &v1,
+        "--exec=/bin/busybox",
+        "--",
+        "httpd",
+        "-f",
+        "-p",
+        "80",
+        "-h",
+        "/etc",
+    ]);
+    world.wait_running(&server);
+    let ip = world.status_json(&server)["networks"][0]["ip"]
+        .as_str()
+        .expect("the server pod's address")
+        .to_string();
+    assert!(ip.starts_with("172.16.28."), "{ip}");
+    // The server may need a moment to listen: the client retries inside its pod.
+    let script = format!(
+        "for i in $(seq 50); do wget -q -O - http://{ip}/greeting && exit 0; sleep 0.1; done; exit 1"
+    );
+    world
+        .rkt(&[
+            "run",
+            "--net=default",
+            &v1,
+            "--exec=/bin/sh",
+            "--",
+            "-c",
+            &script,
+        ])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("hello\n");
+    world.rkt(&["stop", &server]).run().assert_success();
+    world.wait_child(index);
+    world
+        .rkt(&["gc", "--grace-period=0s"])
+        .run()
+        .assert_success();
+}
+
+/// With `--private-users` an image pod gets its own copy of the image owned by the pod's id
+/// range: root in the pod owns the image's files (as without the flag) and can change them;
+/// on the host they belong to the range's ids, never to host root.
+#[test]
+fn an_image_pod_with_private_users_owns_its_copy_of_the_image() {
+    use std::os::unix::fs::MetadataExt;
+    if !ready_for_images("an_image_pod_with_private_users_owns_its_copy_of_the_image") {
+        return;
+    }
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let layout = busybox_layout(world.root.path());
+    let v1 = format!("oci:{}:v1", layout.display());
+    let uuid_file = world.path("uuid");
+    let save = format!("--uuid-file-save={}", uuid_file.display());
+    world
+        .rkt(&[
+            "run",
+            "--net=none",
+            "--private-users",
+            &save,
+            &v1,
+            "--exec=/bin/sh",
+            "--",
+            "-c",
+            "id -u; stat -c %u:%g / /bin /etc/second; echo new > /new; \
+             echo changed >> /etc/second; cat /etc/second",
+        ])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("0\n0:0\n0:0\n0:0\nlayer 2\nchanged\n");
+    let uuid = fs::read_to_string(&uuid_file).unwrap();
+    let base = world.status_json(&uuid)["isolation"]["userNs"]["hostBase"]
+        .as_u64()
+        .expect("the pod's host id base") as u32;
+    assert!(base >= 1 << 24, "{base}");
+    let rootfs = world.path(&format!("data/pods/{uuid}/rootfs"));
+    eprintln!(
+        "{:?}",
+        std::process::Command::new("find")
+            .arg(world.path("data/pods"))
+            .arg("-maxdepth")
+            .arg("3")
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+    );
+    for file in ["", "bin", "bin/busybox", "new", "etc/second"] {
+        let meta = fs::symlink_metadata(rootfs.join(file)).unwrap();
+        assert_eq!((meta.uid(), meta.gid()), (base, base), "{file}");
+    }
+    // The copy is the pod's alone: another pod of the image sees the image unchanged.
+    let other = world
+        .rkt(&["run", "--net=none", &v1, "--", "cat /etc/second"])
+        .run();
+    other.assert_success();
+    assert_eq!(other.stdout(), "layer 2\n");
+    world.rkt(&["rm", &uuid]).run().assert_success();
+    assert!(!rootfs.exists());
+    world
+        .rkt(&["gc", "--grace-period=0s"])
+        .run()
+        .assert_success();
 }

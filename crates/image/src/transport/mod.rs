@@ -97,6 +97,19 @@ pub trait Source {
     /// digest and size while it reads.
     fn blob(&mut self, digest: &Digest, size: u64) -> Result<Box<dyn Read + '_>, TransportError>;
 
+    /// A blob from byte `offset` on, to continue a download that broke off; returns the
+    /// reader and the offset it really starts at. A source that cannot skip bytes sends the
+    /// whole blob and says 0 (what this default does).
+    fn blob_from(
+        &mut self,
+        digest: &Digest,
+        size: u64,
+        offset: u64,
+    ) -> Result<(Box<dyn Read + '_>, u64), TransportError> {
+        let _ = offset;
+        Ok((self.blob(digest, size)?, 0))
+    }
+
     /// A manifest an index lists, by digest (registries serve these apart from blobs);
     /// unchecked, like [`Source::blob`].
     fn manifest(&mut self, digest: &Digest) -> Result<Vec<u8>, TransportError> {

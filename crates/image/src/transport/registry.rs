@@ -1,6 +1,7 @@
 //! A registry client for the OCI distribution API (`docker://`): `GET
 //! /v2/<name>/manifests/<ref>` with the OCI and Docker schema 2 media types in `Accept`,
-//! `GET /v2/<name>/blobs/<digest>` for the rest. A `401` with a `Bearer` challenge is
+//! `GET /v2/<name>/blobs/<digest>` for the rest (with `Range: bytes=N-` to continue a blob
+//! whose download broke off after N bytes). A `401` with a `Bearer` challenge is
 //! answered with a token from the realm it names (with the credentials, when given), a
 //! `Basic` challenge with the credentials. Blocking HTTP (`ureq`): HTTPS with the trust
 //! [`super::tls`] sets up, or plain HTTP when the caller allows it.
@@ -107,6 +108,17 @@ impl Registry {
         accept: Option<&str>,
         what: &str,
     ) -> Result<ureq::Response, TransportError> {
+        self.get_with(path, accept, None, what)
+    }
+
+    /// [`Registry::get`] with an optional `Range` header value.
+    fn get_with(
+        &mut self,
+        path: &str,
+        accept: Option<&str>,
+        range: Option<&str>,
+        what: &str,
+    ) -> Result<ureq::Response, TransportError> {
         let url = format!("{}/v2/{}/{path}", self.base, self.reference.repository);
         let mut challenged = false;
         loop {
@@ -116,6 +128,9 @@ impl Registry {
             }
             if let Some(auth) = &self.authorization {
                 req = req.set("Authorization", auth);
+            }
+            if let Some(range) = range {
+                req = req.set("Range", range);
             }
             match req.call() {
                 Ok(resp) => return Ok(resp),
@@ -310,6 +325,44 @@ impl Source for Registry {
     fn blob(&mut self, digest: &Digest, _size: u64) -> Result<Box<dyn Read + '_>, TransportError> {
         let resp = self.get(&format!("blobs/{digest}"), None, &format!("blob {digest}"))?;
         Ok(Box::new(resp.into_reader()))
+    }
+
+    /// Asks for `Range: bytes=OFFSET-`; a `206` whose `Content-Range` starts there continues
+    /// the download, anything else (a server that ignores ranges answers `200` with the whole
+    /// blob, a `416` refuses the range) starts it again from 0.
+    fn blob_from(
+        &mut self,
+        digest: &Digest,
+        size: u64,
+        offset: u64,
+    ) -> Result<(Box<dyn Read + '_>, u64), TransportError> {
+        if offset == 0 || offset >= size {
+            return Ok((self.blob(digest, size)?, 0));
+        }
+        let path = format!("blobs/{digest}");
+        let what = format!("blob {digest}");
+        let range = format!("bytes={offset}-");
+        let resp = match self.get_with(&path, None, Some(&range), &what) {
+            Err(TransportError::Status { status: 416, .. }) => {
+                return Ok((self.blob(digest, size)?, 0))
+            }
+            other => other?,
+        };
+        let continues = resp.status() == 206
+            && resp
+                .header("Content-Range")
+                .and_then(|r| r.strip_prefix("bytes "))
+                .and_then(|r| r.split_once('-'))
+                .is_some_and(|(start, _)| start.trim().parse() == Ok(offset));
+        if continues {
+            return Ok((Box::new(resp.into_reader()), offset));
+        }
+        if resp.status() == 206 {
+            // Some other range than the one asked for: ask for the whole blob.
+            drop(resp);
+            return Ok((self.blob(digest, size)?, 0));
+        }
+        Ok((Box::new(resp.into_reader()), 0))
     }
 }
 

@@ -195,3 +195,191 @@ impl Drop for Registry {
         let _ = self.child.wait();
     }
 }
+
+/// What a [`Proxy`] does to the bytes the server sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Passes everything on.
+    None,
+    /// Once the server has sent this many bytes (counted from when the fault was set), the
+    /// connection carrying them is cut; once only, then everything passes again.
+    CutAfter(u64),
+    /// Once the server has sent this many bytes, nothing more is passed on (connections
+    /// stay open) until the fault changes.
+    StallAfter(u64),
+    /// `Range` request headers are renamed before the server sees them, as if it ignored
+    /// them (it answers 200 with the whole blob).
+    HideRange,
+}
+
+#[derive(Debug)]
+struct ProxyState {
+    fault: Fault,
+    sent: u64,
+    ranges: Vec<String>,
+}
+
+/// A TCP proxy on 127.0.0.1 in front of `upstream` that the test steers with [`Fault`]s,
+/// recording the `Range` headers clients send. Stopped when dropped.
+pub struct Proxy {
+    /// `127.0.0.1:PORT`
+    pub addr: String,
+    state: std::sync::Arc<std::sync::Mutex<ProxyState>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Proxy {
+    /// Starts the proxy in front of `upstream` (`HOST:PORT`).
+    pub fn start(upstream: &str) -> Proxy {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::{Arc, Mutex};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let state = Arc::new(Mutex::new(ProxyState {
+            fault: Fault::None,
+            sent: 0,
+            ranges: Vec::new(),
+        }));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (st, sp, up) = (state.clone(), stop.clone(), upstream.to_string());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                if sp.load(std::sync::atomic::Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(client) = client else { continue };
+                let Ok(server) = std::net::TcpStream::connect(&up) else {
+                    continue;
+                };
+                let (st1, st2, sp2) = (st.clone(), st.clone(), sp.clone());
+                let (c1, s1) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                std::thread::spawn(move || Proxy::requests(c1, s1, st1));
+                std::thread::spawn(move || Proxy::responses(server, client, st2, sp2));
+            }
+        });
+        Proxy { addr, state, stop }
+    }
+
+    /// Sets the fault (and starts counting the server's bytes again).
+    pub fn set(&self, fault: Fault) {
+        let mut st = self.state.lock().unwrap();
+        st.fault = fault;
+        st.sent = 0;
+    }
+
+    /// The `Range` header values clients sent so far.
+    pub fn ranges(&self) -> Vec<String> {
+        self.state.lock().unwrap().ranges.clone()
+    }
+
+    fn requests(
+        mut client: std::net::TcpStream,
+        mut server: std::net::TcpStream,
+        state: std::sync::Arc<std::sync::Mutex<ProxyState>>,
+    ) {
+        use std::io::{Read, Write};
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let n = match client.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let chunk = &mut buf[..n];
+            {
+                let mut st = state.lock().unwrap();
+                let text = String::from_utf8_lossy(chunk).into_owned();
+                for line in text.lines() {
+                    if let Some(v) = line
+                        .split_once(':')
+                        .filter(|(k, _)| k.eq_ignore_ascii_case("range"))
+                        .map(|(_, v)| v.trim().to_string())
+                    {
+                        st.ranges.push(v);
+                    }
+                }
+                if st.fault == Fault::HideRange {
+                    // Same length, so the request stays well formed: "Range:" -> "X-Rng:".
+                    let mut i = 0;
+                    while i + 6 <= chunk.len() {
+                        if chunk[i..i + 6].eq_ignore_ascii_case(b"range:")
+                            && (i == 0 || chunk[i - 1] == b'\n')
+                        {
+                            chunk[i..i + 6].copy_from_slice(b"X-Rng:");
+                        }
+                        i += 1;
+                    }
+                }
+            }
+            if server.write_all(chunk).is_err() {
+                break;
+            }
+        }
+        let _ = server.shutdown(std::net::Shutdown::Write);
+    }
+
+    fn responses(
+        mut server: std::net::TcpStream,
+        mut client: std::net::TcpStream,
+        state: std::sync::Arc<std::sync::Mutex<ProxyState>>,
+        stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) {
+        use std::io::{Read, Write};
+        let mut buf = vec![0u8; 1 << 14];
+        loop {
+            let n = match server.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let mut pass = n;
+            let mut cut = false;
+            loop {
+                let mut st = state.lock().unwrap();
+                match st.fault {
+                    Fault::CutAfter(k) if st.sent + n as u64 >= k => {
+                        pass = (k - st.sent.min(k)) as usize;
+                        st.fault = Fault::None;
+                        cut = true;
+                    }
+                    Fault::StallAfter(k) if st.sent + n as u64 >= k => {
+                        if st.sent < k {
+                            // Pass on up to the limit once, then hold the rest.
+                            let now = (k - st.sent) as usize;
+                            st.sent = k;
+                            drop(st);
+                            let _ = client.write_all(&buf[..now]);
+                            buf.copy_within(now..n, 0);
+                            pass = n - now;
+                            continue;
+                        }
+                        drop(st);
+                        if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                            return;
+                        }
+                        std::thread::sleep(Duration::from_millis(20));
+                        continue;
+                    }
+                    _ => {}
+                }
+                st.sent += pass as u64;
+                break;
+            }
+            if client.write_all(&buf[..pass]).is_err() {
+                break;
+            }
+            if cut {
+                let _ = client.shutdown(std::net::Shutdown::Both);
+                let _ = server.shutdown(std::net::Shutdown::Both);
+                return;
+            }
+        }
+        let _ = client.shutdown(std::net::Shutdown::Write);
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Wakes the accept loop so it sees the flag.
+        let _ = std::net::TcpStream::connect(&self.addr);
+    }
+}

@@ -74,7 +74,7 @@ pub fn run(global: &GlobalArgs, args: &FetchArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Fetches one image (subject to the pull policy), with the registry credentials that
-/// auth.d has for its host.
+/// auth.d has for its host, and a progress line when stderr is a terminal.
 pub fn fetch_image(
     global: &GlobalArgs,
     store: &::image::Store,
@@ -97,7 +97,14 @@ pub fn fetch_image(
             });
         }
     }
-    ::image::fetch(store, reference, text, &options).with_context(|| format!("fetching {text}"))
+    // A progress line only on a terminal; the line is erased before any error is shown.
+    let result = match super::progress::TermProgress::on_stderr() {
+        Some(mut progress) => {
+            ::image::fetch::fetch_with_progress(store, reference, text, &options, &mut progress)
+        }
+        None => ::image::fetch(store, reference, text, &options),
+    };
+    result.with_context(|| format!("fetching {text}"))
 }
 
 /// The image store of the data directory in effect: `<data dir>/images`.

@@ -8,6 +8,8 @@ use anyhow::{bail, Context};
 use std::path::Path;
 
 use ::image::{ImageRecord, ImageRef};
+use rkt::firewall::port_names::{resolve, AppPorts};
+use rkt::firewall::ports::{push_unique, PortMapping};
 use rkt::image_pod::AppImage;
 use rkt::pod::App;
 
@@ -116,6 +118,7 @@ pub fn app(global: &GlobalArgs, data: &Path, args: &AppArgs) -> anyhow::Result<A
         user: config.user().clone().filter(|u| !u.is_empty()),
         no_overlay: image.no_overlay,
         home_from_user,
+        exposed_ports: config.exposed_ports().clone().unwrap_or_default(),
     });
     Ok(app)
 }
@@ -167,6 +170,30 @@ fn default_name(name: &str) -> String {
     } else {
         base.to_string()
     }
+}
+
+/// Adds the `--port=NAME:[HOSTIP:]HOSTPORT` values among `values` to `ports`, each resolved
+/// against the ports the pod's apps' images expose (`80/tcp` is named `80-tcp`).
+pub fn add_named_ports(
+    ports: &mut Vec<PortMapping>,
+    values: &[String],
+    apps: &[&App],
+) -> anyhow::Result<()> {
+    let apps: Vec<AppPorts> = apps
+        .iter()
+        .map(|a| AppPorts {
+            app: a.name.clone(),
+            exposed: a
+                .image
+                .as_ref()
+                .map(|i| i.exposed_ports.clone())
+                .unwrap_or_default(),
+        })
+        .collect();
+    for m in resolve(values, &apps)? {
+        push_unique(ports, m)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

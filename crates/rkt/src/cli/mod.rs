@@ -26,6 +26,7 @@ mod on_off;
 mod pod_apps;
 mod pod_args;
 mod prepare;
+mod progress;
 mod rm;
 mod run;
 mod run_prepared;

@@ -290,6 +290,8 @@ pub struct PodNetArgs {
 
     /// Forward a host port to a port of the pod (tcp unless /udp); may be repeated. Needs a
     /// network whose plugins declare "portMappings" (the built-in default has portmap).
+    /// NAME:[HOSTIP:]HOSTPORT forwards a port the app's image exposes, by its docker2aci
+    /// name (80/tcp is 80-tcp).
     #[arg(
         long,
         value_name = "[HOSTIP:]HOSTPORT:PODPORT[/tcp|/udp]",

@@ -47,11 +47,13 @@ pub struct RunArgs {
 pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     args.unsupported.refuse()?;
     let dirs = global.effective_dirs(&args.net.dirs)?;
-    let (opts, store) =
+    let (mut opts, store) =
         args.net
             .run_options(global, &dirs, &args.stdio, args.uuid_file_save.clone())?;
     let mut spec = pod_spec(global, &dirs.data.value, &args.app, &args.apps)?;
     spec.volumes = args.volumes.volumes(global, &spec.apps)?;
+    let apps: Vec<&rkt::pod::App> = spec.apps.iter().collect();
+    super::image_app::add_named_ports(&mut opts.net.ports, &args.net.port, &apps)?;
     let outcome = run_new(&store, spec, &opts)?;
     Ok(finish(global, &outcome))
 }

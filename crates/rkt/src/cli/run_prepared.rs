@@ -29,8 +29,18 @@ pub struct RunPreparedArgs {
 pub fn run(global: &GlobalArgs, args: &RunPreparedArgs) -> anyhow::Result<ExitCode> {
     args.unsupported.refuse()?;
     let dirs = global.effective_dirs(&args.net.dirs)?;
-    let (opts, store) = args.net.run_options(global, &dirs, &args.stdio, None)?;
+    let (mut opts, store) = args.net.run_options(global, &dirs, &args.stdio, None)?;
     let pod = args.pod.lookup(&store)?;
+    if args
+        .net
+        .port
+        .iter()
+        .any(|p| rkt::firewall::port_names::is_named(p))
+    {
+        let manifest = pod.manifest()?;
+        let apps: Vec<&rkt::pod::App> = manifest.apps.iter().collect();
+        super::image_app::add_named_ports(&mut opts.net.ports, &args.net.port, &apps)?;
+    }
     let outcome = run_prepared(&pod, &opts)?;
     Ok(finish(global, &outcome))
 }

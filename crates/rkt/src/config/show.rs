@@ -1,9 +1,35 @@
 //! The JSON `rkt config` prints: the effective `paths` configuration in rkt's shape,
-//! `{"stage0":[{"rktKind":"paths","rktVersion":"v1",...}]}`, optionally with origins.
+//! `{"stage0":[{"rktKind":"paths","rktVersion":"v1",...}]}`, optionally with origins, and
+//! the registry credentials of `auth.d` (`dockerAuth` entries) with their passwords masked.
+
+use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value as Json};
 
+use super::auth::DockerAuth;
 use super::dirs::EffectiveDirs;
+
+/// What `rkt config` shows instead of a password: never the password, nor its length.
+pub const MASKED_PASSWORD: &str = "********";
+
+/// One `dockerAuth` entry per registry, in rkt's shape (`registries`, `credentials` with
+/// `user` and the password masked); with `show_origin`, `"origin"`: the file it came from.
+pub fn docker_auth_json(auth: &BTreeMap<String, DockerAuth>, show_origin: bool) -> Vec<Json> {
+    auth.iter()
+        .map(|(registry, a)| {
+            let mut entry = json!({
+                "rktKind": "dockerAuth",
+                "rktVersion": "v1",
+                "registries": [registry],
+                "credentials": {"user": a.user, "password": MASKED_PASSWORD},
+            });
+            if show_origin {
+                entry["origin"] = json!(a.origin);
+            }
+            entry
+        })
+        .collect()
+}
 
 /// The effective directories as a `stage0` list with one `paths` entry.
 ///

@@ -63,6 +63,15 @@ pub enum PortError {
     /// A `--port` value that does not parse.
     #[error("--port={value:?}: {reason} (expected [HOSTIP:]HOSTPORT:PODPORT[/tcp|/udp])")]
     Malformed { value: String, reason: String },
+    /// `--port=NAME:…` with a name no app's image exposes.
+    #[error("--port={value}: no app of the pod exposes a port named {name:?} ({})",
+        if exposed.is_empty() { "its image exposes no ports".to_string() } else { exposed.join("; ") })]
+    UnknownName {
+        value: String,
+        name: String,
+        /// `app web exposes 80-tcp, 53-udp`, one per app that exposes any.
+        exposed: Vec<String>,
+    },
     /// The same host port given twice.
     #[error("--port: host port {port} is given twice")]
     Duplicate { port: String },
@@ -234,19 +243,40 @@ pub fn ipam_families(plugins: &[cni::conf::NetworkConfig]) -> Option<Vec<IpAddr>
     (!out.is_empty()).then_some(out)
 }
 
-/// Parses every `--port` value and rejects a host port given twice.
+/// True when `value` is a `--port` of the named form, `NAME:[HOSTIP:]HOSTPORT` with NAME an
+/// exposed port's name, `PORT-tcp` or `PORT-udp` (the only names images give). Anything
+/// else is the numeric form, whose parse errors stay as they are (`host:8080:80` names a
+/// bad host address, not a port name).
+pub fn is_named(value: &str) -> bool {
+    let first = value.split(':').next().unwrap_or("");
+    let Some((port, protocol)) = first.rsplit_once('-') else {
+        return false;
+    };
+    matches!(protocol, "tcp" | "udp")
+        && !port.is_empty()
+        && port.chars().all(|c| c.is_ascii_digit())
+}
+
+/// Parses every numeric `--port` value and rejects a host port given twice. The named form,
+/// `NAME:[HOSTIP:]HOSTPORT`, is skipped here: it needs the pod's apps
+/// ([`super::port_names::resolve`]).
 pub fn parse_all(values: &[String]) -> Result<Vec<PortMapping>, PortError> {
     let mut out: Vec<PortMapping> = Vec::new();
-    for v in values {
-        let m = PortMapping::parse(v)?;
-        if let Some(prev) = out.iter().find(|p| p.clashes_with(&m)) {
-            return Err(PortError::Duplicate {
-                port: prev.host_side(),
-            });
-        }
-        out.push(m);
+    for v in values.iter().filter(|v| !is_named(v)) {
+        push_unique(&mut out, PortMapping::parse(v)?)?;
     }
     Ok(out)
+}
+
+/// Adds `m` to `out` unless it takes a host port one of them takes.
+pub fn push_unique(out: &mut Vec<PortMapping>, m: PortMapping) -> Result<(), PortError> {
+    if let Some(prev) = out.iter().find(|p| p.clashes_with(&m)) {
+        return Err(PortError::Duplicate {
+            port: prev.host_side(),
+        });
+    }
+    out.push(m);
+    Ok(())
 }
 
 /// The capability arguments carrying `ports` (empty when there are none).

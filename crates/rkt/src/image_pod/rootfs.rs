@@ -4,12 +4,16 @@
 //! filesystem under the pod directory support it, else, or with `--no-overlay`, a copy of
 //! the image unpacked into the pod directory. Built by the runner before the stage starts;
 //! released with the pod's networks (at the end of `rkt run`, by `rkt rm` and `rkt gc`).
+//!
+//! A pod in a user namespace of its own (`--private-users`) always gets a copy, with every
+//! owner shifted into the pod's host id range: the shared layers (owned by host ids) would
+//! be `nobody`'s in the pod, and its root could not write anywhere in its own image.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use image::layers::layer_dirs;
-use image::unpack::{unpack_image, UnpackError, UnpackOptions};
+use image::unpack::{unpack_image, IdShift, UnpackError, UnpackOptions};
 use image::{Store, StoreError};
 
 use super::overlay::{mount_overlay, unmount_all, OverlayError};
@@ -43,8 +47,14 @@ pub enum Built {
     Copy,
 }
 
-/// Builds the root filesystem of the app whose directory is `app_dir` from `image`.
-pub fn build(app_dir: &Path, image: &AppImage) -> Result<Built, RootfsError> {
+/// Builds the root filesystem of the app whose directory is `app_dir` from `image`;
+/// `shift` is the pod's user namespace range (`--private-users`), which makes it a copy
+/// owned by that range.
+pub fn build(
+    app_dir: &Path,
+    image: &AppImage,
+    shift: Option<IdShift>,
+) -> Result<Built, RootfsError> {
     let store_err = |source| RootfsError::Store {
         image: image.id.clone(),
         source,
@@ -60,7 +70,7 @@ pub fn build(app_dir: &Path, image: &AppImage) -> Result<Built, RootfsError> {
         source,
     })?;
     let target = rootfs_dir(app_dir);
-    if !image.no_overlay {
+    if !image.no_overlay && shift.is_none() {
         let lowers = layer_dirs(&store, &record).map_err(unpack_err)?;
         match mount_overlay(&lowers, &app_dir.join("overlay"), &target) {
             Ok(()) => return Ok(Built::Overlay),
@@ -72,7 +82,11 @@ pub fn build(app_dir: &Path, image: &AppImage) -> Result<Built, RootfsError> {
     let _lock = store
         .lock(image::lock::LockKind::Shared)
         .map_err(store_err)?;
-    unpack_image(&store, &record, &target, &UnpackOptions::default()).map_err(unpack_err)?;
+    let options = UnpackOptions {
+        id_shift: shift,
+        ..UnpackOptions::default()
+    };
+    unpack_image(&store, &record, &target, &options).map_err(unpack_err)?;
     Ok(Built::Copy)
 }
 

@@ -432,13 +432,24 @@ fn start(
         })?;
     }
     // Image apps' root filesystems, mounted here so that gc finds them if this runner dies.
+    // In a user namespace of its own the pod gets copies owned by its id range.
+    let shift = state
+        .isolation
+        .as_ref()
+        .and_then(|i| i.user_ns.as_ref())
+        .map(|m| image::unpack::IdShift {
+            base: m.host_base,
+            size: m.size,
+        });
     let manifest = pod.manifest().map_err(RunError::Pod)?;
     for (index, app) in manifest.apps.iter().enumerate() {
         let Some(image) = &app.image else { continue };
         let app_dir = crate::image_pod::app_dir(&pod.dir, index, &app.name);
-        crate::image_pod::rootfs::build(&app_dir, image).map_err(|source| RunError::Rootfs {
-            uuid: uuid(),
-            source: Box::new(source),
+        crate::image_pod::rootfs::build(&app_dir, image, shift).map_err(|source| {
+            RunError::Rootfs {
+                uuid: uuid(),
+                source: Box::new(source),
+            }
         })?;
     }
     if let Some(path) = netns_path {

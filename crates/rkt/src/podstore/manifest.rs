@@ -307,4 +307,8 @@ pub struct AppImage {
     /// directory from the pod's `/etc/passwd` (`/` for a user without one), as in Docker.
     #[serde(default)]
     pub home_from_user: bool,
+    /// The image's `ExposedPorts` (`80/tcp`, `53/udp`), which `--port=80-tcp:HOSTPORT`
+    /// forwards by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exposed_ports: Vec<String>,
 }
