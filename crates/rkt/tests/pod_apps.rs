@@ -548,3 +548,83 @@ fn mistakes_in_the_grammar_are_errors_naming_the_word_and_create_nothing() {
         assert!(world.pods().is_empty(), "{args:?} created a pod");
     }
 }
+
+/// `--port=NAME:…` finds NAME among every app's exposed ports: here the second app's.
+#[test]
+fn a_port_name_refers_to_any_apps_exposed_port() {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::time::Duration;
+    if !image_common::ready("a_port_name_refers_to_any_apps_exposed_port", &["umoci"]) {
+        return;
+    }
+    let mut world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
+    let layout = image_common::busybox_layout(world.root.path());
+    image_common::run(std::process::Command::new("umoci").args([
+        "config",
+        "--image",
+        &format!("{}:v1", layout.display()),
+        "--tag",
+        "served",
+        "--config.exposedports",
+        "80/tcp",
+    ]));
+    let served = format!("oci:{}:served", layout.display());
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let web = [
+        "---",
+        served.as_str(),
+        "--name=web",
+        "--exec=/bin/busybox",
+        "--",
+        "httpd",
+        "-f",
+        "-p",
+        "80",
+        "-h",
+        "/etc",
+    ];
+    let mut bad = vec![
+        "run",
+        "--net=default",
+        "--port=443-tcp:8443",
+        "sleep",
+        "600",
+    ];
+    bad.extend_from_slice(&web);
+    world
+        .rkt(&bad)
+        .run()
+        .assert_exit_code(254)
+        .assert_stderr_contains("app web exposes 80-tcp");
+    assert!(world.pods().is_empty());
+
+    let forward = format!("--port=80-tcp:127.0.0.1:{port}");
+    let mut args = vec![
+        "--net=default",
+        forward.as_str(),
+        "--name=idle",
+        "sleep",
+        "600",
+    ];
+    args.extend_from_slice(&web);
+    let (uuid, index) = world.spawn_run(&args);
+    world.wait_running(&uuid);
+    let body = wait_for(|| {
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let mut conn = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+        conn.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        conn.write_all(b"GET /second HTTP/1.0\r\n\r\n").ok()?;
+        let mut got = String::new();
+        conn.read_to_string(&mut got).ok()?;
+        got.contains("200 OK").then_some(got)
+    });
+    assert!(body.ends_with("layer 2\n"), "{body}");
+    world.rkt(&["stop", &uuid]).run().assert_success();
+    world.wait_child(index);
+}
