@@ -485,6 +485,7 @@ impl Unpacker {
         }
 
         let cname = cstr(OsStr::new(name)).map_err(entry_err)?;
+        let xattrs = layer_xattrs(entry).map_err(entry_err)?;
         let header = entry.header();
         let mode = header.mode().map_err(entry_err)? & 0o7777;
         let uid = header.uid().map_err(entry_err)? as libc::uid_t;
@@ -503,6 +504,7 @@ impl Unpacker {
                 }
                 self.set_meta(dirfd, &cname, mode, uid, gid, mtime, false)
                     .map_err(entry_err)?;
+                set_xattrs(dirfd, &cname, &xattrs).map_err(entry_err)?;
             }
             tar::EntryType::Regular | tar::EntryType::Continuous => {
                 remove_at(dirfd, &cname).map_err(entry_err)?;
@@ -528,6 +530,8 @@ impl Unpacker {
                 drop(file);
                 self.set_meta(dirfd, &cname, mode, uid, gid, mtime, false)
                     .map_err(entry_err)?;
+                // After chown, which would clear a file capability.
+                set_xattrs(dirfd, &cname, &xattrs).map_err(entry_err)?;
             }
             tar::EntryType::Symlink => {
                 let target = entry
@@ -630,6 +634,71 @@ impl Unpacker {
             )
         })
     }
+}
+
+/// The extended attributes a layer gives an entry (PAX `SCHILY.xattr.NAME` records), but
+/// overlayfs's own (`trusted.overlay.*`): whiteouts and opaque directories are made from
+/// the layer's `.wh.` entries, and a layer must not steer how the overlay reads its lower
+/// directories.
+fn layer_xattrs<R: Read>(entry: &mut tar::Entry<R>) -> io::Result<Vec<(CString, Vec<u8>)>> {
+    let mut xattrs = Vec::new();
+    let Some(pax) = entry.pax_extensions()? else {
+        return Ok(xattrs);
+    };
+    for ext in pax {
+        let ext = ext?;
+        let Some(name) = ext.key_bytes().strip_prefix(b"SCHILY.xattr.") else {
+            continue;
+        };
+        if name.starts_with(b"trusted.overlay.") {
+            continue;
+        }
+        let name = CString::new(name.to_vec())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "NUL in an xattr name"))?;
+        xattrs.push((name, ext.value_bytes().to_vec()));
+    }
+    Ok(xattrs)
+}
+
+/// Sets `xattrs` on `name` in `dirfd` (a directory or a regular file this unpacking just
+/// made, never a symlink), through `/proc/self/fd` of an `O_PATH` descriptor, which
+/// neither follows a symlink nor blocks. A filesystem without extended attributes skips
+/// them.
+fn set_xattrs(dirfd: RawFd, name: &CString, xattrs: &[(CString, Vec<u8>)]) -> io::Result<()> {
+    if xattrs.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: `name` is NUL-terminated; the result is checked.
+    let fd = unsafe {
+        libc::openat(
+            dirfd,
+            name.as_ptr(),
+            libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor that nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let path = CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).expect("no NUL");
+    for (key, value) in xattrs {
+        // SAFETY: both strings are NUL-terminated; `value` is valid for its length.
+        let set = check(unsafe {
+            libc::setxattr(
+                path.as_ptr(),
+                key.as_ptr(),
+                value.as_ptr().cast(),
+                value.len(),
+                0,
+            )
+        });
+        match set {
+            Err(e) if e.raw_os_error() == Some(libc::ENOTSUP) => return Ok(()),
+            other => other?,
+        }
+    }
+    Ok(())
 }
 
 /// Marks the directory opened with `O_PATH` as opaque for overlayfs (through
@@ -819,6 +888,53 @@ mod tests {
             std::fs::read_to_string(f.root.join("deep/er/file")).unwrap(),
             "made parents"
         );
+    }
+
+    #[test]
+    fn extended_attributes_are_kept_but_the_overlays_own() {
+        let f = fixture();
+        let mut b = tar::Builder::new(Vec::new());
+        for (name, kind, data) in [
+            ("dir", tar::EntryType::Directory, &b""[..]),
+            ("dir/file", tar::EntryType::Regular, &b"x"[..]),
+        ] {
+            b.append_pax_extensions([
+                ("SCHILY.xattr.user.origin", &b"layer"[..]),
+                ("SCHILY.xattr.trusted.overlay.opaque", &b"y"[..]),
+            ])
+            .unwrap();
+            let mut h = tar::Header::new_gnu();
+            h.set_path(name).unwrap();
+            h.set_entry_type(kind);
+            h.set_mode(0o755);
+            h.set_size(data.len() as u64);
+            h.set_uid(0);
+            h.set_gid(0);
+            h.set_mtime(1_000_000);
+            h.set_cksum();
+            b.append(&h, data).unwrap();
+        }
+        f.unpack(&b.into_inner().unwrap()).unwrap();
+        let get = |path: &Path, name: &str| {
+            let path = CString::new(path.as_os_str().as_bytes()).unwrap();
+            let name = CString::new(name).unwrap();
+            let mut buf = [0u8; 64];
+            // SAFETY: NUL-terminated strings and a buffer of the length given.
+            let n = unsafe {
+                libc::getxattr(
+                    path.as_ptr(),
+                    name.as_ptr(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                )
+            };
+            (n >= 0).then(|| buf[..n as usize].to_vec())
+        };
+        for path in [f.root.join("dir"), f.root.join("dir/file")] {
+            assert_eq!(get(&path, "user.origin").as_deref(), Some(&b"layer"[..]));
+            assert_eq!(get(&path, "trusted.overlay.opaque"), None);
+        }
+        assert_eq!(std::fs::read(f.root.join("dir/file")).unwrap(), b"x");
     }
 
     trait FifoLike {
