@@ -19,7 +19,7 @@ use std::process::Command;
 use image_common::{busybox_layout, ready, run, skopeo_copy};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use pod_support::{wait_for, World};
+use pod_support::{http_get_forwarded, mounts_under, wait_for, World};
 
 /// The layout of `busybox_layout` (tag `v1`: Entrypoint `/bin/sh -c`, Cmd
 /// `echo $GREETING from $(pwd)`, Env `GREETING=hello`, WorkingDir `/etc`, a second layer
@@ -59,18 +59,6 @@ fn layout(work: &Path) -> PathBuf {
     ]));
     fs::remove_dir_all(&bundle).unwrap();
     layout
-}
-
-/// Mount points at or below `dir`, from this process's mountinfo.
-fn mounts_under(dir: &Path) -> Vec<String> {
-    let dir = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
-        .lines()
-        .filter_map(|l| l.split(' ').nth(4))
-        .filter(|m| Path::new(m).starts_with(&dir))
-        .map(str::to_string)
-        .collect()
 }
 
 fn ready_for_images(test: &str) -> bool {
@@ -461,9 +449,6 @@ fn a_bad_image_reference_is_an_error_naming_it_and_creates_nothing() {
 /// names it does, before any pod exists.
 #[test]
 fn port_by_the_name_of_an_exposed_port() {
-    use std::io::{Read, Write};
-    use std::net::TcpStream;
-    use std::time::Duration;
     if !ready_for_images("port_by_the_name_of_an_exposed_port") {
         return;
     }
@@ -534,18 +519,7 @@ fn port_by_the_name_of_an_exposed_port() {
         "/etc",
     ]);
     world.wait_running(&uuid);
-    let body = wait_for(|| {
-        let mut conn = TcpStream::connect_timeout(
-            &std::net::SocketAddr::from(([127, 0, 0, 1], port)),
-            Duration::from_secs(2),
-        )
-        .ok()?;
-        conn.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-        conn.write_all(b"GET /greeting HTTP/1.0\r\n\r\n").ok()?;
-        let mut got = String::new();
-        conn.read_to_string(&mut got).ok()?;
-        got.contains("200 OK").then_some(got)
-    });
+    let body = http_get_forwarded(port, "/greeting");
     assert!(body.ends_with("hello\n"), "{body}");
     world
         .rkt(&["status", &uuid])

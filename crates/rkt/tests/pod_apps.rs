@@ -11,22 +11,10 @@ mod support;
 mod image_common;
 
 use std::fs;
-use std::path::Path;
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use pod_support::{tiny_rootfs, wait_for, World};
-
-/// `rkt run --uuid-file-save=… ARGS`: its outcome and the pod's UUID.
-fn run_uuid(world: &World, args: &[&str]) -> (support::Outcome, String) {
-    let file = world.path("uuid");
-    let _ = fs::remove_file(&file);
-    let save = format!("--uuid-file-save={}", file.display());
-    let mut full = vec!["run", save.as_str()];
-    full.extend_from_slice(args);
-    let out = world.rkt(&full).run();
-    (out, fs::read_to_string(&file).unwrap_or_default())
-}
+use pod_support::{http_get_forwarded, mounts_under, tiny_rootfs, wait_for, World};
 
 /// `rkt status UUID` as key=value pairs.
 fn status(world: &World, uuid: &str) -> Vec<(String, String)> {
@@ -76,22 +64,19 @@ fn two_apps_share_the_default_network_and_talk_over_localhost() {
          exit 1",
         shared.display()
     );
-    let (out, uuid) = run_uuid(
-        &world,
-        &[
-            "--net=default",
-            "--exit-policy=onAny",
-            "--name=web",
-            "sh",
-            "-c",
-            &web_mac,
-            "---",
-            "--name=client",
-            "sh",
-            "-c",
-            &client,
-        ],
-    );
+    let (out, uuid) = world.run_uuid(&[
+        "--net=default",
+        "--exit-policy=onAny",
+        "--name=web",
+        "sh",
+        "-c",
+        &web_mac,
+        "---",
+        "--name=client",
+        "sh",
+        "-c",
+        &client,
+    ]);
     out.assert_success()
         .assert_stdout_contains("hello from web\n")
         // One PID namespace: the client's ps sees the web app.
@@ -116,80 +101,68 @@ fn each_exit_policy_ends_the_pod_as_it_says() {
     let _g = leaks::Guard::new(world.leak_ctx());
     let none = "--net=none";
     // onAnyFailure (the default): a failure stops the others and is the pod's status.
-    let (out, uuid) = run_uuid(
-        &world,
-        &[
-            none,
-            "--name=sleeper",
-            "sleep",
-            "60",
-            "---",
-            "--name=fails",
-            "sh",
-            "-c",
-            "exit 3",
-        ],
-    );
+    let (out, uuid) = world.run_uuid(&[
+        none,
+        "--name=sleeper",
+        "sleep",
+        "60",
+        "---",
+        "--name=fails",
+        "sh",
+        "-c",
+        "exit 3",
+    ]);
     out.assert_exit_code(3);
     assert_eq!(
         app_statuses(&world, &uuid),
         pairs(&[("app-sleeper", "143"), ("app-fails", "3")])
     );
     // onAnyFailure, every app succeeding: 0 once all have ended.
-    let (out, uuid) = run_uuid(
-        &world,
-        &[
-            none,
-            "--name=slow",
-            "sh",
-            "-c",
-            "sleep 0.3",
-            "---",
-            "--name=quick",
-            "true",
-        ],
-    );
+    let (out, uuid) = world.run_uuid(&[
+        none,
+        "--name=slow",
+        "sh",
+        "-c",
+        "sleep 0.3",
+        "---",
+        "--name=quick",
+        "true",
+    ]);
     out.assert_exit_code(0);
     assert_eq!(
         app_statuses(&world, &uuid),
         pairs(&[("app-slow", "0"), ("app-quick", "0")])
     );
     // onAny: the first exit, even a success, stops the others.
-    let (out, uuid) = run_uuid(
-        &world,
-        &[
-            none,
-            "--exit-policy=onAny",
-            "--name=sleeper",
-            "sleep",
-            "60",
-            "---",
-            "--name=done",
-            "true",
-        ],
-    );
+    let (out, uuid) = world.run_uuid(&[
+        none,
+        "--exit-policy=onAny",
+        "--name=sleeper",
+        "sleep",
+        "60",
+        "---",
+        "--name=done",
+        "true",
+    ]);
     out.assert_exit_code(0);
     assert_eq!(
         app_statuses(&world, &uuid),
         pairs(&[("app-sleeper", "143"), ("app-done", "0")])
     );
     // untilAll: nobody is stopped; the first failure is the pod's status.
-    let (out, uuid) = run_uuid(
-        &world,
-        &[
-            none,
-            "--exit-policy=untilAll",
-            "--name=slow",
-            "sh",
-            "-c",
-            "sleep 0.5; exit 0",
-            "---",
-            "--name=fails",
-            "sh",
-            "-c",
-            "exit 4",
-        ],
-    );
+    let (out, uuid) = world.run_uuid(&[
+        none,
+        "--exit-policy=untilAll",
+        "--name=slow",
+        "sh",
+        "-c",
+        "sleep 0.5; exit 0",
+        "---",
+        "--name=fails",
+        "sh",
+        "-c",
+        "exit 4",
+    ]);
     out.assert_exit_code(4);
     assert_eq!(
         app_statuses(&world, &uuid),
@@ -202,25 +175,22 @@ fn three_apps_exit_statuses_show_in_status_list_and_json() {
     require_root!();
     let world = World::new();
     let _g = leaks::Guard::new(world.leak_ctx());
-    let (out, uuid) = run_uuid(
-        &world,
-        &[
-            "--net=none",
-            "--exit-policy=untilAll",
-            "--name=a",
-            "true",
-            "---",
-            "--name=b",
-            "sh",
-            "-c",
-            "sleep 0.2; exit 1",
-            "---",
-            "--name=c",
-            "sh",
-            "-c",
-            "sleep 0.4; exit 2",
-        ],
-    );
+    let (out, uuid) = world.run_uuid(&[
+        "--net=none",
+        "--exit-policy=untilAll",
+        "--name=a",
+        "true",
+        "---",
+        "--name=b",
+        "sh",
+        "-c",
+        "sleep 0.2; exit 1",
+        "---",
+        "--name=c",
+        "sh",
+        "-c",
+        "sleep 0.4; exit 2",
+    ]);
     out.assert_exit_code(1);
     assert_eq!(
         app_statuses(&world, &uuid),
@@ -251,19 +221,16 @@ fn an_app_that_cannot_start_fails_the_pod_before_any_app_runs() {
     let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
     let mark = world.path("ran");
     let touch = format!("touch {}", mark.display());
-    let (out, uuid) = run_uuid(
-        &world,
-        &[
-            "--net=default",
-            "--name=first",
-            "sh",
-            "-c",
-            &touch,
-            "---",
-            "--name=broken",
-            "/nonexistent/program",
-        ],
-    );
+    let (out, uuid) = world.run_uuid(&[
+        "--net=default",
+        "--name=first",
+        "sh",
+        "-c",
+        &touch,
+        "---",
+        "--name=broken",
+        "/nonexistent/program",
+    ]);
     out.assert_exit_code(254)
         .assert_stderr_contains("app broken")
         .assert_stderr_contains("/nonexistent/program");
@@ -413,18 +380,6 @@ fn prepare_then_run_prepared_runs_every_app() {
     );
 }
 
-/// Mount points at or below `dir`, from this process's mountinfo.
-fn mounts_under(dir: &Path) -> Vec<String> {
-    let dir = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
-        .lines()
-        .filter_map(|l| l.split(' ').nth(4))
-        .filter(|m| Path::new(m).starts_with(&dir))
-        .map(str::to_string)
-        .collect()
-}
-
 #[test]
 fn image_apps_take_their_options_after_the_image_and_get_a_root_each() {
     if !image_common::ready(
@@ -438,23 +393,20 @@ fn image_apps_take_their_options_after_the_image_and_get_a_root_each() {
     let layout = image_common::busybox_layout(world.root.path());
     let v1 = format!("oci:{}:v1", layout.display());
     // rkt's place for app options: after the image, up to `--`.
-    let (out, uuid) = run_uuid(
-        &world,
-        &[
-            "--net=none",
-            &v1,
-            "--name=one",
-            "--exec=/bin/sh",
-            "--",
-            "-c",
-            "echo one > /only-here; cat /only-here",
-            "---",
-            &v1,
-            "--name=two",
-            "--",
-            "test ! -e /only-here && echo two",
-        ],
-    );
+    let (out, uuid) = world.run_uuid(&[
+        "--net=none",
+        &v1,
+        "--name=one",
+        "--exec=/bin/sh",
+        "--",
+        "-c",
+        "echo one > /only-here; cat /only-here",
+        "---",
+        &v1,
+        "--name=two",
+        "--",
+        "test ! -e /only-here && echo two",
+    ]);
     out.assert_success()
         .assert_stdout_contains("one\n")
         .assert_stdout_contains("two\n");
@@ -552,9 +504,6 @@ fn mistakes_in_the_grammar_are_errors_naming_the_word_and_create_nothing() {
 /// `--port=NAME:…` finds NAME among every app's exposed ports: here the second app's.
 #[test]
 fn a_port_name_refers_to_any_apps_exposed_port() {
-    use std::io::{Read, Write};
-    use std::net::TcpStream;
-    use std::time::Duration;
     if !image_common::ready("a_port_name_refers_to_any_apps_exposed_port", &["umoci"]) {
         return;
     }
@@ -615,15 +564,7 @@ fn a_port_name_refers_to_any_apps_exposed_port() {
     args.extend_from_slice(&web);
     let (uuid, index) = world.spawn_run(&args);
     world.wait_running(&uuid);
-    let body = wait_for(|| {
-        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-        let mut conn = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-        conn.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-        conn.write_all(b"GET /second HTTP/1.0\r\n\r\n").ok()?;
-        let mut got = String::new();
-        conn.read_to_string(&mut got).ok()?;
-        got.contains("200 OK").then_some(got)
-    });
+    let body = http_get_forwarded(port, "/second");
     assert!(body.ends_with("layer 2\n"), "{body}");
     world.rkt(&["stop", &uuid]).run().assert_success();
     world.wait_child(index);

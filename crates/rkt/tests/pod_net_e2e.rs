@@ -72,16 +72,6 @@ impl Drop for UserNet {
     }
 }
 
-fn run_uuid(world: &World, args: &[&str]) -> (support::Outcome, String) {
-    let file = world.path("uuid-e2e");
-    let _ = fs::remove_file(&file);
-    let save = format!("--uuid-file-save={}", file.display());
-    let mut full = vec!["run", save.as_str()];
-    full.extend_from_slice(args);
-    let out = world.rkt(&full).run();
-    (out, fs::read_to_string(&file).unwrap_or_default())
-}
-
 const SHOW_ADDRS: &[&str] = &["--", "ip", "-o", "-4", "addr", "show", "scope", "global"];
 
 fn args<'a>(flags: &'a [&'a str]) -> Vec<&'a str> {
@@ -98,7 +88,7 @@ fn bare_net_and_net_default_use_the_builtin_default_network() {
     let world = World::new();
     let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
     for flags in [&[][..], &["--net"][..], &["--net=default"][..]] {
-        let (out, uuid) = run_uuid(&world, &args(flags));
+        let (out, uuid) = world.run_uuid(&args(flags));
         out.assert_success()
             .assert_stdout_contains("eth0    inet 172.16.28.");
         assert_no_netns(&uuid);
@@ -119,7 +109,7 @@ fn net_all_adds_both_builtin_networks_in_file_name_order() {
     let empty = world.path("empty.d");
     fs::create_dir(&empty).unwrap();
     let conf = format!("--net-conf-dir={}", empty.display());
-    let (out, uuid) = run_uuid(&world, &args(&[conf.as_str(), "--net=all"]));
+    let (out, uuid) = world.run_uuid(&args(&[conf.as_str(), "--net=all"]));
     // 99-default-restricted.conf sorts before 99-default.conf ('-' < '.').
     out.assert_success()
         .assert_stdout_contains("eth0    inet 172.31.")
@@ -140,10 +130,7 @@ fn a_renamed_plugin_is_found_only_through_net_plugin_dir_and_args_pin_the_addres
     let _g = leaks::Guard::new(net.leak_ctx(&world));
     let (conf, plugins) = (net.conf_flag(), net.plugin_flag());
     let select = format!("--net={}:IP={}.9", net.name, net.subnet3);
-    let (out, uuid) = run_uuid(
-        &world,
-        &args(&[conf.as_str(), plugins.as_str(), select.as_str()]),
-    );
+    let (out, uuid) = world.run_uuid(&args(&[conf.as_str(), plugins.as_str(), select.as_str()]));
     out.assert_success()
         .assert_stdout_contains(&format!("eth0    inet {}.9/24", net.subnet3));
     let json = world.status_json(&uuid);
@@ -155,7 +142,7 @@ fn a_renamed_plugin_is_found_only_through_net_plugin_dir_and_args_pin_the_addres
     assert_no_lease(&net.name, &uuid);
 
     let plain = format!("--net={}", net.name);
-    let (out, uuid) = run_uuid(&world, &args(&[conf.as_str(), plain.as_str()]));
+    let (out, uuid) = world.run_uuid(&args(&[conf.as_str(), plain.as_str()]));
     out.assert_failure()
         .assert_stderr_contains("renamed-ptp")
         .assert_stderr_contains("not found");
@@ -184,16 +171,16 @@ fn paths_d_points_at_configs_and_plugins_and_the_flags_override_it() {
     let select = format!("--net={}", net.name);
 
     write_paths(&net.plugin_dir);
-    let (out, uuid) = run_uuid(&world, &args(&[select.as_str()]));
+    let (out, uuid) = world.run_uuid(&args(&[select.as_str()]));
     out.assert_success()
         .assert_stdout_contains(&format!("eth0    inet {}.", net.subnet3));
     assert_no_netns(&uuid);
 
     write_paths(&empty);
-    let (out, _) = run_uuid(&world, &args(&[select.as_str()]));
+    let (out, _) = world.run_uuid(&args(&[select.as_str()]));
     out.assert_failure().assert_stderr_contains("renamed-ptp");
     let plugins = net.plugin_flag();
-    let (out, uuid) = run_uuid(&world, &args(&[plugins.as_str(), select.as_str()]));
+    let (out, uuid) = world.run_uuid(&args(&[plugins.as_str(), select.as_str()]));
     out.assert_success()
         .assert_stdout_contains(&format!("eth0    inet {}.", net.subnet3));
     assert_no_netns(&uuid);
@@ -205,18 +192,15 @@ fn dns_flags_write_the_pods_resolv_conf_and_host_modes_show_the_hosts_files() {
     require_root!();
     let world = World::new();
     let _g = leaks::Guard::new(world.leak_ctx());
-    let (out, _) = run_uuid(
-        &world,
-        &[
-            "--net=none",
-            "--dns=192.0.2.53",
-            "--dns-search=pods.example",
-            "--dns-opt=ndots:2",
-            "--",
-            "cat",
-            "/etc/resolv.conf",
-        ],
-    );
+    let (out, _) = world.run_uuid(&[
+        "--net=none",
+        "--dns=192.0.2.53",
+        "--dns-search=pods.example",
+        "--dns-opt=ndots:2",
+        "--",
+        "cat",
+        "/etc/resolv.conf",
+    ]);
     out.assert_success()
         .assert_stdout_contains("nameserver 192.0.2.53")
         .assert_stdout_contains("search pods.example")
@@ -225,25 +209,20 @@ fn dns_flags_write_the_pods_resolv_conf_and_host_modes_show_the_hosts_files() {
     let mut pods = 1;
     if let Ok(host_resolv) = fs::read_to_string("/etc/resolv.conf") {
         pods += 1;
-        let (out, _) = run_uuid(
-            &world,
-            &["--net=none", "--dns=host", "--", "cat", "/etc/resolv.conf"],
-        );
+        let (out, _) =
+            world.run_uuid(&["--net=none", "--dns=host", "--", "cat", "/etc/resolv.conf"]);
         out.assert_success();
         assert_eq!(out.stdout(), host_resolv);
     }
     let host_hosts = fs::read_to_string("/etc/hosts").unwrap();
     pods += 1;
-    let (out, _) = run_uuid(
-        &world,
-        &[
-            "--net=none",
-            "--hosts-entry=host",
-            "--",
-            "cat",
-            "/etc/hosts",
-        ],
-    );
+    let (out, _) = world.run_uuid(&[
+        "--net=none",
+        "--hosts-entry=host",
+        "--",
+        "cat",
+        "/etc/hosts",
+    ]);
     out.assert_success();
     assert_eq!(out.stdout(), host_hosts);
 

@@ -12,26 +12,12 @@ use std::process::Stdio;
 
 use pod_support::{assert_no_lease, assert_no_netns, tiny_rootfs, World};
 
-fn run_uuid(world: &World, args: &[&str]) -> (support::Outcome, String) {
-    let file = world.path("uuid-fg");
-    let _ = fs::remove_file(&file);
-    let save = format!("--uuid-file-save={}", file.display());
-    let mut full = vec!["run", save.as_str()];
-    full.extend_from_slice(args);
-    let out = world.rkt(&full).run();
-    let uuid = fs::read_to_string(&file).unwrap_or_default();
-    (out, uuid)
-}
-
 #[test]
 fn exit_status_is_the_apps_and_status_reports_it() {
     require_root!();
     let world = World::new();
     let _g = leaks::Guard::new(world.leak_ctx());
-    let (out, uuid) = run_uuid(
-        &world,
-        &["--net=host", "--", "sh", "-c", "echo out; exit 7"],
-    );
+    let (out, uuid) = world.run_uuid(&["--net=host", "--", "sh", "-c", "echo out; exit 7"]);
     out.assert_exit_code(7).assert_stdout_contains("out");
     let st = world.rkt(&["status", &uuid]).run();
     st.assert_success()
@@ -46,7 +32,7 @@ fn death_by_signal_gives_128_plus_the_signal() {
     require_root!();
     let world = World::new();
     let _g = leaks::Guard::new(world.leak_ctx());
-    let (out, uuid) = run_uuid(&world, &["--net=none", "--", "sh", "-c", "kill -9 $$"]);
+    let (out, uuid) = world.run_uuid(&["--net=none", "--", "sh", "-c", "kill -9 $$"]);
     out.assert_exit_code(137);
     assert_no_netns(&uuid);
 }
@@ -56,16 +42,13 @@ fn net_none_has_only_loopback_and_it_is_up() {
     require_root!();
     let world = World::new();
     let _g = leaks::Guard::new(world.leak_ctx());
-    let (out, uuid) = run_uuid(
-        &world,
-        &[
-            "--net=none",
-            "--",
-            "sh",
-            "-c",
-            "ls /sys/class/net; cat /sys/class/net/lo/flags",
-        ],
-    );
+    let (out, uuid) = world.run_uuid(&[
+        "--net=none",
+        "--",
+        "sh",
+        "-c",
+        "ls /sys/class/net; cat /sys/class/net/lo/flags",
+    ]);
     out.assert_success();
     // IFF_UP | IFF_LOOPBACK
     assert_eq!(out.stdout(), "lo\n0x9\n");
@@ -81,16 +64,13 @@ fn a_pods_mount_namespace_holds_no_network_namespace_mounts() {
     require_root!();
     let world = World::new();
     let _g = leaks::Guard::new(world.leak_ctx());
-    let (out, uuid) = run_uuid(
-        &world,
-        &[
-            "--net=none",
-            "--",
-            "sh",
-            "-c",
-            "grep -c ' /run/netns' /proc/self/mountinfo || true",
-        ],
-    );
+    let (out, uuid) = world.run_uuid(&[
+        "--net=none",
+        "--",
+        "sh",
+        "-c",
+        "grep -c ' /run/netns' /proc/self/mountinfo || true",
+    ]);
     out.assert_success();
     assert_eq!(out.stdout(), "0\n");
     assert_no_netns(&uuid);
@@ -102,16 +82,10 @@ fn net_host_shares_the_callers_network_namespace() {
     let world = World::new();
     let _g = leaks::Guard::new(world.leak_ctx());
     let host_ns = fs::read_link("/proc/self/ns/net").unwrap();
-    let (out, uuid) = run_uuid(
-        &world,
-        &["--net=host", "--", "readlink", "/proc/self/ns/net"],
-    );
+    let (out, uuid) = world.run_uuid(&["--net=host", "--", "readlink", "/proc/self/ns/net"]);
     out.assert_success();
     assert_eq!(out.stdout().trim(), host_ns.to_string_lossy());
-    let (out, _) = run_uuid(
-        &world,
-        &["--net=none", "--", "readlink", "/proc/self/ns/net"],
-    );
+    let (out, _) = world.run_uuid(&["--net=none", "--", "readlink", "/proc/self/ns/net"]);
     assert_ne!(out.stdout().trim(), host_ns.to_string_lossy());
     let st = world.status_json(&uuid);
     // No networks: the key is left out, as rkt's JSON did.
@@ -123,10 +97,7 @@ fn the_app_is_pid_2_under_the_pods_init() {
     require_root!();
     let world = World::new();
     let _g = leaks::Guard::new(world.leak_ctx());
-    let (out, _) = run_uuid(
-        &world,
-        &["--net=none", "--", "sh", "-c", "echo $$; cat /proc/1/comm"],
-    );
+    let (out, _) = world.run_uuid(&["--net=none", "--", "sh", "-c", "echo $$; cat /proc/1/comm"]);
     out.assert_success();
     assert_eq!(out.stdout(), "2\nrkt-init\n");
 }
@@ -137,26 +108,23 @@ fn hostname_defaults_to_rkt_uuid_or_the_hosts_and_can_be_set() {
     let world = World::new();
     let _g = leaks::Guard::new(world.leak_ctx());
     let host_hostname = fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
-    let (out, uuid) = run_uuid(&world, &["--net=none", "--", "hostname"]);
+    let (out, uuid) = world.run_uuid(&["--net=none", "--", "hostname"]);
     out.assert_success();
     assert_eq!(out.stdout().trim(), format!("rkt-{uuid}"));
-    let (out, _) = run_uuid(&world, &["--net=host", "--", "hostname"]);
+    let (out, _) = world.run_uuid(&["--net=host", "--", "hostname"]);
     out.assert_success();
     assert_eq!(
         out.stdout(),
         host_hostname,
         "--net=host keeps the host's name"
     );
-    let (out, _) = run_uuid(
-        &world,
-        &[
-            "--net=none",
-            "--hostname=podhost",
-            "--",
-            "cat",
-            "/etc/hosts",
-        ],
-    );
+    let (out, _) = world.run_uuid(&[
+        "--net=none",
+        "--hostname=podhost",
+        "--",
+        "cat",
+        "/etc/hosts",
+    ]);
     out.assert_success().assert_stdout_contains("podhost");
     assert_eq!(
         fs::read_to_string("/proc/sys/kernel/hostname").unwrap(),
@@ -171,16 +139,13 @@ fn pod_files_hide_the_hosts_without_changing_them() {
     let world = World::new();
     let _g = leaks::Guard::new(world.leak_ctx());
     let before = fs::read("/etc/hosts").unwrap();
-    let (out, _) = run_uuid(
-        &world,
-        &[
-            "--net=none",
-            "--hosts-entry=10.1.2.3=db.example",
-            "--",
-            "cat",
-            "/etc/hosts",
-        ],
-    );
+    let (out, _) = world.run_uuid(&[
+        "--net=none",
+        "--hosts-entry=10.1.2.3=db.example",
+        "--",
+        "cat",
+        "/etc/hosts",
+    ]);
     out.assert_success().assert_stdout_contains("10.1.2.3");
     assert_eq!(fs::read("/etc/hosts").unwrap(), before);
 }
@@ -255,18 +220,15 @@ fn rootfs_becomes_the_apps_root_with_proc_dev_and_etc_files() {
     let _g = leaks::Guard::new(world.leak_ctx());
     let rootfs = world.path("rootfs");
     tiny_rootfs(&rootfs);
-    let (out, uuid) = run_uuid(
-        &world,
-        &[
-            "--net=none",
-            "--hostname=inroot",
-            &format!("--rootfs={}", rootfs.display()),
-            "--",
-            "/bin/sh",
-            "-c",
-            "echo /*; cat /proc/1/comm; cat /etc/hosts; echo x > /dev/null && echo devnull-ok",
-        ],
-    );
+    let (out, uuid) = world.run_uuid(&[
+        "--net=none",
+        "--hostname=inroot",
+        &format!("--rootfs={}", rootfs.display()),
+        "--",
+        "/bin/sh",
+        "-c",
+        "echo /*; cat /proc/1/comm; cat /etc/hosts; echo x > /dev/null && echo devnull-ok",
+    ]);
     out.assert_success()
         .assert_stdout_contains("/bin /dev /etc")
         .assert_stdout_contains("rkt-init\n")
@@ -285,7 +247,7 @@ fn a_missing_command_fails_and_leaves_an_exited_pod_without_namespace() {
     require_root!();
     let world = World::new();
     let _g = leaks::Guard::new(world.leak_ctx());
-    let (out, uuid) = run_uuid(&world, &["--net=none", "--", "no-such-command-xyz"]);
+    let (out, uuid) = world.run_uuid(&["--net=none", "--", "no-such-command-xyz"]);
     out.assert_failure()
         .assert_stderr_contains("no-such-command-xyz")
         .assert_stderr_contains(&uuid);
@@ -360,15 +322,12 @@ fn failed_network_setup_rolls_back_and_names_network_and_plugin() {
         r#"{"cniVersion":"0.4.0","name":"broken","type":"no-such-plugin-xyz"}"#,
     )
     .unwrap();
-    let (out, uuid) = run_uuid(
-        &world,
-        &[
-            &format!("--net-conf-dir={}", conf.display()),
-            "--net=default,broken",
-            "--",
-            "true",
-        ],
-    );
+    let (out, uuid) = world.run_uuid(&[
+        &format!("--net-conf-dir={}", conf.display()),
+        "--net=default,broken",
+        "--",
+        "true",
+    ]);
     out.assert_failure()
         .assert_stderr_contains("\"broken\"")
         .assert_stderr_contains("no-such-plugin-xyz");

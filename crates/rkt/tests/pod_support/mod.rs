@@ -81,6 +81,18 @@ impl World {
         cmd
     }
 
+    /// `rkt run --uuid-file-save=… <args>` in the foreground: its outcome and the new pod's
+    /// UUID (empty when no pod was made).
+    pub fn run_uuid(&self, args: &[&str]) -> (crate::support::Outcome, String) {
+        let file = self.path("uuid-fg");
+        let _ = fs::remove_file(&file);
+        let save = format!("--uuid-file-save={}", file.display());
+        let mut full = vec!["run", save.as_str()];
+        full.extend_from_slice(args);
+        let out = self.rkt(&full).run();
+        (out, fs::read_to_string(&file).unwrap_or_default())
+    }
+
     /// Starts `rkt run <args>` in the background, saving the UUID; returns (uuid, index).
     pub fn spawn_run(&mut self, args: &[&str]) -> (String, usize) {
         let uuid_file = self.path(&format!("uuid-bg-{}", self.background.len()));
@@ -233,4 +245,33 @@ pub fn assert_no_lease(net: &str, uuid: &str) {
             entry.path().display()
         );
     }
+}
+
+/// Mount points at or below `dir`, from this process's mountinfo.
+pub fn mounts_under(dir: &Path) -> Vec<String> {
+    let dir = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .filter(|m| Path::new(m).starts_with(&dir))
+        .map(str::to_string)
+        .collect()
+}
+
+/// `GET <path>` from 127.0.0.1:`port` (a pod's forwarded port), retried until a `200 OK`
+/// comes back; the whole response.
+pub fn http_get_forwarded(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    use std::net::{SocketAddr, TcpStream};
+    wait_for(|| {
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let mut conn = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+        conn.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        conn.write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes())
+            .ok()?;
+        let mut got = String::new();
+        conn.read_to_string(&mut got).ok()?;
+        got.contains("200 OK").then_some(got)
+    })
 }
