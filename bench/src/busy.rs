@@ -10,10 +10,11 @@
 //! slow minutes cannot fake, since they slow both halves of a pair. Rounds go on until that
 //! interval is within ±1 ms or the load's time budget is spent.
 //!
-//! Order: the cycle at no load; 1,000 pods started at once (timed); the cycle at 1,000;
-//! all stopped at once (timed); then the other loads, each started at once, measured and
-//! stopped. host-local keeps its reservations in the workspace; the masquerading rules go
-//! with the pods (and `rkt gc` at cleanup).
+//! Order: the loads from the smallest up, each started at once, measured and stopped at
+//! once (the largest's start and stop timed). host-local keeps its reservations in the
+//! workspace; the masquerading rules go with the pods. At the end `rkt gc` runs and the
+//! leak checker looks for anything of the scenario's pods and networks left on the host;
+//! should the scenario fail, the pods still running get SIGTERM and are waited for.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -57,6 +58,11 @@ pub struct BusyResult {
     pub stop_all: Batch,
     /// The time each load's rounds may take at most.
     pub budget: Duration,
+    /// What the scenario left on the host after its last pods stopped and `rkt gc` ran
+    /// (the leak checker's findings, and pod cgroups): must be empty.
+    pub leaks: Vec<String>,
+    /// Whether the leak check ran (it does once every load was measured).
+    pub leak_checked: bool,
 }
 
 /// The pod cycles at one load, run in rounds of three (`rkt run`, the plugin floor, the
@@ -116,6 +122,15 @@ pub fn busy_host(
     let mut loads: Vec<usize> = loads.to_vec();
     loads.sort();
     let top = loads.last().copied().unwrap_or(0);
+    let uuid_dir = ws.root().join("busy-uuids");
+    let guard = leak_check::Guard::new(
+        leak_check::Ctx::new(&ws.data)
+            .network(BUSY_NET)
+            .subnet(BUSY_SUBNET)
+            .uuid_files_in(&uuid_dir)
+            .hostlocal_dir(ws.ipam.join("busy"))
+            .cache_dir(&ws.libcni_cache),
+    );
     let measure = |load: usize| -> Result<LoadRun, BenchError> {
         eprintln!("rkt-bench: busy host: the pod cycle with {load} other pods");
         let mut variants: Vec<Variant> = vec![
@@ -151,9 +166,46 @@ pub fn busy_host(
         if load == top {
             res.stop_all = stopped;
         }
+        guard.remember();
         res.loads.push(measured?);
     }
+    res.leaks = leaks_after_gc(ws, &guard, &uuid_dir);
+    res.leak_checked = true;
+    // The findings are in the report; the guard must not panic on them when dropped.
+    std::mem::forget(guard);
     Ok(res)
+}
+
+/// Runs `rkt gc --grace-period=0s` and returns what is left: the leak checker's findings
+/// (namespaces, links, routes, rules and chains, host-local leases, CNI cache entries, pods
+/// still running) and any pod's cgroup (`/sys/fs/cgroup/*/rkt/<uuid>`).
+fn leaks_after_gc(ws: &Workspace, guard: &leak_check::Guard, uuid_dir: &Path) -> Vec<String> {
+    let mut args = ws.rkt_globals();
+    args.extend(["gc".into(), "--grace-period=0s".into()]);
+    let mut leaks = Vec::new();
+    if let Err(e) = run(&ws.tools.rkt, &args, &[], None) {
+        leaks.push(format!("rkt gc failed: {e}"));
+    }
+    leaks.extend(guard.leaked());
+    let uuids: Vec<String> = std::fs::read_dir(uuid_dir)
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+                .map(|u| u.trim().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    let controllers: Vec<PathBuf> = std::fs::read_dir("/sys/fs/cgroup")
+        .map(|d| d.flatten().map(|e| e.path().join("rkt")).collect())
+        .unwrap_or_default();
+    for uuid in &uuids {
+        for c in &controllers {
+            if c.join(uuid).exists() {
+                leaks.push(format!("cgroup {}", c.join(uuid).display()));
+            }
+        }
+    }
+    leaks
 }
 
 /// One line on a load's rounds, for the terminal.
@@ -284,7 +336,7 @@ fn start_at_once(ws: &Workspace, n: usize) -> Result<(Fleet, Batch), BenchError>
     let mut fleet = Fleet(Vec::with_capacity(n));
     let pods = &mut fleet.0;
     for i in 0..n {
-        let uuid_file = dir.join(format!("{i}-{}", start.elapsed().as_nanos()));
+        let uuid_file = dir.join(format!("uuid-{i}-{}", start.elapsed().as_nanos()));
         let args = cycle::rkt_run_args(
             ws,
             BUSY_NET,

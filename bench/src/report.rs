@@ -177,6 +177,18 @@ fn render_busy_targets(out: &mut String, b: &crate::busy::BusyResult) {
             holds(batch.failures.is_empty())
         );
     }
+    if b.leak_checked {
+        let _ = writeln!(
+            out,
+            "| 6 | busy host: left after the last stop and `rkt gc` (namespaces, links, rules and chains, leases, cache entries, pods, cgroups) | {} | — | nothing | {} |",
+            if b.leaks.is_empty() {
+                "nothing".to_string()
+            } else {
+                format!("{} (first: {})", b.leaks.len(), b.leaks[0].replace('|', "/"))
+            },
+            holds(b.leaks.is_empty())
+        );
+    }
 }
 
 /// Scenario 6 per load: the rounds, the machine's load, the paired differences with their
