@@ -26,6 +26,7 @@ use serde_json::{json, Map, Value};
 use crate::cycle;
 use crate::error::BenchError;
 use crate::proc::{check_interrupt, run};
+use crate::scenarios::{WhatIf, WHAT_IF_NO_FSYNC};
 use crate::stats::{children_cpu, median_ci, median_f64, Series, Variant};
 use crate::workspace::{write_json, Workspace};
 
@@ -80,6 +81,10 @@ pub struct LoadRun {
     pub cpu_excess: Vec<f64>,
     /// Per round: `rkt run` / libcni.
     pub ratio: Vec<f64>,
+    /// Per round, in seconds, when the what-if library was built: `rkt run` − the same
+    /// `rkt run` with `fsync` a no-op (run first or last in the round, in turn): what the
+    /// records' `fsync`s cost at this load and this moment.
+    pub fsync_cost: Vec<f64>,
     /// The 1-minute load average (`/proc/loadavg`) before and after the rounds.
     pub loadavg: (f64, f64),
     /// The time the rounds took.
@@ -111,6 +116,7 @@ pub fn busy_host(
     warmup: usize,
     min_rounds: usize,
     budget: Duration,
+    what_if: Option<&WhatIf>,
 ) -> Result<BusyResult, BenchError> {
     let conf = ws.net_d().join(BUSY_FILE);
     write_json(&conf, &conflist(ws))?;
@@ -144,6 +150,13 @@ pub fn busy_host(
                 Box::new(|| floor_chain(ws, &conf, &cni_path)),
             ),
         ];
+        if let Some(w) = what_if {
+            let no_fsync = [("LD_PRELOAD", w.no_fsync.as_os_str())];
+            variants.push((
+                WHAT_IF_NO_FSYNC,
+                Box::new(move || cycle::rkt(ws, BUSY_NET, &no_fsync)),
+            ));
+        }
         let nat = nat_cost();
         let mut run = rounds(&mut variants, warmup, min_rounds, budget)?;
         run.load = load;
@@ -262,9 +275,18 @@ fn rounds(
     };
     let start = Instant::now();
     for round in 0.. {
-        let mut wall = [0.0f64; 3];
-        let mut cpu = [0.0f64; 3];
-        for &idx in &ORDERS[round % ORDERS.len()] {
+        let mut wall = [0.0f64; 4];
+        let mut cpu = [0.0f64; 4];
+        // The what-if variant, when there is one, goes first or last in turn.
+        let mut order: Vec<usize> = ORDERS[round % ORDERS.len()].to_vec();
+        if variants.len() > 3 {
+            if round % 2 == 0 {
+                order.insert(0, 3);
+            } else {
+                order.push(3);
+            }
+        }
+        for idx in order {
             check_interrupt()?;
             let cpu_before = children_cpu();
             let d = (variants[idx].1)()?;
@@ -278,6 +300,9 @@ fn rounds(
         r.libcni_excess.push(wall[1] - wall[2]);
         r.cpu_excess.push(cpu[0] - cpu[2]);
         r.ratio.push(wall[0] / wall[1].max(1e-9));
+        if variants.len() > 3 {
+            r.fsync_cost.push(wall[0] - wall[3]);
+        }
         let n = round + 1;
         let narrow = || median_ci(&r.excess).is_some_and(|(lo, hi)| hi - lo <= 0.002);
         if start.elapsed() >= budget || (n >= min_rounds && n % 10 == 0 && narrow()) {

@@ -259,6 +259,7 @@ fn network_scenarios(
             cli.warmup,
             cli.iterations,
             std::time::Duration::from_secs(cli.busy_seconds),
+            what_if.as_ref(),
         )?);
     }
     drop(ws);

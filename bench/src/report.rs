@@ -200,14 +200,15 @@ fn render_busy_details(out: &mut String, b: &crate::busy::BusyResult) {
 moment, `rkt run` always next to the floor; at most {} s of rounds per load, fewer once the \
 excess's interval is within ±1 ms). Differences are per round: median [95% interval of the \
 median, from order statistics]. *iptables* is one run of `iptables -t nat -S` (the whole \
-table) and of `iptables -t nat -S POSTROUTING` (one chain), medians of 5.\n",
+table) and of `iptables -t nat -S POSTROUTING` (one chain), medians of 5. The same `rkt run` \
+with `fsync` a no-op (LD_PRELOAD) runs in each round too, first or last in turn.\n",
         b.budget.as_secs()
     );
-    out.push_str("| other pods | rounds (time) | load average before → after | rkt − floor | libcni − floor | CPU: rkt − floor | nat table | iptables: table / one chain |\n|---|---|---|---|---|---|---|---|\n");
+    out.push_str("| other pods | rounds (time) | load average before → after | rkt − floor | libcni − floor | CPU: rkt − floor | rkt − rkt with fsync a no-op | nat table | iptables: table / one chain |\n|---|---|---|---|---|---|---|---|---|\n");
     for l in &b.loads {
         let _ = writeln!(
             out,
-            "| {} | {} ({:.0} s) | {:.2} → {:.2} | {} | {} | {} | {} lines | {} / {} |",
+            "| {} | {} ({:.0} s) | {:.2} → {:.2} | {} | {} | {} | {} | {} lines | {} / {} |",
             l.load,
             l.excess.len(),
             l.took.as_secs_f64(),
@@ -216,6 +217,11 @@ table) and of `iptables -t nat -S POSTROUTING` (one chain), medians of 5.\n",
             ms_ci(&l.excess),
             ms_ci(&l.libcni_excess),
             ms_ci(&l.cpu_excess),
+            if l.fsync_cost.is_empty() {
+                "—".to_string()
+            } else {
+                ms_ci(&l.fsync_cost)
+            },
             l.nat.lines,
             fmt_duration(l.nat.save),
             fmt_duration(l.nat.list_chain)
