@@ -77,6 +77,11 @@ struct Cli {
     /// stopped all at once, timed).
     #[arg(long, value_delimiter = ',', default_value = "0,250,1000")]
     busy_loads: Vec<usize>,
+    /// The most seconds scenario 6 spends on the pod cycles at each load (rounds stop
+    /// earlier once the 95% interval of rkt's median excess over the floor is within ±1 ms;
+    /// at least --iterations rounds).
+    #[arg(long, default_value_t = 150)]
+    busy_seconds: u64,
     /// Timed pulls per variant in scenario 7, cold and warm each (after one warm-up).
     #[arg(long, default_value_t = 5)]
     pull_iterations: usize,
@@ -264,6 +269,8 @@ fn network_scenarios(
             &cli.busy_loads,
             cli.warmup,
             cli.iterations,
+            std::time::Duration::from_secs(cli.busy_seconds),
+            what_if.as_ref(),
         )?);
     }
     drop(ws);

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::error::BenchError;
 use crate::rss::Peaks;
 use crate::scenarios::{ManyResult, ScaleResult};
-use crate::stats::{fmt_duration, ratio, Series};
+use crate::stats::{fmt_duration, median_ci, median_diff_ci, median_f64, ratio, Series};
 
 /// The markers in docs/PERFORMANCE.md between which the latest report goes.
 pub const BEGIN: &str = "<!-- bench:results:begin -->";
@@ -89,34 +89,75 @@ fn medians3(s: &[Series]) -> (Duration, Duration, Duration) {
     (m(0), m(1), m(2))
 }
 
+/// `yes` when the whole interval meets the target, `**no**` when none of it does, and
+/// `not resolved` when it straddles the target.
+fn holds_ci(lo: f64, hi: f64, limit: f64) -> &'static str {
+    if hi <= limit {
+        "yes"
+    } else if lo > limit {
+        "**no**"
+    } else {
+        "not resolved (the interval holds the target)"
+    }
+}
+
+/// `+1.2 ms [+0.4, +2.0]`: a median and its 95% interval, in milliseconds.
+fn ms_ci(values: &[f64]) -> String {
+    let m = median_f64(values) * 1e3;
+    match median_ci(values) {
+        Some((lo, hi)) => format!("{m:+.1} ms [{:+.1}, {:+.1}]", lo * 1e3, hi * 1e3),
+        None => format!("{m:+.1} ms"),
+    }
+}
+
 /// Scenario 6's rows of the targets table: rkt against scripted libcni at every load, rkt's
 /// excess over the plugin floor at the largest load against no load, and the throughput of
 /// starting and stopping the largest load at once.
 fn render_busy_targets(out: &mut String, b: &crate::busy::BusyResult) {
-    let excess = |s: &[Series]| med(s, 0).as_secs_f64() - med(s, 2).as_secs_f64();
-    for (load, s) in &b.loads {
-        let (rkt, libcni, floor) = medians3(s);
+    for l in &b.loads {
+        let (rkt, libcni, floor) = medians3(&l.series);
+        let r = median_f64(&l.ratio);
+        let (lo, hi) = median_ci(&l.ratio).unwrap_or((r, r));
         let _ = writeln!(
             out,
-            "| 6 | busy host, {load} other pods: pod cycle vs scripted libcni (floor {}) | rkt run {} / libcni {} | {:.2}× | ≤ 1.0× | {} |",
+            "| 6 | busy host, {} other pods: pod cycle vs scripted libcni (floor {}; {} rounds) | rkt run {} / libcni {}; per round {r:.3}× [{lo:.3}, {hi:.3}] | {:.2}× | ≤ 1.0× | {} |",
+            l.load,
             fmt_duration(floor),
+            l.excess.len(),
             fmt_duration(rkt),
             fmt_duration(libcni),
             ratio(rkt, libcni),
-            holds(ratio(rkt, libcni) <= 1.0)
+            holds_ci(lo, hi, 1.0)
         );
     }
-    if let (Some((_, idle)), Some((top, busy))) = (b.loads.first(), b.loads.last()) {
-        let (e0, e1) = (excess(idle), excess(busy));
-        let _ = writeln!(
-            out,
-            "| 6 | busy host: rkt's excess over the floor, {top} pods vs none | {:.1} ms vs {:.1} ms | {:+.1} ms | ≤ +2 ms | {} |",
-            e1 * 1e3,
-            e0 * 1e3,
-            (e1 - e0) * 1e3,
-            holds(e1 - e0 <= 0.002)
-        );
+    if let (Some(idle), Some(busy)) = (b.loads.first(), b.loads.last()) {
+        if let Some((d, lo, hi)) = median_diff_ci(&idle.excess, &busy.excess, 10_000) {
+            let _ = writeln!(
+                out,
+                "| 6 | busy host: rkt's excess over the floor (per round), {} pods vs {} | {} vs {} | {:+.1} ms [{:+.1}, {:+.1}] | ≤ +2 ms | {} |",
+                busy.load,
+                idle.load,
+                ms_ci(&busy.excess),
+                ms_ci(&idle.excess),
+                d * 1e3,
+                lo * 1e3,
+                hi * 1e3,
+                holds_ci(lo, hi, 0.002)
+            );
+        }
+        if let Some((d, lo, hi)) = median_diff_ci(&idle.cpu_excess, &busy.cpu_excess, 10_000) {
+            let _ = writeln!(
+                out,
+                "| 6 | busy host: the same in CPU time (user + sys of each cycle's processes, less sensitive to contention) | {} vs {} | {:+.1} ms [{:+.1}, {:+.1}] | — | — |",
+                ms_ci(&busy.cpu_excess),
+                ms_ci(&idle.cpu_excess),
+                d * 1e3,
+                lo * 1e3,
+                hi * 1e3
+            );
+        }
     }
+    let nat_lines = b.loads.last().map(|l| l.nat.lines).unwrap_or(0);
     for (what, batch) in [("started", &b.start_all), ("stopped", &b.stop_all)] {
         if batch.pods == 0 {
             continue;
@@ -125,7 +166,7 @@ fn render_busy_targets(out: &mut String, b: &crate::busy::BusyResult) {
             out,
             "| 6 | busy host: {} pods {what} at once (nat table: {} lines) | {} ({:.1} pods/s), {} failures{} | — | 0 failures | {} |",
             batch.pods,
-            b.nat_lines,
+            nat_lines,
             fmt_duration(batch.took),
             batch.per_second(),
             batch.failures.len(),
@@ -135,6 +176,56 @@ fn render_busy_targets(out: &mut String, b: &crate::busy::BusyResult) {
                 .map(|f| format!(" (first: {})", f.replace('|', "/")))
                 .unwrap_or_default(),
             holds(batch.failures.is_empty())
+        );
+    }
+    if b.leak_checked {
+        let _ = writeln!(
+            out,
+            "| 6 | busy host: left after the last stop and `rkt gc` (namespaces, links, rules and chains, leases, cache entries, pods, cgroups) | {} | — | nothing | {} |",
+            if b.leaks.is_empty() {
+                "nothing".to_string()
+            } else {
+                format!("{} (first: {})", b.leaks.len(), b.leaks[0].replace('|', "/"))
+            },
+            holds(b.leaks.is_empty())
+        );
+    }
+}
+
+/// Scenario 6 per load: the rounds, the machine's load, the paired differences with their
+/// 95% intervals, and the firewall's size and cost.
+fn render_busy_details(out: &mut String, b: &crate::busy::BusyResult) {
+    let _ = writeln!(
+        out,
+        "\nScenario 6 per load (rounds of `rkt run`, plugin floor and scripted libcni at the same \
+moment, `rkt run` always next to the floor; at most {} s of rounds per load, fewer once the \
+excess's interval is within ±1 ms). Differences are per round: median [95% interval of the \
+median, from order statistics]. *iptables* is one run of `iptables -t nat -S` (the whole \
+table) and of `iptables -t nat -S POSTROUTING` (one chain), medians of 5. The same `rkt run` \
+with `fsync` a no-op (LD_PRELOAD) runs in each round too, first or last in turn.\n",
+        b.budget.as_secs()
+    );
+    out.push_str("| other pods | rounds (time) | load average before → after | rkt − floor | libcni − floor | CPU: rkt − floor | rkt − rkt with fsync a no-op | nat table | iptables: table / one chain |\n|---|---|---|---|---|---|---|---|---|\n");
+    for l in &b.loads {
+        let _ = writeln!(
+            out,
+            "| {} | {} ({:.0} s) | {:.2} → {:.2} | {} | {} | {} | {} | {} lines | {} / {} |",
+            l.load,
+            l.excess.len(),
+            l.took.as_secs_f64(),
+            l.loadavg.0,
+            l.loadavg.1,
+            ms_ci(&l.excess),
+            ms_ci(&l.libcni_excess),
+            ms_ci(&l.cpu_excess),
+            if l.fsync_cost.is_empty() {
+                "—".to_string()
+            } else {
+                ms_ci(&l.fsync_cost)
+            },
+            l.nat.lines,
+            fmt_duration(l.nat.save),
+            fmt_duration(l.nat.list_chain)
         );
     }
 }
@@ -300,9 +391,9 @@ pub fn render(r: &Results) -> String {
         row(&name, &m.sequential);
     }
     if let Some(b) = &r.busy {
-        for (load, series) in &b.loads {
-            let name = format!("6 busy host, {load} other pods");
-            series.iter().for_each(|x| row(&name, x));
+        for l in &b.loads {
+            let name = format!("6 busy host, {} other pods", l.load);
+            l.series.iter().for_each(|x| row(&name, x));
         }
     }
     if let Some(p) = &r.pull {
@@ -468,6 +559,9 @@ all: plugins alone plus the pod alone is the least `rkt run` can take with its p
             "| whole tree (`wait4` ru_maxrss, what `/usr/bin/time` shows) | {} |",
             mib(max(|p| p.tree_maxrss_kib))
         );
+    }
+    if let Some(b) = &r.busy {
+        render_busy_details(&mut out, b);
     }
     if let Some(m) = &r.many {
         for e in &m.errors {
