@@ -485,7 +485,12 @@ impl Unpacker {
         }
 
         let cname = cstr(OsStr::new(name)).map_err(entry_err)?;
-        let xattrs = layer_xattrs(entry).map_err(entry_err)?;
+        let mut xattrs = layer_xattrs(entry).map_err(entry_err)?;
+        if self.options.id_shift.is_some() {
+            // An ACL names users and groups by the ids the layer gives them, which the
+            // shift would leave pointing outside the pod's range.
+            xattrs.retain(|(name, _)| !name.to_bytes().starts_with(b"system.posix_acl_"));
+        }
         let header = entry.header();
         let mode = header.mode().map_err(entry_err)? & 0o7777;
         let uid = header.uid().map_err(entry_err)? as libc::uid_t;
@@ -694,7 +699,8 @@ fn set_xattrs(dirfd: RawFd, name: &CString, xattrs: &[(CString, Vec<u8>)]) -> io
             )
         });
         match set {
-            Err(e) if e.raw_os_error() == Some(libc::ENOTSUP) => return Ok(()),
+            // This attribute's namespace is not supported here; the others may be.
+            Err(e) if e.raw_os_error() == Some(libc::ENOTSUP) => continue,
             other => other?,
         }
     }
@@ -935,6 +941,68 @@ mod tests {
             assert_eq!(get(&path, "trusted.overlay.opaque"), None);
         }
         assert_eq!(std::fs::read(f.root.join("dir/file")).unwrap(), b"x");
+    }
+
+    #[test]
+    fn a_shifted_copy_drops_acls_whose_ids_the_shift_would_leave_outside_the_range() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipping: an id shift needs root (chown)");
+            return;
+        }
+        let f = fixture();
+        let mut b = tar::Builder::new(Vec::new());
+        b.append_pax_extensions([
+            ("SCHILY.xattr.system.posix_acl_access", &b"\x02\0\0\0"[..]),
+            ("SCHILY.xattr.user.kept", &b"yes"[..]),
+        ])
+        .unwrap();
+        let mut h = tar::Header::new_gnu();
+        h.set_path("file").unwrap();
+        h.set_entry_type(tar::EntryType::Regular);
+        h.set_mode(0o644);
+        h.set_size(1);
+        h.set_uid(0);
+        h.set_gid(0);
+        h.set_mtime(1_000_000);
+        h.set_cksum();
+        b.append(&h, &b"x"[..]).unwrap();
+        let options = UnpackOptions {
+            id_shift: Some(IdShift {
+                base: 200_000,
+                size: 65536,
+            }),
+            ..UnpackOptions::default()
+        };
+        unpack_layer(
+            &b.into_inner().unwrap()[..],
+            &f.root,
+            "test-layer",
+            None,
+            &options,
+        )
+        .unwrap();
+        let file = f.root.join("file");
+        assert_eq!(std::fs::metadata(&file).unwrap().uid(), 200_000);
+        let names = xattr_names(&file);
+        assert!(names.contains(&"user.kept".to_string()), "{names:?}");
+        assert!(
+            !names.iter().any(|n| n.starts_with("system.posix_acl")),
+            "{names:?}"
+        );
+    }
+
+    fn xattr_names(path: &Path) -> Vec<String> {
+        let path = CString::new(path.as_os_str().as_bytes()).unwrap();
+        let mut buf = [0u8; 1024];
+        // SAFETY: a NUL-terminated path and a buffer of the length given.
+        let n = unsafe { libc::listxattr(path.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+        assert!(n >= 0);
+        buf[..n as usize]
+            .split(|b| *b == 0)
+            .filter(|n| !n.is_empty())
+            .map(|n| String::from_utf8_lossy(n).into_owned())
+            .collect()
     }
 
     trait FifoLike {

@@ -107,11 +107,18 @@ pub fn release(pod_dir: &Path) -> Result<(), RootfsError> {
     if let Ok(others) = fs::read_dir(pod_dir.join("apps")) {
         app_dirs.extend(others.flatten().map(|entry| entry.path()));
     }
+    // Every app's, even after one fails; the first failure is reported (gc retries).
+    let mut first_error = None;
     for app_dir in app_dirs {
         let target = rootfs_dir(&app_dir);
         if target.exists() {
-            unmount_all(&target)?;
+            if let Err(e) = unmount_all(&target) {
+                first_error.get_or_insert(e);
+            }
         }
     }
-    Ok(())
+    match first_error {
+        Some(e) => Err(e.into()),
+        None => Ok(()),
+    }
 }

@@ -195,6 +195,11 @@ impl Prepared {
             self.identity = Some(identity);
         }
     }
+
+    /// The user and groups the app will run as; `None`: root.
+    pub fn identity(&self) -> Option<&Identity> {
+        self.identity.as_ref()
+    }
 }
 
 /// Narrows the calling process (single-threaded, about to `execve` the app):

@@ -169,12 +169,18 @@ impl PodStatus {
             let ports: Vec<String> = self.ports.iter().map(ToString::to_string).collect();
             kv.push(("ports".into(), ports.join(", ")));
         }
+        // In a pod of several apps each key names its app: `user-label-<app>/<key>`.
+        let several = self.manifest.apps.len() > 1;
         for app in &self.manifest.apps {
+            let of = |k: &str| match several {
+                true => format!("{}/{k}", app.name),
+                false => k.to_string(),
+            };
             for (k, v) in &app.user_annotations {
-                kv.push((format!("user-annotation-{k}"), v.clone()));
+                kv.push((format!("user-annotation-{}", of(k)), v.clone()));
             }
             for (k, v) in &app.user_labels {
-                kv.push((format!("user-label-{k}"), v.clone()));
+                kv.push((format!("user-label-{}", of(k)), v.clone()));
             }
         }
         kv
@@ -313,6 +319,35 @@ mod tests {
         let (pod, _lock) = store.create(web_app(), &st).unwrap();
         let status = PodStatus::read(&pod).unwrap();
         (tmp, status)
+    }
+
+    #[test]
+    fn in_a_pod_of_several_apps_each_annotation_and_label_key_names_its_app() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = PodStore::new(tmp.path().join("pods"));
+        let mut db = web_app();
+        db.name = "db".into();
+        let spec = crate::pod::PodSpec {
+            apps: vec![web_app(), db],
+            ..crate::pod::PodSpec::from(web_app())
+        };
+        let (pod, _lock) = store.create(spec, &PodState::new(State::Prepared)).unwrap();
+        let keys: Vec<String> = PodStatus::read(&pod)
+            .unwrap()
+            .key_values()
+            .into_iter()
+            .map(|(k, _)| k)
+            .filter(|k| k.starts_with("user-"))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "user-annotation-web/team",
+                "user-label-web/tier",
+                "user-annotation-db/team",
+                "user-label-db/tier"
+            ]
+        );
     }
 
     fn ran(st: &mut PodState) {

@@ -171,9 +171,12 @@ pub(super) struct ExecPlan {
 }
 
 impl ExecPlan {
+    /// `identity`: who the app runs as (`None`: root), for the check that it may execute
+    /// the program.
     pub(super) fn new(
         argv: &[String],
         env: &[(OsString, OsString)],
+        identity: Option<&Identity>,
     ) -> Result<ExecPlan, StageError> {
         let program = argv.first().ok_or(StageError::NoCommand)?;
         let path_var = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v);
@@ -185,11 +188,9 @@ impl ExecPlan {
         })?;
         // Checked now, not only by execve: in a pod of several apps, a program that
         // cannot run must fail the pod before any app runs.
-        nix::unistd::access(&exe, nix::unistd::AccessFlags::X_OK).map_err(|source| {
-            StageError::Exec {
-                program: exe.clone(),
-                source,
-            }
+        may_execute(&exe, identity).map_err(|source| StageError::Exec {
+            program: exe.clone(),
+            source,
         })?;
         let c_exe = cstring(exe.clone().into_os_string())?;
         let c_argv = argv
@@ -243,5 +244,76 @@ pub fn exit_code(status: WaitStatus) -> Option<i32> {
         WaitStatus::Exited(_, code) => Some(code),
         WaitStatus::Signaled(_, signal, _) => Some(128 + signal as i32),
         _ => None,
+    }
+}
+
+/// Whether the app, running as `identity` (`None`: root), may execute `exe`: root when any
+/// execute bit is set (as `access(2)` answers for it), another user by the bit of the class
+/// it is in (owner, group, others), as `execve` will judge.
+fn may_execute(exe: &Path, identity: Option<&Identity>) -> Result<(), Errno> {
+    use std::os::unix::fs::MetadataExt;
+    let id = match identity {
+        Some(id) if !id.is_root() => id,
+        _ => return nix::unistd::access(exe, nix::unistd::AccessFlags::X_OK),
+    };
+    let meta =
+        std::fs::metadata(exe).map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(0)))?;
+    let in_group = meta.gid() == id.gid || id.supplementary_gids.contains(&meta.gid());
+    let bit = if meta.uid() == id.uid {
+        0o100
+    } else if in_group {
+        0o010
+    } else {
+        0o001
+    };
+    if meta.is_file() && meta.mode() & bit != 0 {
+        Ok(())
+    } else {
+        Err(Errno::EACCES)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_program_is_executable_by_the_class_the_apps_user_is_in() {
+        use std::os::unix::fs::MetadataExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let exe = tmp.path().join("tool");
+        std::fs::write(&exe, "#!/bin/sh\n").unwrap();
+        let meta = std::fs::metadata(&exe).unwrap();
+        let (owner, group) = (meta.uid(), meta.gid());
+        let user = |uid, gid, supplementary_gids: Vec<u32>| Identity {
+            uid,
+            gid,
+            supplementary_gids,
+        };
+        let other = user(owner + 1000, group + 1000, vec![]);
+        let member = user(owner + 1000, group + 1000, vec![group]);
+        let set_mode = |mode| std::fs::set_permissions(&exe, PermissionsExt::from_mode(mode));
+
+        set_mode(0o744).unwrap();
+        assert_eq!(may_execute(&exe, Some(&other)), Err(Errno::EACCES));
+        assert_eq!(may_execute(&exe, Some(&member)), Err(Errno::EACCES));
+        set_mode(0o754).unwrap();
+        assert_eq!(may_execute(&exe, Some(&member)), Ok(()));
+        assert_eq!(may_execute(&exe, Some(&other)), Err(Errno::EACCES));
+        set_mode(0o745).unwrap();
+        assert_eq!(may_execute(&exe, Some(&other)), Ok(()));
+        // The owner class decides for the owner, even when the others may.
+        set_mode(0o645).unwrap();
+        let owner_user = user(owner.max(1), group, vec![]);
+        if owner != 0 {
+            assert_eq!(may_execute(&exe, Some(&owner_user)), Err(Errno::EACCES));
+        }
+        set_mode(0o644).unwrap();
+        assert_eq!(may_execute(&exe, None), Err(Errno::EACCES));
+        assert_eq!(
+            may_execute(&tmp.path().join("missing"), Some(&other)),
+            Err(Errno::ENOENT)
+        );
     }
 }

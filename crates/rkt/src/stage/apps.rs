@@ -72,22 +72,34 @@ pub(super) fn pod_init(
     };
     let names: Vec<String> = apps.iter().map(|a| a.app.name.clone()).collect();
     let mut started: Vec<(Pid, OwnedFd)> = Vec::with_capacity(apps.len());
+    let app_err = |name: &str, what: &'static str| {
+        let (name, path) = (name.to_string(), pod.pod_dir.to_path_buf());
+        move |source| StageError::App {
+            name,
+            source: Box::new(StageError::Sys { what, path, source }),
+        }
+    };
+    // Until every app is forked and forwarded to (see `signals::block`).
+    signals::block();
     for app in apps {
         let (ready_read, ready_write) = match pipe2(OFlag::O_CLOEXEC) {
             Ok(ends) => ends,
             Err(e) => {
                 kill_all(started.iter().map(|(pid, _)| *pid), Signal::SIGKILL);
-                return Err(sys("create a ready pipe of")(e));
+                signals::unblock();
+                return Err(app_err(&app.app.name, "create the ready pipe in")(e));
             }
         };
         // SAFETY: the init is single-threaded (see the stage's module docs).
         match unsafe { fork() } {
             Err(e) => {
                 kill_all(started.iter().map(|(pid, _)| *pid), Signal::SIGKILL);
-                return Err(sys("fork an app of")(e));
+                signals::unblock();
+                return Err(app_err(&app.app.name, "fork the process of the app in")(e));
             }
             Ok(ForkResult::Child) => {
-                drop(ready_read);
+                // Only the init lets the apps go: end of file if it dies.
+                drop((ready_read, go_write));
                 app_process(pod, app, ready_write, &go_read, status)
             }
             Ok(ForkResult::Parent { child }) => {
@@ -99,6 +111,7 @@ pub(super) fn pod_init(
     drop(go_read);
     let pids: Vec<Pid> = started.iter().map(|(pid, _)| *pid).collect();
     signals::forward_to_all(&pids.iter().map(|p| p.as_raw()).collect::<Vec<_>>());
+    signals::unblock();
 
     // Every app ready (and its user namespace mapped), or the pod does not start.
     let mut not_ready = None;
@@ -164,7 +177,8 @@ fn app_process(
     go: &OwnedFd,
     status: &mut Option<File>,
 ) -> ! {
-    // Default dispositions: a stop that arrives before the app runs ends this process.
+    // Default dispositions, then unblocked: a stop that arrived since the fork, or arrives
+    // before the app runs, ends this process.
     signals::reset_for_exec();
     let name = app.app.name.clone();
     let prepared = (|| {
@@ -176,7 +190,7 @@ fn app_process(
         mounts::make_root_slave()?;
         mount_app_root(pod.pod_dir, &app, pod.own_netns, pod.volumes)?;
         let env = enter_app(&mut app)?;
-        let plan = ExecPlan::new(&app.app.exec, &env)?;
+        let plan = ExecPlan::new(&app.app.exec, &env, app.isolation.prepared.identity())?;
         if pod.user_ns.is_some() {
             // Last, as for a pod of one app; the init maps it once this app is ready.
             isolation::user_ns::unshare().map_err(StageError::Isolation)?;

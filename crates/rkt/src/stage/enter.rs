@@ -33,21 +33,43 @@ const NAMESPACES: [(&str, CloneFlags); 5] = [
 /// of a pod of several apps), from `/proc/<init>/task/<init>/children` and each child's
 /// `NSpid`; `None` once it is gone.
 pub fn app_host_pid(init_pid: i32, pod_pid: i32) -> Option<i32> {
-    let children =
-        std::fs::read_to_string(format!("/proc/{init_pid}/task/{init_pid}/children")).ok()?;
-    children
-        .split_whitespace()
-        .filter_map(|c| c.parse::<i32>().ok())
-        .find(|child| {
-            let status =
-                std::fs::read_to_string(format!("/proc/{child}/status")).unwrap_or_default();
-            status
+    let children: Vec<i32> =
+        match std::fs::read_to_string(format!("/proc/{init_pid}/task/{init_pid}/children")) {
+            Ok(text) => text
+                .split_whitespace()
+                .filter_map(|c| c.parse().ok())
+                .collect(),
+            // A kernel without CONFIG_PROC_CHILDREN: every process whose parent it is.
+            Err(_) => children_by_scan(init_pid),
+        };
+    children.into_iter().find(|child| {
+        let status = std::fs::read_to_string(format!("/proc/{child}/status")).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("NSpid:"))
+            .and_then(|ids| ids.split_whitespace().last())
+            .and_then(|id| id.parse::<i32>().ok())
+            == Some(pod_pid)
+    })
+}
+
+/// The processes whose parent is `pid`, from each `/proc/<pid>/status`.
+fn children_by_scan(pid: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|child| {
+            std::fs::read_to_string(format!("/proc/{child}/status"))
+                .unwrap_or_default()
                 .lines()
-                .find_map(|l| l.strip_prefix("NSpid:"))
-                .and_then(|ids| ids.split_whitespace().last())
-                .and_then(|id| id.parse::<i32>().ok())
-                == Some(pod_pid)
+                .find_map(|l| l.strip_prefix("PPid:"))
+                .and_then(|p| p.trim().parse::<i32>().ok())
+                == Some(pid)
         })
+        .collect()
 }
 
 /// Runs `argv` in the namespaces of the process `init_pid` with `env`, restricted by

@@ -509,15 +509,18 @@ fn pod_init(
         // Last: the pod's other namespaces stay the host's, out of the app's reach.
         handshake.enter().map_err(StageError::Isolation)?;
     }
-    let plan = ExecPlan::new(&app.app.exec, &env)?;
+    let plan = ExecPlan::new(&app.app.exec, &env, app.isolation.prepared.identity())?;
     let exe = plan.exe.clone();
 
-    // SAFETY: single-threaded process (see the module docs).
-    match unsafe { fork() }.map_err(|source| StageError::Sys {
+    signals::block(); // until the app is forwarded to (see `signals::block`)
+                      // SAFETY: single-threaded process (see the module docs).
+    let forked = unsafe { fork() }.map_err(|source| StageError::Sys {
         what: "fork the app",
         path: exe,
         source,
-    })? {
+    });
+    let forked = forked.inspect_err(|_| signals::unblock())?;
+    match forked {
         ForkResult::Child => {
             let err = plan.exec(&app.isolation);
             if let Some(status) = status.as_mut() {
@@ -529,6 +532,7 @@ fn pod_init(
         ForkResult::Parent { child } => {
             drop(status.take());
             signals::forward_to(child.as_raw());
+            signals::unblock();
             Ok(reap_until(child))
         }
     }

@@ -80,6 +80,28 @@ pub fn reset_for_exec() {
     let _ = SigSet::all().thread_unblock();
 }
 
+/// Blocks the forwarded signals in the calling thread until [`unblock`]: around a `fork`,
+/// so that one arriving while the child cannot yet be forwarded to stays pending in the
+/// parent (delivered, and forwarded, once unblocked) or, in the child, is taken with the
+/// default action once [`reset_for_exec`] unblocks it — never stored in the child's copy
+/// of the handler's state, where nobody would act on it.
+pub fn block() {
+    let _ = forwarded_set().thread_block();
+}
+
+/// Unblocks what [`block`] blocked.
+pub fn unblock() {
+    let _ = forwarded_set().thread_unblock();
+}
+
+fn forwarded_set() -> SigSet {
+    let mut set = SigSet::empty();
+    for signal in FORWARDED {
+        set.add(signal);
+    }
+    set
+}
+
 /// From now on, forwarded signals go to `pid`; one that arrived earlier is sent now.
 pub fn forward_to(pid: i32) {
     forward_to_all(&[pid]);
