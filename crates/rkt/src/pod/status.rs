@@ -199,8 +199,8 @@ impl PodStatus {
     /// The JSON of `rkt status --format=json` (one element of `rkt list --format=json`):
     /// rkt's API v1 pod object (`name` is the UUID; times of the pod in Unix seconds, of its
     /// apps in Unix nanoseconds; empty fields left out as rkt did), plus our own keys:
-    /// `pid`, `hostname`, `ports`, `runner_died`, `error`, and the app's `exec` and
-    /// `rootfs`.
+    /// `pid`, `hostname`, `ports`, `runner_died`, `error`, `exit_policy` and `volumes`
+    /// (when not the default, when any), and the app's `exec` and `rootfs`.
     pub fn to_json(&self) -> serde_json::Value {
         use serde_json::{json, Map, Value};
         let apps: Vec<Value> = (0..self.manifest.apps.len())
@@ -238,6 +238,9 @@ impl PodStatus {
                 "exit_policy".into(),
                 json!(self.manifest.exit_policy.name()),
             );
+        }
+        if !self.manifest.volumes.is_empty() {
+            pod.insert("volumes".into(), json!(self.manifest.volumes));
         }
         Value::Object(pod)
     }
@@ -280,7 +283,37 @@ impl PodStatus {
         }
         a.insert("exec".into(), json!(app.exec));
         a.insert("rootfs".into(), json!(app.rootfs));
+        if !app.mounts.is_empty() {
+            a.insert("mounts".into(), json!(self.api_mounts(app)));
+        }
         a
+    }
+
+    /// `app`'s mounts in rkt's API v1 shape: `name` (the volume's), `container_path`,
+    /// `host_path` (a host volume's source) and `read_only`.
+    fn api_mounts(&self, app: &crate::pod::App) -> Vec<serde_json::Value> {
+        use crate::podstore::volume::VolumeKind;
+        app.mounts
+            .iter()
+            .map(|m| {
+                let volume = self.manifest.volumes.iter().find(|v| v.name == m.volume);
+                let (host_path, read_only) = match volume.map(|v| &v.kind) {
+                    Some(VolumeKind::Host {
+                        source, read_only, ..
+                    }) => (Some(source.clone()), *read_only),
+                    _ => (None, false),
+                };
+                let mut mount = serde_json::json!({
+                    "name": m.volume,
+                    "container_path": m.target,
+                    "read_only": read_only,
+                });
+                if let Some(path) = host_path {
+                    mount["host_path"] = serde_json::json!(path);
+                }
+                mount
+            })
+            .collect()
     }
 }
 
@@ -348,6 +381,40 @@ mod tests {
                 "user-label-db/tier"
             ]
         );
+    }
+
+    #[test]
+    fn json_shows_the_pods_volumes_and_each_apps_mounts() {
+        use crate::podstore::volume::{Mount, Volume, VolumeKind};
+        let tmp = tempfile::tempdir().unwrap();
+        let store = PodStore::new(tmp.path().join("pods"));
+        let mut app = web_app();
+        app.mounts = vec![Mount {
+            volume: "data".into(),
+            target: "/data".into(),
+        }];
+        let spec = crate::pod::PodSpec {
+            volumes: vec![Volume {
+                name: "data".into(),
+                kind: VolumeKind::Empty {
+                    mode: 0o755,
+                    uid: 0,
+                    gid: 0,
+                },
+            }],
+            ..crate::pod::PodSpec::from(app)
+        };
+        let (pod, _lock) = store.create(spec, &PodState::new(State::Prepared)).unwrap();
+        let json = PodStatus::read(&pod).unwrap().to_json();
+        assert_eq!(json["volumes"][0]["name"], "data");
+        assert_eq!(json["volumes"][0]["kind"], "empty");
+        assert_eq!(
+            json["apps"][0]["mounts"][0],
+            serde_json::json!({"name": "data", "container_path": "/data", "read_only": false})
+        );
+        let (_tmp, plain) = pod_in(State::Prepared, |_| {});
+        let plain = plain.to_json();
+        assert!(plain.get("volumes").is_none() && plain["apps"][0].get("mounts").is_none());
     }
 
     fn ran(st: &mut PodState) {
