@@ -7,7 +7,7 @@ mod support;
 #[path = "../../image/tests/common/mod.rs"]
 mod image_common;
 
-use image_common::{busybox_layout, ready, skopeo_copy};
+use image_common::{busybox_layout, ready};
 use support::rkt;
 
 #[test]
@@ -20,10 +20,8 @@ fn fetch_list_inspect_rm_and_gc() {
     }
     let work = tempfile::tempdir().unwrap();
     let layout = busybox_layout(work.path());
-    let registry = image_common::Registry::start("");
-    let remote = format!("docker://{}/test/busybox:v1", registry.addr);
+    let (registry, remote) = image_common::registry_with(&layout);
     let local = format!("oci:{}:v1", layout.display());
-    skopeo_copy(&local, &remote);
     let data = work.path().join("data");
     let data = data.to_str().unwrap();
     let dir = ["--dir", data];
@@ -237,9 +235,7 @@ fn concurrent_fetches_from_a_registry() {
     }
     let work = tempfile::tempdir().unwrap();
     let layout = busybox_layout(work.path());
-    let registry = image_common::Registry::start("");
-    let remote = format!("docker://{}/test/busybox:v1", registry.addr);
-    skopeo_copy(&format!("oci:{}:v1", layout.display()), &remote);
+    let (_registry, remote) = image_common::registry_with(&layout);
     let data = work.path().join("data");
     let spawn = || {
         std::process::Command::new(env!("CARGO_BIN_EXE_rkt"))
@@ -358,11 +354,7 @@ fn proxied_registry() -> (
 ) {
     let work = tempfile::tempdir().unwrap();
     let layout = busybox_layout(work.path());
-    let registry = image_common::Registry::start("");
-    skopeo_copy(
-        &format!("oci:{}:v1", layout.display()),
-        &format!("docker://{}/test/busybox:v1", registry.addr),
-    );
+    let (registry, _) = image_common::registry_with(&layout);
     let proxy = image_common::Proxy::start(&registry.addr);
     let remote = format!("docker://{}/test/busybox:v1", proxy.addr);
     (work, registry, proxy, remote)
@@ -505,9 +497,7 @@ fn a_progress_line_on_a_terminal_and_none_in_a_pipe() {
     }
     let work = tempfile::tempdir().unwrap();
     let layout = busybox_layout(work.path());
-    let registry = image_common::Registry::start("");
-    let remote = format!("docker://{}/test/busybox:v1", registry.addr);
-    skopeo_copy(&format!("oci:{}:v1", layout.display()), &remote);
+    let (_registry, remote) = image_common::registry_with(&layout);
 
     let piped = work.path().join("piped");
     let out = rkt(&["--dir", piped.to_str().unwrap()])

@@ -16,7 +16,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use image_common::{busybox_layout, ready, run, skopeo_copy};
+use image_common::{busybox_layout, ready, run};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use pod_support::{http_get_forwarded, mounts_under, wait_for, World};
@@ -202,9 +202,7 @@ fn image_apps_from_a_layout_and_a_registry() {
     assert!(mounts_under(&world.path("data")).is_empty());
 
     // From the registry (plain HTTP only when asked); status and list name the image.
-    let registry = image_common::Registry::start("");
-    let remote = format!("docker://{}/test/busybox:v1", registry.addr);
-    skopeo_copy(&format!("oci:{}:v1", layout.display()), &remote);
+    let (registry, remote) = image_common::registry_with(&layout);
     let uuid_file = world.path("uuid-registry");
     let save = format!("--uuid-file-save={}", uuid_file.display());
     let out = world
@@ -455,18 +453,7 @@ fn port_by_the_name_of_an_exposed_port() {
     let mut world = World::new();
     let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
     let layout = busybox_layout(world.root.path());
-    run(Command::new("umoci").args([
-        "config",
-        "--image",
-        &format!("{}:v1", layout.display()),
-        "--tag",
-        "served",
-        "--config.exposedports",
-        "80/tcp",
-        "--config.exposedports",
-        "53/udp",
-    ]));
-    let served = format!("oci:{}:served", layout.display());
+    let served = image_common::tag_exposing(&layout, "served", &["80/tcp", "53/udp"]);
     let held = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
     let port = held.local_addr().unwrap().port();
 
@@ -505,19 +492,10 @@ fn port_by_the_name_of_an_exposed_port() {
         .assert_stdout_contains("state=prepared\n");
     world.rkt(&["rm", &prepared]).run().assert_success();
 
-    let (uuid, index) = world.spawn_run(&[
-        "--net=default",
-        &format!("--port=80-tcp:127.0.0.1:{port}"),
-        &served,
-        "--exec=/bin/busybox",
-        "--",
-        "httpd",
-        "-f",
-        "-p",
-        "80",
-        "-h",
-        "/etc",
-    ]);
+    let forward = format!("--port=80-tcp:127.0.0.1:{port}");
+    let mut args = vec!["--net=default", forward.as_str(), served.as_str()];
+    args.extend(image_common::HTTPD_ETC);
+    let (uuid, index) = world.spawn_run(&args);
     world.wait_running(&uuid);
     let body = http_get_forwarded(port, "/greeting");
     assert!(body.ends_with("hello\n"), "{body}");
@@ -547,18 +525,9 @@ fn two_image_pods_on_the_default_network_reach_each_other() {
     let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
     let layout = busybox_layout(world.root.path());
     let v1 = format!("oci:{}:v1", layout.display());
-    let (server, index) = world.spawn_run(&[
-        "--net=default",
-        &v1,
-        "--exec=/bin/busybox",
-        "--",
-        "httpd",
-        "-f",
-        "-p",
-        "80",
-        "-h",
-        "/etc",
-    ]);
+    let mut args = vec!["--net=default", v1.as_str()];
+    args.extend(image_common::HTTPD_ETC);
+    let (server, index) = world.spawn_run(&args);
     world.wait_running(&server);
     let ip = world.status_json(&server)["networks"][0]["ip"]
         .as_str()

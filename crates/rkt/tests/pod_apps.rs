@@ -397,19 +397,22 @@ fn image_apps_take_their_options_after_the_image_and_get_a_root_each() {
         "--net=none",
         &v1,
         "--name=one",
+        "--working-dir=/srv/one",
         "--exec=/bin/sh",
         "--",
         "-c",
-        "echo one > /only-here; cat /only-here",
+        "echo one > /only-here; cat /only-here; echo one in $(pwd)",
         "---",
         &v1,
         "--name=two",
         "--",
-        "test ! -e /only-here && echo two",
+        "test ! -e /only-here && echo two in $(pwd)",
     ]);
+    // --working-dir over the image's WorkingDir (/etc), which the other app keeps.
     out.assert_success()
         .assert_stdout_contains("one\n")
-        .assert_stdout_contains("two\n");
+        .assert_stdout_contains("one in /srv/one\n")
+        .assert_stdout_contains("two in /etc\n");
     assert_eq!(
         app_statuses(&world, &uuid),
         pairs(&[("app-one", "0"), ("app-two", "0")])
@@ -510,34 +513,14 @@ fn a_port_name_refers_to_any_apps_exposed_port() {
     let mut world = World::new();
     let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
     let layout = image_common::busybox_layout(world.root.path());
-    image_common::run(std::process::Command::new("umoci").args([
-        "config",
-        "--image",
-        &format!("{}:v1", layout.display()),
-        "--tag",
-        "served",
-        "--config.exposedports",
-        "80/tcp",
-    ]));
-    let served = format!("oci:{}:served", layout.display());
+    let served = image_common::tag_exposing(&layout, "served", &["80/tcp"]);
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let web = [
-        "---",
-        served.as_str(),
-        "--name=web",
-        "--exec=/bin/busybox",
-        "--",
-        "httpd",
-        "-f",
-        "-p",
-        "80",
-        "-h",
-        "/etc",
-    ];
+    let mut web = vec!["---", served.as_str(), "--name=web"];
+    web.extend(image_common::HTTPD_ETC);
     let mut bad = vec![
         "run",
         "--net=default",

@@ -18,7 +18,7 @@ use std::fs;
 use std::os::unix::fs::{symlink, MetadataExt};
 use std::path::{Path, PathBuf};
 
-use pod_support::{wait_for, World};
+use pod_support::{mounts_under, wait_for, World};
 
 /// A root filesystem with the static busybox as /bin/busybox and the applets the tests use.
 fn busybox_rootfs(world: &World) -> PathBuf {
@@ -33,39 +33,19 @@ fn busybox_rootfs(world: &World) -> PathBuf {
     rootfs
 }
 
-/// `rkt run --net=none --uuid-file-save=... --rootfs=ROOTFS <pod_and_app> -- sh -c SCRIPT`;
-/// returns the outcome and the pod's UUID.
+/// `rkt run --net=none --rootfs=ROOTFS <pod_and_app> -- sh -c SCRIPT`; returns the outcome
+/// and the pod's UUID.
 fn run_sh(
     world: &World,
     rootfs: &Path,
     options: &[&str],
     script: &str,
 ) -> (support::Outcome, String) {
-    let uuid_file = world.path("uuid");
-    let _ = fs::remove_file(&uuid_file);
-    let mut args = vec![
-        "run".to_string(),
-        "--net=none".to_string(),
-        format!("--uuid-file-save={}", uuid_file.display()),
-        format!("--rootfs={}", rootfs.display()),
-    ];
-    args.extend(options.iter().map(|s| s.to_string()));
-    args.extend(["--", "sh", "-c", script].map(String::from));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = world.rkt(&args).run();
-    let uuid = fs::read_to_string(&uuid_file).unwrap_or_default();
-    (out, uuid)
-}
-
-/// The host's mount points (as its mountinfo shows them) at or below `dir`.
-fn host_mounts_under(dir: &Path) -> Vec<String> {
-    let dir = dir.to_string_lossy().into_owned();
-    fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
-        .lines()
-        .filter_map(|l| l.split(' ').nth(4).map(str::to_string))
-        .filter(|m| *m == dir || m.starts_with(&format!("{dir}/")))
-        .collect()
+    let root = format!("--rootfs={}", rootfs.display());
+    let mut args = vec!["--net=none", root.as_str()];
+    args.extend_from_slice(options);
+    args.extend(["--", "sh", "-c", script]);
+    world.run_uuid(&args)
 }
 
 /// A tmpfs mounted on the host at `dir` for the test's life (a host volume's submount).
@@ -125,7 +105,7 @@ fn a_host_volume_is_read_and_written_and_its_target_made_in_the_rootfs() {
     // The missing target was made inside the rootfs, empty (the files are the volume's).
     assert!(rootfs.join("srv/data").is_dir());
     assert!(!rootfs.join("srv/data/in").exists());
-    assert!(host_mounts_under(world.root.path()).is_empty());
+    assert!(mounts_under(world.root.path()).is_empty());
 }
 
 #[test]
@@ -286,7 +266,7 @@ fn a_symlink_in_the_target_resolves_inside_the_root_never_to_the_host() {
         "host dir written"
     );
     assert!(!Path::new("/rkt-volumes-escape-probe").exists());
-    assert!(host_mounts_under(&outside).is_empty());
+    assert!(mounts_under(&outside).is_empty());
 }
 
 #[test]
@@ -330,7 +310,7 @@ fn on_the_hosts_root_a_missing_target_is_an_error_and_nothing_is_created() {
         .run();
     out.assert_success().assert_stdout_contains("on the host");
     assert_eq!(fs::read_dir(&target).unwrap().count(), 0);
-    assert!(host_mounts_under(world.root.path()).is_empty());
+    assert!(mounts_under(world.root.path()).is_empty());
 }
 
 #[test]
@@ -425,7 +405,7 @@ fn kill_9_of_rkt_run_with_volumes_then_gc_leaves_nothing() {
     assert!(world.pods().is_empty());
     // Only the test's own tmpfs is mounted on the host under the world.
     assert_eq!(
-        host_mounts_under(world.root.path()),
+        mounts_under(world.root.path()),
         [host.join("sub").display().to_string()]
     );
 }

@@ -112,6 +112,41 @@ pub fn skopeo_copy(from: &str, to: &str) {
     ]));
 }
 
+/// A registry (plain HTTP, no auth) holding the OCI layout `layout`'s tag `v1` pushed as
+/// `test/busybox:v1`; returns it and that image's `docker://` reference.
+pub fn registry_with(layout: &Path) -> (Registry, String) {
+    let registry = Registry::start("");
+    let image = format!("docker://{}/test/busybox:v1", registry.addr);
+    skopeo_copy(&format!("oci:{}:v1", layout.display()), &image);
+    (registry, image)
+}
+
+/// Tags `layout`'s `v1` as `tag`, exposing `ports` (`80/tcp`, `53/udp`); returns the
+/// `oci:` reference of the new tag.
+pub fn tag_exposing(layout: &Path, tag: &str, ports: &[&str]) -> String {
+    let mut cmd = Command::new("umoci");
+    cmd.args(["config", "--image", &format!("{}:v1", layout.display())])
+        .args(["--tag", tag]);
+    for port in ports {
+        cmd.args(["--config.exposedports", port]);
+    }
+    run(&mut cmd);
+    format!("oci:{}:{tag}", layout.display())
+}
+
+/// The app options that make a busybox image pod serve the image's `/etc` over HTTP on
+/// port 80 (`httpd` in the foreground).
+pub const HTTPD_ETC: [&str; 8] = [
+    "--exec=/bin/busybox",
+    "--",
+    "httpd",
+    "-f",
+    "-p",
+    "80",
+    "-h",
+    "/etc",
+];
+
 /// A registry that wants the credentials of [`HTPASSWD`] (htpasswd file in `work`), holding
 /// the OCI layout `layout` pushed as `test/private:v1`; returns it and that image's
 /// `docker://` reference.

@@ -1,11 +1,12 @@
 //! Pods that run an image: what the pod manifest records of the image ([`AppImage`]), the
 //! pod's root filesystem built from the image's layers ([`rootfs`], with the overlay mount
 //! in [`overlay`]), the image's `User` resolved in the pod's own `/etc/passwd` and
-//! `/etc/group` ([`user`]) and its `WorkingDir`, applied by the pod's init ([`process`]), and
-//! which images pods use ([`images_in_use`]), so that the image store keeps them.
+//! `/etc/group` ([`user`], applied by the pod's init through [`process`]), and which images
+//! pods use ([`images_in_use`]), so that the image store keeps them.
 //!
-//! An image pod is a `--rootfs` pod whose directory is `<pod>/rootfs`: the stage gives it
-//! `/proc`, a minimal `/dev`, `/etc/resolv.conf` and `/etc/hosts` the same way.
+//! An image app is a `--rootfs` app whose directory is `rootfs` in its [`app_dir`]: the stage
+//! gives it `/proc`, a minimal `/dev`, `/etc/resolv.conf` and `/etc/hosts` the same way, and
+//! enters its `WorkingDir` as it enters a `--working-dir`.
 
 pub mod overlay;
 pub mod process;

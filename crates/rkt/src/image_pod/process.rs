@@ -1,11 +1,11 @@
 //! What the pod's init does for an image app once it is inside the pod's root filesystem:
-//! change to the image's `WorkingDir` (created when missing, as Docker does) and resolve its
-//! `User` in the pod's own `/etc` (see [`super::user`]); the app's process then takes those
+//! resolve the image's `User` in the pod's own `/etc` (see [`super::user`]; its `WorkingDir`
+//! is entered by the stage with `--working-dir`'s); the app's process then takes those
 //! credentials just before it executes the app (through [`crate::isolation`], which switches
 //! the user in its order, when `--user`/`--group` did not choose one).
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::user::{self, Credentials, UserError};
 use super::AppImage;
@@ -13,11 +13,6 @@ use super::AppImage;
 /// Why an image app could not be set up inside the pod.
 #[derive(Debug, thiserror::Error)]
 pub enum ProcessError {
-    #[error("the image's WorkingDir {path}: {source}")]
-    WorkingDir {
-        path: PathBuf,
-        source: std::io::Error,
-    },
     #[error(transparent)]
     User(#[from] UserError),
 }
@@ -48,17 +43,8 @@ pub fn with_home(
     env
 }
 
-/// Enters `image`'s working directory and resolves its user. Call inside the pod's root.
-pub fn enter(image: &AppImage) -> Result<Option<Credentials>, ProcessError> {
-    if let Some(dir) = image.working_dir.as_deref().filter(|d| !d.is_empty()) {
-        let path = Path::new("/").join(dir);
-        let err = |source| ProcessError::WorkingDir {
-            path: path.clone(),
-            source,
-        };
-        std::fs::create_dir_all(&path).map_err(err)?;
-        std::env::set_current_dir(&path).map_err(err)?;
-    }
+/// Resolves `image`'s user in the pod's `/etc`. Call inside the pod's root.
+pub fn credentials(image: &AppImage) -> Result<Option<Credentials>, ProcessError> {
     match image.user.as_deref().filter(|u| !u.is_empty()) {
         Some(spec) => Ok(Some(user::resolve(spec, Path::new("/etc"))?)),
         None => Ok(None),

@@ -127,10 +127,17 @@ pub(super) fn enter_app(
         mounts::enter_rootfs(rootfs)?;
     }
     let creds = match &app.image {
-        Some(image) => crate::image_pod::process::enter(image)?,
+        Some(image) => crate::image_pod::process::credentials(image)?,
         None => None,
     };
-    if let Some(dir) = &app.working_dir {
+    // `--working-dir`, else the image's WorkingDir.
+    let image_dir = app.image.as_ref().and_then(|i| i.working_dir.as_deref());
+    if let Some(dir) = app
+        .working_dir
+        .as_deref()
+        .or(image_dir)
+        .filter(|d| !d.is_empty())
+    {
         enter_working_dir(dir, app.rootfs.is_some())?;
     }
     // The image's User, unless --user/--group chose the identity: the isolation switches
@@ -149,7 +156,8 @@ pub(super) fn enter_app(
     ))
 }
 
-/// `--working-dir`: created when missing in the app's own root, never on the host's.
+/// The app's working directory: created when missing in the app's own root (an image's or
+/// `--rootfs`, as Docker does for an image's WorkingDir), never on the host's.
 fn enter_working_dir(dir: &str, own_root: bool) -> Result<(), StageError> {
     let path = Path::new("/").join(dir);
     let err = |what| {
@@ -284,6 +292,10 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let exe = tmp.path().join("tool");
         std::fs::write(&exe, "#!/bin/sh\n").unwrap();
+        if nix::unistd::geteuid().is_root() {
+            // An owner that is not root, so that the owner class is its own.
+            std::os::unix::fs::chown(&exe, Some(4242), Some(4343)).unwrap();
+        }
         let meta = std::fs::metadata(&exe).unwrap();
         let (owner, group) = (meta.uid(), meta.gid());
         let user = |uid, gid, supplementary_gids: Vec<u32>| Identity {
@@ -305,10 +317,9 @@ mod tests {
         assert_eq!(may_execute(&exe, Some(&other)), Ok(()));
         // The owner class decides for the owner, even when the others may.
         set_mode(0o645).unwrap();
-        let owner_user = user(owner.max(1), group, vec![]);
-        if owner != 0 {
-            assert_eq!(may_execute(&exe, Some(&owner_user)), Err(Errno::EACCES));
-        }
+        assert_ne!(owner, 0);
+        let owner_user = user(owner, group, vec![]);
+        assert_eq!(may_execute(&exe, Some(&owner_user)), Err(Errno::EACCES));
         set_mode(0o644).unwrap();
         assert_eq!(may_execute(&exe, None), Err(Errno::EACCES));
         assert_eq!(

@@ -421,7 +421,11 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
             isolation,
         });
     }
-    let limits = record.app_isolation(0).limits;
+    let limits = record
+        .isolation
+        .as_ref()
+        .map(|i| i.limits)
+        .unwrap_or_default();
     if !limits.is_none() {
         // Before the init is forked: every process of the pod starts inside.
         let uuid = args
