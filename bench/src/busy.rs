@@ -26,7 +26,7 @@ use serde_json::{json, Map, Value};
 use crate::cycle;
 use crate::error::BenchError;
 use crate::proc::{check_interrupt, run};
-use crate::scenarios::{WhatIf, WHAT_IF_NO_FSYNC};
+use crate::scenarios::{WhatIf, CANDIDATE, WHAT_IF_NO_FSYNC};
 use crate::stats::{children_cpu, median_ci, median_f64, Series, Variant};
 use crate::workspace::{write_json, Workspace};
 
@@ -85,6 +85,10 @@ pub struct LoadRun {
     /// `rkt run` with `fsync` a no-op (run first or last in the round, in turn): what the
     /// records' `fsync`s cost at this load and this moment.
     pub fsync_cost: Vec<f64>,
+    /// Per round, in seconds, with `--candidate-rkt`: the candidate's `rkt run` − `rkt run`,
+    /// in wall and in CPU time (the candidate runs first or last in the round, in turn).
+    pub candidate_diff: Vec<f64>,
+    pub candidate_cpu_diff: Vec<f64>,
     /// The 1-minute load average (`/proc/loadavg`) before and after the rounds.
     pub loadavg: (f64, f64),
     /// The time the rounds took.
@@ -150,15 +154,24 @@ pub fn busy_host(
                 Box::new(|| floor_chain(ws, &conf, &cni_path)),
             ),
         ];
+        let mut extras = Extras::default();
         if let Some(w) = what_if {
             let no_fsync = [("LD_PRELOAD", w.no_fsync.as_os_str())];
+            extras.no_fsync = Some(variants.len());
             variants.push((
                 WHAT_IF_NO_FSYNC,
                 Box::new(move || cycle::rkt(ws, BUSY_NET, &no_fsync)),
             ));
         }
+        if let Some(candidate) = &ws.tools.candidate_rkt {
+            extras.candidate = Some(variants.len());
+            variants.push((
+                CANDIDATE,
+                Box::new(move || cycle::rkt_binary(ws, candidate, &ws.data, BUSY_NET, &[])),
+            ));
+        }
         let nat = nat_cost();
-        let mut run = rounds(&mut variants, warmup, min_rounds, budget)?;
+        let mut run = rounds(&mut variants, extras, warmup, min_rounds, budget)?;
         run.load = load;
         run.nat = nat;
         eprintln!("rkt-bench: busy host: {}", summary(&run));
@@ -247,11 +260,19 @@ pub fn loadavg() -> f64 {
         .unwrap_or(0.0)
 }
 
-/// Runs `variants` (rkt, libcni, floor) `warmup` rounds unrecorded, then rounds in
-/// [`ORDERS`] until the excess's interval is within ±1 ms after at least `min_rounds`, or
-/// `budget` is spent.
+/// Where the optional variants are among a load's, after rkt, libcni and the floor.
+#[derive(Debug, Default, Clone, Copy)]
+struct Extras {
+    no_fsync: Option<usize>,
+    candidate: Option<usize>,
+}
+
+/// Runs `variants` (rkt, libcni, floor, then the `extras`) `warmup` rounds unrecorded, then
+/// rounds in [`ORDERS`] until the excess's interval is within ±1 ms after at least
+/// `min_rounds`, or `budget` is spent.
 fn rounds(
     variants: &mut [Variant<'_>],
+    extras: Extras,
     warmup: usize,
     min_rounds: usize,
     budget: Duration,
@@ -275,15 +296,15 @@ fn rounds(
     };
     let start = Instant::now();
     for round in 0.. {
-        let mut wall = [0.0f64; 4];
-        let mut cpu = [0.0f64; 4];
-        // The what-if variant, when there is one, goes first or last in turn.
+        let mut wall = vec![0.0f64; variants.len()];
+        let mut cpu = vec![0.0f64; variants.len()];
+        // The extra variants go first or last in turn, each on its own side.
         let mut order: Vec<usize> = ORDERS[round % ORDERS.len()].to_vec();
-        if variants.len() > 3 {
-            if round % 2 == 0 {
-                order.insert(0, 3);
+        for (k, idx) in (3..variants.len()).enumerate() {
+            if (round + k) % 2 == 0 {
+                order.insert(0, idx);
             } else {
-                order.push(3);
+                order.push(idx);
             }
         }
         for idx in order {
@@ -300,8 +321,12 @@ fn rounds(
         r.libcni_excess.push(wall[1] - wall[2]);
         r.cpu_excess.push(cpu[0] - cpu[2]);
         r.ratio.push(wall[0] / wall[1].max(1e-9));
-        if variants.len() > 3 {
-            r.fsync_cost.push(wall[0] - wall[3]);
+        if let Some(i) = extras.no_fsync {
+            r.fsync_cost.push(wall[0] - wall[i]);
+        }
+        if let Some(i) = extras.candidate {
+            r.candidate_diff.push(wall[i] - wall[0]);
+            r.candidate_cpu_diff.push(cpu[i] - cpu[0]);
         }
         let n = round + 1;
         let narrow = || median_ci(&r.excess).is_some_and(|(lo, hi)| hi - lo <= 0.002);

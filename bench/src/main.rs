@@ -89,7 +89,8 @@ struct Cli {
     #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5")]
     only: Vec<u8>,
     /// Another rkt binary (e.g. a patched build) to time next to --rkt in scenarios 1
-    /// and 2, in the same alternating runs and the same data directory.
+    /// and 2, in the same alternating runs and the same data directory, and in scenario 6's
+    /// rounds.
     #[arg(long)]
     candidate_rkt: Option<PathBuf>,
     /// Leave out the what-if variants of scenarios 1 and 2 (`rkt run` with fsync made a

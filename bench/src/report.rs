@@ -206,6 +206,13 @@ with `fsync` a no-op (LD_PRELOAD) runs in each round too, first or last in turn.
         b.budget.as_secs()
     );
     out.push_str("| other pods | rounds (time) | load average before → after | rkt − floor | libcni − floor | CPU: rkt − floor | rkt − rkt with fsync a no-op | nat table | iptables: table / one chain |\n|---|---|---|---|---|---|---|---|---|\n");
+    let ci_or_dash = |v: &[f64]| {
+        if v.is_empty() {
+            "—".to_string()
+        } else {
+            ms_ci(v)
+        }
+    };
     for l in &b.loads {
         let _ = writeln!(
             out,
@@ -218,15 +225,23 @@ with `fsync` a no-op (LD_PRELOAD) runs in each round too, first or last in turn.
             ms_ci(&l.excess),
             ms_ci(&l.libcni_excess),
             ms_ci(&l.cpu_excess),
-            if l.fsync_cost.is_empty() {
-                "—".to_string()
-            } else {
-                ms_ci(&l.fsync_cost)
-            },
+            ci_or_dash(&l.fsync_cost),
             l.nat.lines,
             fmt_duration(l.nat.save),
             fmt_duration(l.nat.list_chain)
         );
+    }
+    if b.loads.iter().any(|l| !l.candidate_diff.is_empty()) {
+        out.push_str("\nThe candidate (`--candidate-rkt`) in the same rounds, first or last in turn:\n\n| other pods | candidate − rkt run | CPU: candidate − rkt run |\n|---|---|---|\n");
+        for l in &b.loads {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} |",
+                l.load,
+                ci_or_dash(&l.candidate_diff),
+                ci_or_dash(&l.candidate_cpu_diff)
+            );
+        }
     }
 }
 

@@ -42,7 +42,7 @@ pub struct Tools {
     pub ip: PathBuf,
     /// `true`, the app of every pod cycle.
     pub true_bin: PathBuf,
-    /// Another `rkt` to time next to `rkt` in scenarios 1 and 2 (`--candidate-rkt`).
+    /// Another `rkt` to time next to `rkt` in scenarios 1, 2 and 6 (`--candidate-rkt`).
     pub candidate_rkt: Option<PathBuf>,
 }
 

@@ -19,6 +19,7 @@
 //! - [`podstore`]: pods on disk: store, manifest, state record, locks.
 //! - [`isolation`]: what keeps the app from the host: capabilities, seccomp, kernel paths,
 //!   users, cgroups.
+//! - [`mount_template`]: the small mount namespace a busy host's pods are copied from.
 //! - [`netns`]: network namespaces, created, bind-mounted, entered and removed.
 //! - [`fsutil`]: atomic file replacement.
 //!
@@ -30,6 +31,7 @@ pub mod firewall;
 pub mod fsutil;
 pub mod image_pod;
 pub mod isolation;
+pub mod mount_template;
 pub mod net_inspect;
 pub mod netns;
 pub mod networking;

@@ -73,6 +73,9 @@ pub fn release(
                 source,
             });
         }
+        // The last pod of a busy host takes the mount template with it. Not this pod's to
+        // fail on: the next teardown or gc tries again.
+        let _ = crate::mount_template::remove_if_unused();
     }
     // The pod's cgroup, if `--memory` or `--cpu` made one (a few rmdir calls otherwise).
     if let Err(source) = crate::isolation::cgroups::detect().remove(uuid) {

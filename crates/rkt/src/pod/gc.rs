@@ -108,6 +108,8 @@ pub fn gc(store: &PodStore, opts: &GcOptions) -> GcReport {
     report
         .errors
         .extend(errors.into_iter().map(CleanupError::from));
+    // A template whose last pod went without a teardown (its namespace deleted by hand).
+    let _ = crate::mount_template::remove_if_unused();
     report
 }
 

@@ -2,8 +2,9 @@
 //!
 //! It starts single-threaded, so every `fork` here is an ordinary fork of a one-thread
 //! process and the children may do anything, not only async-signal-safe calls. In order:
-//! 1. the stage joins the pod's network namespace (unless `--net=host`), unshares mount,
-//!    UTS, IPC (unless `--ipc=parent`) and PID namespaces, sets `--oom-score-adjust`,
+//! 1. the stage joins the pod's network namespace (unless `--net=host`), enters the mount
+//!    template on a busy host ([`crate::mount_template`]), unshares mount, UTS, IPC
+//!    (unless `--ipc=parent`) and PID namespaces, sets `--oom-score-adjust`,
 //!    prepares the mounts ([`super::mounts`]) and sets the hostname;
 //! 2. it forks the pod's init, PID 1 of the new PID namespace, reports the init's host PID
 //!    to the runner (`pid <n>` on the status pipe) and waits for it, passing signals on;
@@ -49,8 +50,8 @@ use super::app::{
 pub use super::app::{exit_code, SETUP_FAILED};
 use super::env::app_env;
 use super::{mounts, signals, volumes, StageError};
-use crate::isolation;
 use crate::podstore::{ExitPolicy, IpcMode, PodManifest, PodState, Volume};
+use crate::{isolation, mount_template};
 
 /// What the runner tells the stage: the hidden `stage1-init` command's arguments, `--pod-dir
 /// DIR --hostname NAME --status-fd FD --runner-pid PID [--netns PATH]`, each value in the
@@ -459,11 +460,15 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
     if first.app.ipc == IpcMode::Private {
         namespaces |= CloneFlags::CLONE_NEWIPC;
     }
+    let overlays = enter_mount_template(&apps);
     unshare(namespaces).map_err(|source| StageError::Sys {
         what: "unshare mount, UTS, IPC and PID namespaces for",
         path: args.pod_dir.clone(),
         source,
     })?;
+    for (tree, rootfs) in overlays {
+        mount_template::attach(tree, &rootfs).map_err(|e| StageError::Reported(e.to_string()))?;
+    }
     if let Some(adj) = first.app.oom_score_adjust {
         // Inherited by the init and the apps, all forked from here.
         let path = PathBuf::from("/proc/self/oom_score_adj");
@@ -498,6 +503,28 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
         exit_policy: manifest.exit_policy,
         volumes: manifest.volumes,
     })
+}
+
+/// On a busy host, enters the mount template ([`mount_template`]) so that the pod's mount
+/// namespace is copied from it rather than from the host's, and returns the apps' overlays
+/// cloned from the host's namespace beforehand, to attach in the pod's. Without a template,
+/// or if cloning an overlay fails, stays in the host's namespace and returns none.
+fn enter_mount_template(apps: &[PreparedApp]) -> Vec<(OwnedFd, PathBuf)> {
+    let Some(template) = mount_template::for_new_pod() else {
+        return Vec::new();
+    };
+    let mut overlays = Vec::new();
+    for rootfs in apps.iter().filter_map(|a| a.app.rootfs.as_ref()) {
+        match mount_template::clone_pod_overlay(rootfs) {
+            Ok(Some(tree)) => overlays.push((tree, rootfs.clone())),
+            Ok(None) => {}
+            Err(_) => return Vec::new(),
+        }
+    }
+    match template.enter() {
+        Ok(()) => overlays,
+        Err(_) => Vec::new(),
+    }
 }
 
 /// PID 1 of a pod of one app: enters the app's root, then forks the app. It closes its copy

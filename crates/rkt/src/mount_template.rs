@@ -1,0 +1,583 @@
+//! The small mount namespace a busy host's pods are copied from.
+//!
+//! A pod's stage makes the pod's mount namespace with `unshare(CLONE_NEWNS)`, which copies
+//! the mount namespace it is in. On the host that holds one bind mount per running pod
+//! under `/run/netns` (and an overlay per running image app), so the copy, and detaching
+//! `/run/netns` from it afterwards, costs about 2 ms per pod at 1,000 pods, and more with
+//! every pod. With [`MIN_NAMESPACES`] or more namespaces mounted under `/run/netns`, the
+//! stage instead enters a *template* first: a mount namespace made from the host's without
+//! `/run/netns` and without the pods' overlays, a slave of the host's mounts, kept by a bind
+//! mount at `/run/rkt/mount-template/ns` (in a private mount of that directory, which a
+//! mount namespace's bind mount needs). Its copy costs what a host without pods costs.
+//!
+//! The template is exact or unused. Each stage compares the host's mounts, by their unique
+//! ids (`listmount(2)`: ids are never reused), with those the template was made from, which
+//! `/run/rkt/mount-template/mounts` records: besides the namespaces under `/run/netns`,
+//! pods' overlays (an overlay mounted on a `rootfs` directory) and the template's own two
+//! mounts, the host must hold exactly the recorded mounts and the same `/run/netns` mount.
+//! Otherwise (a file system mounted or unmounted on the host since), the stage makes a new
+//! template under `/run/rkt/mount-template.lock`; a stage that finds the lock taken, or
+//! any step failing, goes without one, as on a quiet host. A pod's own overlays are not in
+//! the template: the stage clones them (`open_tree(2)`) before it enters the template and
+//! attaches the clones in the pod's namespace ([`clone_pod_overlay`], [`attach`]).
+//!
+//! Removed ([`remove_if_unused`]) by the teardown or gc that leaves no namespace mounted
+//! under `/run/netns`, so a host without pods keeps nothing of it.
+//!
+//! Needs Linux 6.8 (`listmount`, `statmount`); on older kernels the stage goes without.
+//! May not touch pods: it deals in mounts and namespaces only.
+
+use std::fs::{self, File, OpenOptions};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
+use nix::mount::{mount, umount2, MntFlags, MsFlags};
+use nix::sched::{setns, unshare, CloneFlags};
+
+use crate::netns::NETNS_RUN_DIR;
+
+/// The directory of the template: `ns` (the namespace's bind mount) and `mounts` (what it
+/// was made from).
+pub const TEMPLATE_DIR: &str = "/run/rkt/mount-template";
+const LOCK_FILE: &str = "/run/rkt/mount-template.lock";
+const NS_FILE: &str = "ns";
+const RECORD_FILE: &str = "mounts";
+
+/// Below this many namespaces under `/run/netns` the host's mount table is small enough
+/// that copying it costs less than checking a template (about 0.1 ms at 32).
+pub const MIN_NAMESPACES: usize = 32;
+
+/// The one template error callers see: why a stage went without one is not theirs to act on.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot {what} {path}: {source}")]
+pub struct TemplateError {
+    what: &'static str,
+    path: PathBuf,
+    source: Errno,
+}
+
+fn err(what: &'static str, path: &Path) -> impl FnOnce(Errno) -> TemplateError {
+    let path = path.to_path_buf();
+    move |source| TemplateError { what, path, source }
+}
+
+fn io_errno(e: std::io::Error) -> Errno {
+    Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))
+}
+
+/// An open template, ready to enter.
+#[derive(Debug)]
+pub struct Template {
+    ns: OwnedFd,
+}
+
+impl Template {
+    /// Makes the template the calling process's mount namespace; an `unshare(CLONE_NEWNS)`
+    /// after it copies the template. The caller must be single-threaded.
+    pub fn enter(&self) -> Result<(), TemplateError> {
+        setns(self.ns.as_fd(), CloneFlags::CLONE_NEWNS)
+            .map_err(err("enter the mount namespace", Path::new(TEMPLATE_DIR)))
+    }
+}
+
+/// The template for a pod about to get its mount namespace: `None` on a quiet host
+/// (fewer than [`MIN_NAMESPACES`] namespaces), or where it cannot be used or made right now
+/// (the stage then copies the host's namespace). Makes a new one when the host's mounts
+/// changed since the last was made.
+pub fn for_new_pod() -> Option<Template> {
+    let netns = mount_root_id(Path::new(NETNS_RUN_DIR))?;
+    if listmount(netns, 0, MIN_NAMESPACES).ok()?.len() < MIN_NAMESPACES {
+        return None;
+    }
+    if let Some(t) = open_if_current(netns) {
+        return Some(t);
+    }
+    let _lock = try_lock()?;
+    // Another stage may have made one while this one waited for the lock's turn.
+    if let Some(t) = open_if_current(netns) {
+        return Some(t);
+    }
+    make(netns).ok()
+}
+
+/// Opens the template if the host's mounts are still those it was made from.
+fn open_if_current(netns: u64) -> Option<Template> {
+    let dir = Path::new(TEMPLATE_DIR);
+    let record = Record::parse(&fs::read_to_string(dir.join(RECORD_FILE)).ok()?)?;
+    if record.netns != netns || !record.matches(&HostMounts::read(netns).ok()?) {
+        return None;
+    }
+    let file = File::open(dir.join(NS_FILE)).ok()?;
+    Some(Template { ns: file.into() })
+}
+
+/// What the template was made from, as unique mount ids of the host's namespace.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Record {
+    /// `/run/netns`, detached in the template.
+    netns: u64,
+    /// The template's own mounts on the host: its directory and its namespace.
+    own: Vec<u64>,
+    /// Every other mount of the host but pods' overlays, sorted.
+    kept: Vec<u64>,
+}
+
+impl Record {
+    fn render(&self) -> String {
+        let list = |ids: &[u64]| ids.iter().map(u64::to_string).collect::<Vec<_>>().join(" ");
+        format!(
+            "netns {}\nown {}\nkept {}\n",
+            self.netns,
+            list(&self.own),
+            list(&self.kept)
+        )
+    }
+
+    fn parse(text: &str) -> Option<Record> {
+        let mut record = Record::default();
+        for line in text.lines() {
+            let (key, values) = line.split_once(' ').unwrap_or((line, ""));
+            let ids = values
+                .split_whitespace()
+                .map(str::parse)
+                .collect::<Result<Vec<u64>, _>>()
+                .ok()?;
+            match key {
+                "netns" => record.netns = *ids.first()?,
+                "own" => record.own = ids,
+                "kept" => record.kept = ids,
+                _ => return None,
+            }
+        }
+        (record.netns != 0 && record.own.len() == 2 && record.kept.is_sorted()).then_some(record)
+    }
+
+    /// Whether `host` holds exactly the kept mounts, the template's own, and otherwise
+    /// only namespaces under `/run/netns` and pods' overlays.
+    fn matches(&self, host: &HostMounts) -> bool {
+        let mut kept = self.kept.iter().peekable();
+        let mut own_seen = 0;
+        for &id in &host.others {
+            if kept.peek() == Some(&&id) {
+                kept.next();
+            } else if self.own.contains(&id) {
+                own_seen += 1;
+            } else if kept.peek().is_some_and(|&&k| k < id) || !is_pod_overlay(id) {
+                // A kept mount is gone, or a mount that is no pod's appeared.
+                return false;
+            }
+        }
+        kept.next().is_none() && own_seen == self.own.len()
+    }
+}
+
+/// The host's mounts but `/run/netns` and those under it.
+struct HostMounts {
+    others: Vec<u64>,
+}
+
+impl HostMounts {
+    fn read(netns: u64) -> Result<HostMounts, Errno> {
+        let all = listmount_all(LSMT_ROOT)?;
+        let mut under = listmount_all(netns)?;
+        under.push(netns);
+        under.sort_unstable();
+        let others = all
+            .into_iter()
+            .filter(|id| under.binary_search(id).is_err())
+            .collect();
+        Ok(HostMounts { others })
+    }
+}
+
+/// A pod's overlay root filesystem, by what `statmount` says of mount `id`: an overlay on a
+/// directory named `rootfs` (see `image_pod::rootfs`).
+fn is_pod_overlay(id: u64) -> bool {
+    statmount_point(id).is_ok_and(|(magic, point)| is_overlay_root(magic, &point))
+}
+
+fn is_overlay_root(magic: u64, point: &Path) -> bool {
+    magic == OVERLAYFS_SUPER_MAGIC && point.file_name() == Some("rootfs".as_ref())
+}
+
+/// Makes a new template from the host's mounts now; the caller holds the lock.
+fn make(netns: u64) -> Result<Template, TemplateError> {
+    let dir = Path::new(TEMPLATE_DIR);
+    fs::create_dir_all(dir).map_err(|e| err("create", dir)(io_errno(e)))?;
+    make_private_mount_point(dir)?;
+    let ns_file = dir.join(NS_FILE);
+    match umount2(&ns_file, MntFlags::MNT_DETACH) {
+        Ok(()) | Err(Errno::EINVAL) | Err(Errno::ENOENT) => {}
+        Err(e) => return Err(err("unmount the old template", &ns_file)(e)),
+    }
+    OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o000)
+        .open(&ns_file)
+        .map_err(|e| err("create", &ns_file)(io_errno(e)))?;
+    let dir_id = mount_root_id(dir).ok_or_else(|| err("find the mount of", dir)(Errno::EINVAL))?;
+    let host = HostMounts::read(netns).map_err(err("list the mounts of", Path::new("/")))?;
+    let mut kept = Vec::with_capacity(host.others.len());
+    // Pods copied from the template need neither the namespaces nor the template itself.
+    let mut detach = vec![PathBuf::from(NETNS_RUN_DIR), dir.to_path_buf()];
+    for &id in host.others.iter().filter(|&&id| id != dir_id) {
+        match statmount_point(id) {
+            Ok((magic, point)) if is_overlay_root(magic, &point) => detach.push(point),
+            _ => kept.push(id),
+        }
+    }
+    let ns = std::thread::Builder::new()
+        .name("rkt-mnt-template".into())
+        .spawn(move || new_namespace_on_this_thread(&detach))
+        .map_err(|e| err("start a thread for", dir)(io_errno(e)))?
+        .join()
+        .unwrap_or(Err(TemplateError {
+            what: "make (the thread panicked)",
+            path: dir.to_path_buf(),
+            source: Errno::EIO,
+        }))?;
+    let source = format!("/proc/self/fd/{}", ns.as_raw_fd());
+    mount(
+        Some(source.as_str()),
+        &ns_file,
+        None::<&str>,
+        MsFlags::MS_BIND,
+        None::<&str>,
+    )
+    .map_err(err("bind-mount the mount namespace on", &ns_file))?;
+    let ns_id =
+        mount_root_id(&ns_file).ok_or_else(|| err("find the mount of", &ns_file)(Errno::EINVAL))?;
+    let own = vec![dir_id, ns_id];
+    let record = Record { netns, own, kept };
+    let record_file = dir.join(RECORD_FILE);
+    crate::fsutil::replace(
+        &record_file,
+        record.render().as_bytes(),
+        0o600,
+        crate::fsutil::Durability::Rename,
+    )
+    .map_err(|e| err("write", &record_file)(io_errno(e.source)))?;
+    Ok(Template { ns })
+}
+
+/// Runs on a thread of its own, which ends right after (its namespace lives on in the
+/// returned descriptor): a copy of the host's mounts, slave of them, without `detach`.
+fn new_namespace_on_this_thread(detach: &[PathBuf]) -> Result<OwnedFd, TemplateError> {
+    let root = Path::new("/");
+    unshare(CloneFlags::CLONE_NEWNS).map_err(err("unshare a mount namespace for", root))?;
+    mount(
+        None::<&str>,
+        root,
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_SLAVE,
+        None::<&str>,
+    )
+    .map_err(err("make a slave mount", root))?;
+    for path in detach {
+        match umount2(path, MntFlags::MNT_DETACH) {
+            Ok(()) | Err(Errno::EINVAL) | Err(Errno::ENOENT) => {}
+            Err(e) => return Err(err("detach", path)(e)),
+        }
+    }
+    let own = Path::new("/proc/thread-self/ns/mnt");
+    File::open(own)
+        .map(OwnedFd::from)
+        .map_err(|e| err("open", own)(io_errno(e)))
+}
+
+/// Makes `dir` a private mount point, bind-mounting it onto itself first if needed: a
+/// mount namespace cannot be bind-mounted where the mount would propagate.
+fn make_private_mount_point(dir: &Path) -> Result<(), TemplateError> {
+    let private = || {
+        mount(
+            None::<&str>,
+            dir,
+            None::<&str>,
+            MsFlags::MS_PRIVATE,
+            None::<&str>,
+        )
+    };
+    if mount_root_id(dir).is_none() {
+        mount(Some(dir), dir, None::<&str>, MsFlags::MS_BIND, None::<&str>)
+            .map_err(err("bind-mount onto itself", dir))?;
+    }
+    private().map_err(err("make a private mount", dir))
+}
+
+/// Removes the template if no namespace is mounted under `/run/netns` any more. Safe to call
+/// at any time; does nothing when there is no template, or while another process holds its
+/// lock (it is then being made or removed).
+pub fn remove_if_unused() -> Result<(), TemplateError> {
+    let dir = Path::new(TEMPLATE_DIR);
+    if !dir.join(RECORD_FILE).exists() || namespaces_mounted() {
+        return Ok(());
+    }
+    let Some(_lock) = try_lock() else {
+        return Ok(());
+    };
+    if namespaces_mounted() {
+        return Ok(());
+    }
+    // The record first: a template without one is never used.
+    match fs::remove_file(dir.join(RECORD_FILE)) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(err("remove", &dir.join(RECORD_FILE))(io_errno(e))),
+    }
+    for path in [dir.join(NS_FILE), dir.to_path_buf()] {
+        match umount2(&path, MntFlags::MNT_DETACH) {
+            Ok(()) | Err(Errno::EINVAL) | Err(Errno::ENOENT) => {}
+            Err(e) => return Err(err("unmount", &path)(e)),
+        }
+    }
+    let _ = fs::remove_file(dir.join(NS_FILE));
+    let _ = fs::remove_dir(dir);
+    Ok(())
+}
+
+/// Whether any namespace (any mount) is under `/run/netns`.
+fn namespaces_mounted() -> bool {
+    match mount_root_id(Path::new(NETNS_RUN_DIR)) {
+        Some(netns) => listmount(netns, 0, 1).map_or(true, |ids| !ids.is_empty()),
+        None => false,
+    }
+}
+
+fn try_lock() -> Option<Flock<File>> {
+    fs::create_dir_all(Path::new(TEMPLATE_DIR).parent()?).ok()?;
+    let file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(LOCK_FILE)
+        .ok()?;
+    Flock::lock(file, FlockArg::LockExclusiveNonblock).ok()
+}
+
+/// A pod's overlay at `rootfs`, cloned from the host's mount namespace so that it can be
+/// attached in the pod's ([`attach`]), which is copied from the template that lacks it.
+/// `None` when `rootfs` is no pod overlay (a directory, or a mount the template holds).
+pub fn clone_pod_overlay(rootfs: &Path) -> Result<Option<OwnedFd>, TemplateError> {
+    let Some(id) = mount_root_id(rootfs) else {
+        return Ok(None);
+    };
+    if !is_pod_overlay(id) {
+        return Ok(None);
+    }
+    let path = cstring(rootfs);
+    // SAFETY: open_tree takes a directory descriptor, a NUL-terminated path that outlives
+    // the call, and flags; it returns a new descriptor or -1.
+    let fd = unsafe {
+        libc::syscall(
+            SYS_OPEN_TREE,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | libc::AT_RECURSIVE as libc::c_uint,
+        )
+    };
+    let fd = Errno::result(fd).map_err(err("clone the mount", rootfs))?;
+    // SAFETY: the kernel just returned this descriptor and nothing else owns it.
+    Ok(Some(unsafe { OwnedFd::from_raw_fd(fd as RawFd) }))
+}
+
+/// Attaches a tree cloned by [`clone_pod_overlay`] at `target` in the current namespace.
+pub fn attach(tree: OwnedFd, target: &Path) -> Result<(), TemplateError> {
+    let empty = c"";
+    let to = cstring(target);
+    // SAFETY: move_mount takes two descriptor/path pairs (NUL-terminated paths that
+    // outlive the call) and flags; `tree` is an open_tree descriptor.
+    let rc = unsafe {
+        libc::syscall(
+            SYS_MOVE_MOUNT,
+            tree.as_raw_fd(),
+            empty.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH,
+        )
+    };
+    Errno::result(rc)
+        .map(drop)
+        .map_err(err("attach the cloned mount at", target))
+}
+
+fn cstring(path: &Path) -> std::ffi::CString {
+    // Paths from the pod's manifest and directories never hold a NUL byte; one that did
+    // would fail to resolve, as an empty path.
+    std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap_or_default()
+}
+
+// System call numbers from 424 on are the same on every architecture.
+const SYS_OPEN_TREE: libc::c_long = 428;
+const SYS_MOVE_MOUNT: libc::c_long = 429;
+const SYS_STATMOUNT: libc::c_long = 457;
+const SYS_LISTMOUNT: libc::c_long = 458;
+const OPEN_TREE_CLONE: libc::c_uint = 1;
+const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 4;
+const LSMT_ROOT: u64 = u64::MAX;
+const STATX_MNT_ID_UNIQUE: u32 = 0x4000;
+const STATMOUNT_SB_BASIC: u64 = 0x1;
+const STATMOUNT_MNT_POINT: u64 = 0x10;
+const OVERLAYFS_SUPER_MAGIC: u64 = 0x794c_7630;
+
+/// `struct mnt_id_req`, version 0.
+#[repr(C)]
+struct MntIdReq {
+    size: u32,
+    spare: u32,
+    mnt_id: u64,
+    param: u64,
+}
+
+/// The unique id of the mount whose root `path` is, or `None` (not a mount point, or no
+/// unique ids: Linux before 6.8).
+fn mount_root_id(path: &Path) -> Option<u64> {
+    let c = cstring(path);
+    // SAFETY: statx is plain old data, all-zero valid.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path that outlives the call and a statx buffer to fill.
+    let rc = unsafe {
+        libc::statx(
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+            STATX_MNT_ID_UNIQUE,
+            &mut stx,
+        )
+    };
+    let attr = libc::STATX_ATTR_MOUNT_ROOT as u64;
+    (rc == 0
+        && stx.stx_mask & STATX_MNT_ID_UNIQUE != 0
+        && stx.stx_attributes_mask & attr != 0
+        && stx.stx_attributes & attr != 0)
+        .then_some(stx.stx_mnt_id)
+}
+
+/// Up to `max` ids of the mounts under mount `id` (or every mount, [`LSMT_ROOT`]) whose
+/// ids are above `after`, in ascending order.
+fn listmount(id: u64, after: u64, max: usize) -> Result<Vec<u64>, Errno> {
+    let req = MntIdReq {
+        size: std::mem::size_of::<MntIdReq>() as u32,
+        spare: 0,
+        mnt_id: id,
+        param: after,
+    };
+    let mut ids = vec![0u64; max];
+    // SAFETY: a request struct and an id buffer of `max` entries, both outliving the call.
+    let n = unsafe {
+        libc::syscall(
+            SYS_LISTMOUNT,
+            &req as *const MntIdReq,
+            ids.as_mut_ptr(),
+            max,
+            0,
+        )
+    };
+    ids.truncate(Errno::result(n)? as usize);
+    Ok(ids)
+}
+
+/// Every id under mount `id` (or every mount), in ascending order.
+fn listmount_all(id: u64) -> Result<Vec<u64>, Errno> {
+    const BATCH: usize = 4096;
+    let mut all = Vec::new();
+    loop {
+        let batch = listmount(id, all.last().copied().unwrap_or(0), BATCH)?;
+        let done = batch.len() < BATCH;
+        all.extend(batch);
+        if done {
+            return Ok(all);
+        }
+    }
+}
+
+/// The file system magic of mount `id` and its mount point.
+fn statmount_point(id: u64) -> Result<(u64, PathBuf), Errno> {
+    const STR_OFFSET: usize = 512;
+    let req = MntIdReq {
+        size: std::mem::size_of::<MntIdReq>() as u32,
+        spare: 0,
+        mnt_id: id,
+        param: STATMOUNT_SB_BASIC | STATMOUNT_MNT_POINT,
+    };
+    let mut buf = vec![0u64; 1024];
+    let len = buf.len() * 8;
+    // SAFETY: a request struct and a buffer of `len` bytes, both outliving the call.
+    let rc = unsafe {
+        libc::syscall(
+            SYS_STATMOUNT,
+            &req as *const MntIdReq,
+            buf.as_mut_ptr(),
+            len,
+            0,
+        )
+    };
+    Errno::result(rc)?;
+    let bytes: Vec<u8> = buf.iter().flat_map(|w| w.to_ne_bytes()).collect();
+    let u32_at = |at: usize| u32::from_ne_bytes(bytes[at..at + 4].try_into().unwrap_or_default());
+    let u64_at = |at: usize| u64::from_ne_bytes(bytes[at..at + 8].try_into().unwrap_or_default());
+    let mask = u64_at(8);
+    if mask & (STATMOUNT_SB_BASIC | STATMOUNT_MNT_POINT) != STATMOUNT_SB_BASIC | STATMOUNT_MNT_POINT
+    {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let start = STR_OFFSET + u32_at(108) as usize;
+    let text = bytes.get(start..).ok_or(Errno::EOVERFLOW)?;
+    let end = text.iter().position(|&b| b == 0).ok_or(Errno::EOVERFLOW)?;
+    let point = PathBuf::from(std::ffi::OsStr::from_bytes(&text[..end]));
+    Ok((u64_at(24), point))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_record_reads_back() {
+        let record = Record {
+            netns: 7,
+            own: vec![40, 41],
+            kept: vec![1, 2, 3],
+        };
+        assert_eq!(Record::parse(&record.render()), Some(record));
+    }
+
+    #[test]
+    fn a_damaged_record_is_none() {
+        for text in [
+            "",
+            "netns 7\nown 40\nkept 1\n",
+            "netns 7\nown 40 41\nkept 3 1\n",
+            "netns x\nown 40 41\nkept\n",
+            "netns 7\nown 40 41\nkept 1\nother 2\n",
+        ] {
+            assert_eq!(Record::parse(text), None, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn the_host_must_hold_exactly_the_kept_and_own_mounts() {
+        let record = Record {
+            netns: 7,
+            own: vec![40, 41],
+            kept: vec![1, 2, 3],
+        };
+        let host = |others: &[u64]| HostMounts {
+            others: others.to_vec(),
+        };
+        assert!(record.matches(&host(&[1, 2, 3, 40, 41])));
+        // A kept mount gone, an own mount gone.
+        assert!(!record.matches(&host(&[1, 3, 40, 41])));
+        assert!(!record.matches(&host(&[1, 2, 3, 40])));
+        // A mount that statmount cannot find (no such id) is no pod's overlay.
+        assert!(!record.matches(&host(&[1, 2, 3, 40, 41, u64::MAX - 1])));
+    }
+}
