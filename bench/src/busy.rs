@@ -10,9 +10,10 @@
 //! slow minutes cannot fake, since they slow both halves of a pair. Rounds go on until that
 //! interval is within ±1 ms or the load's time budget is spent.
 //!
-//! Order: the loads from the smallest up, each started at once, measured and stopped at
-//! once (the largest's start and stop timed). host-local keeps its reservations in the
-//! workspace; the masquerading rules go with the pods. At the end `rkt gc` runs and the
+//! Order: the loads from the smallest up, each started at once, left to settle (`sync`,
+//! then 20 s), measured and stopped at once (the largest's start and stop timed).
+//! host-local keeps its reservations in the workspace; the masquerading rules go with the
+//! pods. At the end `rkt gc` runs and the
 //! leak checker looks for anything of the scenario's pods and networks left on the host;
 //! should the scenario fail, the pods still running get SIGTERM and are waited for.
 
@@ -187,6 +188,7 @@ pub fn busy_host(
         if load == top {
             res.start_all = started;
         }
+        settle();
         let measured = measure(load);
         let stopped = stop_at_once(ws, pods)?;
         if load == top {
@@ -200,6 +202,18 @@ pub fn busy_host(
     // The findings are in the report; the guard must not panic on them when dropped.
     std::mem::forget(guard);
     Ok(res)
+}
+
+/// How long the machine rests between starting a load's pods and the rounds at that load.
+const SETTLE: Duration = Duration::from_secs(20);
+
+/// Lets the start of many pods at once die down before the rounds: writes its dirty pages
+/// out (`sync`), which the first rounds' `fsync`s would otherwise wait for, then rests
+/// [`SETTLE`].
+fn settle() {
+    // SAFETY: sync has no arguments and no memory effects.
+    unsafe { libc::sync() };
+    std::thread::sleep(SETTLE);
 }
 
 /// Runs `rkt gc --grace-period=0s` and returns what is left: the leak checker's findings

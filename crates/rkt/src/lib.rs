@@ -16,10 +16,10 @@
 //!   which images pods use.
 //! - [`etc_files`]: the pod's `/etc/resolv.conf` and `/etc/hosts`.
 //! - [`security`]: who may write what rkt runs as root; `--insecure-options`.
+//! - [`mount_template`]: the small mount namespace a busy host's pods are copied from.
 //! - [`podstore`]: pods on disk: store, manifest, state record, locks.
 //! - [`isolation`]: what keeps the app from the host: capabilities, seccomp, kernel paths,
 //!   users, cgroups.
-//! - [`mount_template`]: the small mount namespace a busy host's pods are copied from.
 //! - [`netns`]: network namespaces, created, bind-mounted, entered and removed.
 //! - [`fsutil`]: atomic file replacement.
 //!

@@ -13,7 +13,7 @@
 //! The template is exact or unused. Each stage compares the host's mounts, by their unique
 //! ids (`listmount(2)`: ids are never reused), with those the template was made from, which
 //! `/run/rkt/mount-template/mounts` records: besides the namespaces under `/run/netns`,
-//! pods' overlays (an overlay mounted on a `rootfs` directory) and the template's own two
+//! pods' overlays (an overlay on `<pods>/<uuid>/rootfs`, or on an app's) and the template's own two
 //! mounts, the host must hold exactly the recorded mounts and the same `/run/netns` mount.
 //! Otherwise (a file system mounted or unmounted on the host since), the stage makes a new
 //! template under `/run/rkt/mount-template.lock`; a stage that finds the lock taken, or
@@ -25,7 +25,8 @@
 //! under `/run/netns`, so a host without pods keeps nothing of it.
 //!
 //! Needs Linux 6.8 (`listmount`, `statmount`); on older kernels the stage goes without.
-//! May not touch pods: it deals in mounts and namespaces only.
+//! May not touch pods: it deals in mounts and namespaces, and knows a pod's overlay only by
+//! where the pod store puts it.
 
 use std::fs::{self, File, OpenOptions};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -194,14 +195,30 @@ impl HostMounts {
     }
 }
 
-/// A pod's overlay root filesystem, by what `statmount` says of mount `id`: an overlay on a
-/// directory named `rootfs` (see `image_pod::rootfs`).
+/// A pod's overlay root filesystem, by what `statmount` says of mount `id`.
 fn is_pod_overlay(id: u64) -> bool {
     statmount_point(id).is_ok_and(|(magic, point)| is_overlay_root(magic, &point))
 }
 
+/// Whether a mount with file system magic `magic` at `point` is a pod's overlay: at
+/// `<pods>/<uuid>/rootfs` or `<pods>/<uuid>/apps/<app>/rootfs` (`image_pod::app_dir`).
 fn is_overlay_root(magic: u64, point: &Path) -> bool {
-    magic == OVERLAYFS_SUPER_MAGIC && point.file_name() == Some("rootfs".as_ref())
+    if magic != OVERLAYFS_SUPER_MAGIC || point.file_name() != Some("rootfs".as_ref()) {
+        return false;
+    }
+    let Some(app_dir) = point.parent() else {
+        return false;
+    };
+    let pod_dir = match app_dir.parent() {
+        Some(apps) if apps.file_name() == Some("apps".as_ref()) => apps.parent(),
+        _ => Some(app_dir),
+    };
+    pod_dir.is_some_and(|pod| {
+        pod.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(crate::podstore::store::is_uuid)
+            && pod.parent().and_then(Path::file_name) == Some("pods".as_ref())
+    })
 }
 
 /// Makes a new template from the host's mounts now; the caller holds the lock.
@@ -315,7 +332,8 @@ fn make_private_mount_point(dir: &Path) -> Result<(), TemplateError> {
 /// lock (it is then being made or removed).
 pub fn remove_if_unused() -> Result<(), TemplateError> {
     let dir = Path::new(TEMPLATE_DIR);
-    if !dir.join(RECORD_FILE).exists() || namespaces_mounted() {
+    // The directory, not the record: a template whose making failed half-way goes too.
+    if !dir.exists() || namespaces_mounted() {
         return Ok(());
     }
     let Some(_lock) = try_lock() else {
@@ -560,6 +578,42 @@ mod tests {
             "netns 7\nown 40 41\nkept 1\nother 2\n",
         ] {
             assert_eq!(Record::parse(text), None, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn only_overlays_where_pods_have_them_are_pods_overlays() {
+        let uuid = "0b9f6a36-4c1e-4f0c-9d7e-2f1c3a5b7d90";
+        for (magic, point, pods) in [
+            (
+                OVERLAYFS_SUPER_MAGIC,
+                format!("/var/lib/rkt/pods/{uuid}/rootfs"),
+                true,
+            ),
+            (
+                OVERLAYFS_SUPER_MAGIC,
+                format!("/d/pods/{uuid}/apps/web/rootfs"),
+                true,
+            ),
+            (0xef53, format!("/var/lib/rkt/pods/{uuid}/rootfs"), false),
+            (OVERLAYFS_SUPER_MAGIC, "/mnt/rootfs".to_string(), false),
+            (
+                OVERLAYFS_SUPER_MAGIC,
+                format!("/d/other/{uuid}/rootfs"),
+                false,
+            ),
+            (
+                OVERLAYFS_SUPER_MAGIC,
+                format!("/d/pods/{uuid}/merged"),
+                false,
+            ),
+            (
+                OVERLAYFS_SUPER_MAGIC,
+                "/d/pods/not-a-uuid/rootfs".to_string(),
+                false,
+            ),
+        ] {
+            assert_eq!(is_overlay_root(magic, Path::new(&point)), pods, "{point}");
         }
     }
 
