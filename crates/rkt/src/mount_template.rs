@@ -4,7 +4,8 @@
 //! the mount namespace it is in. On the host that holds one bind mount per running pod
 //! under `/run/netns` (and an overlay per running image app), so the copy, and detaching
 //! `/run/netns` from it afterwards, costs about 2 ms per pod at 1,000 pods, and more with
-//! every pod. With [`MIN_NAMESPACES`] or more namespaces mounted under `/run/netns`, the
+//! every pod (the stage's CPU time, measured: docs/PERFORMANCE.md). With
+//! [`MIN_NAMESPACES`] or more namespaces mounted under `/run/netns`, the
 //! stage instead enters a *template* first: a mount namespace made from the host's without
 //! `/run/netns` and without the pods' overlays, a slave of the host's mounts, kept by a bind
 //! mount at `/run/rkt/mount-template/ns` (in a private mount of that directory, which a
@@ -13,8 +14,9 @@
 //! The template is exact or unused. Each stage compares the host's mounts, by their unique
 //! ids (`listmount(2)`: ids are never reused), with those the template was made from, which
 //! `/run/rkt/mount-template/mounts` records: besides the namespaces under `/run/netns`,
-//! pods' overlays (an overlay on `<pods>/<uuid>/rootfs`, or on an app's) and the template's own two
-//! mounts, the host must hold exactly the recorded mounts and the same `/run/netns` mount.
+//! pods' overlays (an overlay on `<pods>/<uuid>/rootfs`, or on an app's) and the
+//! template's own two mounts, the host must hold exactly the recorded mounts and the same
+//! `/run/netns` mount.
 //! Otherwise (a file system mounted or unmounted on the host since), the stage makes a new
 //! template under `/run/rkt/mount-template.lock`; a stage that finds the lock taken, or
 //! any step failing, goes without one, as on a quiet host. A pod's own overlays are not in
@@ -52,7 +54,8 @@ const RECORD_FILE: &str = "mounts";
 /// that copying it costs less than checking a template (about 0.1 ms at 32).
 pub const MIN_NAMESPACES: usize = 32;
 
-/// The one template error callers see: why a stage went without one is not theirs to act on.
+/// Why a template could not be made, entered, removed or a pod's overlay cloned or attached;
+/// names the path. The stage goes without a template on any of them but the last.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot {what} {path}: {source}")]
 pub struct TemplateError {
