@@ -15,16 +15,19 @@
 //! ids (`listmount(2)`: ids are never reused), with those the template was made from, which
 //! `/run/rkt/mount-template/mounts` records: besides the namespaces under `/run/netns`,
 //! pods' overlays (an overlay on `<pods>/<uuid>/rootfs`, or on an app's) and the
-//! template's own two mounts, the host must hold exactly the recorded mounts and the same
-//! `/run/netns` mount.
-//! Otherwise (a file system mounted or unmounted on the host since), the stage makes a new
+//! template's own two mounts, the host must hold exactly the recorded mounts, each still at
+//! its place with its flags and propagation (a digest of what `statmount(2)` says), and the
+//! same `/run/netns` mount.
+//! Otherwise (a file system mounted, unmounted, moved or remounted on the host since, or
+//! more than [`MAX_NEW_OVERLAYS`] pods' overlays to look at one by one), the stage makes a new
 //! template under `/run/rkt/mount-template.lock`; a stage that finds the lock taken, or
 //! any step failing, goes without one, as on a quiet host. A pod's own overlays are not in
 //! the template: the stage clones them (`open_tree(2)`) before it enters the template and
 //! attaches the clones in the pod's namespace ([`clone_pod_overlay`], [`attach`]).
 //!
-//! Removed ([`remove_if_unused`]) by the teardown or gc that leaves no namespace mounted
-//! under `/run/netns`, so a host without pods keeps nothing of it.
+//! Removed ([`remove_if_unused`]) by the teardown or gc that leaves fewer than
+//! [`MIN_NAMESPACES`] namespaces mounted under `/run/netns`, so a quiet host keeps nothing
+//! of it but its lock file.
 //!
 //! Needs Linux 6.8 (`listmount`, `statmount`); on older kernels the stage goes without.
 //! May not touch pods: it deals in mounts and namespaces, and knows a pod's overlay only by
@@ -128,21 +131,33 @@ struct Record {
     own: Vec<u64>,
     /// Every other mount of the host but pods' overlays, sorted.
     kept: Vec<u64>,
+    /// Pods' overlays on the host then (detached in the template), sorted.
+    overlays: Vec<u64>,
+    /// The kept mounts' places, flags and propagation ([`fingerprint`]): a remount
+    /// read-only, a move or a `--make-shared` keeps a mount's id but changes this.
+    state: u64,
 }
+
+/// Pods' overlays mounted on the host since the template was made that the check looks at
+/// one by one (`statmount`); with more, a new template is made, which records them.
+const MAX_NEW_OVERLAYS: usize = 64;
 
 impl Record {
     fn render(&self) -> String {
         let list = |ids: &[u64]| ids.iter().map(u64::to_string).collect::<Vec<_>>().join(" ");
         format!(
-            "netns {}\nown {}\nkept {}\n",
+            "netns {}\nown {}\nkept {}\noverlays {}\nstate {}\n",
             self.netns,
             list(&self.own),
-            list(&self.kept)
+            list(&self.kept),
+            list(&self.overlays),
+            self.state
         )
     }
 
     fn parse(text: &str) -> Option<Record> {
         let mut record = Record::default();
+        let mut seen = 0;
         for line in text.lines() {
             let (key, values) = line.split_once(' ').unwrap_or((line, ""));
             let ids = values
@@ -154,25 +169,46 @@ impl Record {
                 "netns" => record.netns = *ids.first()?,
                 "own" => record.own = ids,
                 "kept" => record.kept = ids,
+                "overlays" => record.overlays = ids,
+                "state" => record.state = *ids.first()?,
                 _ => return None,
             }
+            seen += 1;
         }
-        (record.netns != 0 && record.own.len() == 2 && record.kept.is_sorted()).then_some(record)
+        (seen == 5
+            && record.netns != 0
+            && record.own.len() == 2
+            && record.kept.is_sorted()
+            && record.overlays.is_sorted())
+        .then_some(record)
     }
 
-    /// Whether `host` holds exactly the kept mounts, the template's own, and otherwise
-    /// only namespaces under `/run/netns` and pods' overlays.
+    /// Whether `host` holds exactly the kept mounts, unchanged, the template's own, and
+    /// otherwise only namespaces under `/run/netns` and pods' overlays (at most
+    /// [`MAX_NEW_OVERLAYS`] of them new).
     fn matches(&self, host: &HostMounts) -> bool {
+        self.same_mounts(host, is_pod_overlay) && fingerprint(&self.kept) == Some(self.state)
+    }
+
+    /// The id comparison of [`Record::matches`], with `pod_overlay` telling a pod's overlay
+    /// from another mount.
+    fn same_mounts(&self, host: &HostMounts, pod_overlay: impl Fn(u64) -> bool) -> bool {
         let mut kept = self.kept.iter().peekable();
         let mut own_seen = 0;
+        let mut new_overlays = 0;
         for &id in &host.others {
             if kept.peek() == Some(&&id) {
                 kept.next();
             } else if self.own.contains(&id) {
                 own_seen += 1;
-            } else if kept.peek().is_some_and(|&&k| k < id) || !is_pod_overlay(id) {
-                // A kept mount is gone, or a mount that is no pod's appeared.
+            } else if kept.peek().is_some_and(|&&k| k < id) {
+                // A kept mount is gone.
                 return false;
+            } else if self.overlays.binary_search(&id).is_err() {
+                new_overlays += 1;
+                if new_overlays > MAX_NEW_OVERLAYS || !pod_overlay(id) {
+                    return false;
+                }
             }
         }
         kept.next().is_none() && own_seen == self.own.len()
@@ -200,7 +236,35 @@ impl HostMounts {
 
 /// A pod's overlay root filesystem, by what `statmount` says of mount `id`.
 fn is_pod_overlay(id: u64) -> bool {
-    statmount_point(id).is_ok_and(|(magic, point)| is_overlay_root(magic, &point))
+    statmount(id).is_ok_and(|m| is_overlay_root(m.sb_magic, &m.point))
+}
+
+/// A digest (FNV-1a) of each mount's id, parent, flags (its own and its file system's),
+/// propagation and mount point, or `None` if one cannot be read.
+fn fingerprint(ids: &[u64]) -> Option<u64> {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
+            hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    for &id in ids {
+        let m = statmount(id).ok()?;
+        for value in [
+            id,
+            m.parent,
+            m.attr,
+            m.propagation,
+            m.peer_group,
+            m.master,
+            u64::from(m.sb_flags),
+        ] {
+            eat(&value.to_le_bytes());
+        }
+        eat(m.point.as_os_str().as_bytes());
+        eat(&[0]);
+    }
+    Some(hash)
 }
 
 /// Whether a mount with file system magic `magic` at `point` is a pod's overlay: at
@@ -244,14 +308,20 @@ fn make(netns: u64) -> Result<Template, TemplateError> {
     let dir_id = mount_root_id(dir).ok_or_else(|| err("find the mount of", dir)(Errno::EINVAL))?;
     let host = HostMounts::read(netns).map_err(err("list the mounts of", Path::new("/")))?;
     let mut kept = Vec::with_capacity(host.others.len());
+    let mut overlays = Vec::new();
     // Pods copied from the template need neither the namespaces nor the template itself.
     let mut detach = vec![PathBuf::from(NETNS_RUN_DIR), dir.to_path_buf()];
     for &id in host.others.iter().filter(|&&id| id != dir_id) {
-        match statmount_point(id) {
-            Ok((magic, point)) if is_overlay_root(magic, &point) => detach.push(point),
+        match statmount(id) {
+            Ok(m) if is_overlay_root(m.sb_magic, &m.point) => {
+                overlays.push(id);
+                detach.push(m.point);
+            }
             _ => kept.push(id),
         }
     }
+    let state = fingerprint(&kept)
+        .ok_or_else(|| err("read the mounts of", Path::new("/"))(Errno::EINVAL))?;
     let ns = std::thread::Builder::new()
         .name("rkt-mnt-template".into())
         .spawn(move || new_namespace_on_this_thread(&detach))
@@ -274,7 +344,13 @@ fn make(netns: u64) -> Result<Template, TemplateError> {
     let ns_id =
         mount_root_id(&ns_file).ok_or_else(|| err("find the mount of", &ns_file)(Errno::EINVAL))?;
     let own = vec![dir_id, ns_id];
-    let record = Record { netns, own, kept };
+    let record = Record {
+        netns,
+        own,
+        kept,
+        overlays,
+        state,
+    };
     let record_file = dir.join(RECORD_FILE);
     crate::fsutil::replace(
         &record_file,
@@ -330,19 +406,21 @@ fn make_private_mount_point(dir: &Path) -> Result<(), TemplateError> {
     private().map_err(err("make a private mount", dir))
 }
 
-/// Removes the template if no namespace is mounted under `/run/netns` any more. Safe to call
-/// at any time; does nothing when there is no template, or while another process holds its
-/// lock (it is then being made or removed).
+/// Removes the template once fewer than [`MIN_NAMESPACES`] namespaces are mounted under
+/// `/run/netns` (when no stage would use it: a template kept on a host with a few
+/// namespaces of other runtimes would only hold on to the host's mounts of the time).
+/// Safe to call at any time; does nothing when there is no template, or while another
+/// process holds its lock (it is then being made or removed).
 pub fn remove_if_unused() -> Result<(), TemplateError> {
     let dir = Path::new(TEMPLATE_DIR);
     // The directory, not the record: a template whose making failed half-way goes too.
-    if !dir.exists() || namespaces_mounted() {
+    if !dir.exists() || busy() {
         return Ok(());
     }
     let Some(_lock) = try_lock() else {
         return Ok(());
     };
-    if namespaces_mounted() {
+    if busy() {
         return Ok(());
     }
     // The record first: a template without one is never used.
@@ -357,15 +435,20 @@ pub fn remove_if_unused() -> Result<(), TemplateError> {
             Err(e) => return Err(err("unmount", &path)(e)),
         }
     }
-    let _ = fs::remove_file(dir.join(NS_FILE));
-    let _ = fs::remove_dir(dir);
-    Ok(())
+    // With whatever a stage killed half-way through making one left (a temporary record).
+    match fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(err("remove", dir)(io_errno(e))),
+    }
 }
 
-/// Whether any namespace (any mount) is under `/run/netns`.
-fn namespaces_mounted() -> bool {
+/// Whether [`MIN_NAMESPACES`] or more mounts are under `/run/netns`.
+fn busy() -> bool {
     match mount_root_id(Path::new(NETNS_RUN_DIR)) {
-        Some(netns) => listmount(netns, 0, 1).map_or(true, |ids| !ids.is_empty()),
+        Some(netns) => {
+            listmount(netns, 0, MIN_NAMESPACES).map_or(true, |ids| ids.len() >= MIN_NAMESPACES)
+        }
         None => false,
     }
 }
@@ -446,6 +529,7 @@ const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 4;
 const LSMT_ROOT: u64 = u64::MAX;
 const STATX_MNT_ID_UNIQUE: u32 = 0x4000;
 const STATMOUNT_SB_BASIC: u64 = 0x1;
+const STATMOUNT_MNT_BASIC: u64 = 0x2;
 const STATMOUNT_MNT_POINT: u64 = 0x10;
 const OVERLAYFS_SUPER_MAGIC: u64 = 0x794c_7630;
 
@@ -520,14 +604,29 @@ fn listmount_all(id: u64) -> Result<Vec<u64>, Errno> {
     }
 }
 
-/// The file system magic of mount `id` and its mount point.
-fn statmount_point(id: u64) -> Result<(u64, PathBuf), Errno> {
+/// What `statmount(2)` says of a mount that the template cares about.
+#[derive(Debug)]
+struct MountInfo {
+    sb_magic: u64,
+    sb_flags: u32,
+    parent: u64,
+    attr: u64,
+    propagation: u64,
+    peer_group: u64,
+    master: u64,
+    point: PathBuf,
+}
+
+/// [`MountInfo`] of mount `id` (`struct statmount`: the fields' offsets are the kernel's
+/// ABI; the strings start at byte 512).
+fn statmount(id: u64) -> Result<MountInfo, Errno> {
     const STR_OFFSET: usize = 512;
+    const WANTED: u64 = STATMOUNT_SB_BASIC | STATMOUNT_MNT_BASIC | STATMOUNT_MNT_POINT;
     let req = MntIdReq {
         size: std::mem::size_of::<MntIdReq>() as u32,
         spare: 0,
         mnt_id: id,
-        param: STATMOUNT_SB_BASIC | STATMOUNT_MNT_POINT,
+        param: WANTED,
     };
     let mut buf = vec![0u64; 1024];
     let len = buf.len() * 8;
@@ -545,43 +644,77 @@ fn statmount_point(id: u64) -> Result<(u64, PathBuf), Errno> {
     let bytes: Vec<u8> = buf.iter().flat_map(|w| w.to_ne_bytes()).collect();
     let u32_at = |at: usize| u32::from_ne_bytes(bytes[at..at + 4].try_into().unwrap_or_default());
     let u64_at = |at: usize| u64::from_ne_bytes(bytes[at..at + 8].try_into().unwrap_or_default());
-    let mask = u64_at(8);
-    if mask & (STATMOUNT_SB_BASIC | STATMOUNT_MNT_POINT) != STATMOUNT_SB_BASIC | STATMOUNT_MNT_POINT
-    {
+    if u64_at(8) & WANTED != WANTED {
         return Err(Errno::EOPNOTSUPP);
     }
     let start = STR_OFFSET + u32_at(108) as usize;
     let text = bytes.get(start..).ok_or(Errno::EOVERFLOW)?;
     let end = text.iter().position(|&b| b == 0).ok_or(Errno::EOVERFLOW)?;
-    let point = PathBuf::from(std::ffi::OsStr::from_bytes(&text[..end]));
-    Ok((u64_at(24), point))
+    Ok(MountInfo {
+        sb_magic: u64_at(24),
+        sb_flags: u32_at(32),
+        parent: u64_at(48),
+        attr: u64_at(64),
+        propagation: u64_at(72),
+        peer_group: u64_at(80),
+        master: u64_at(88),
+        point: PathBuf::from(std::ffi::OsStr::from_bytes(&text[..end])),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_record_reads_back() {
-        let record = Record {
+    fn record() -> Record {
+        Record {
             netns: 7,
             own: vec![40, 41],
             kept: vec![1, 2, 3],
-        };
-        assert_eq!(Record::parse(&record.render()), Some(record));
+            overlays: vec![30],
+            state: 99,
+        }
+    }
+
+    #[test]
+    fn the_record_reads_back() {
+        assert_eq!(Record::parse(&record().render()), Some(record()));
     }
 
     #[test]
     fn a_damaged_record_is_none() {
         for text in [
             "",
-            "netns 7\nown 40\nkept 1\n",
-            "netns 7\nown 40 41\nkept 3 1\n",
-            "netns x\nown 40 41\nkept\n",
-            "netns 7\nown 40 41\nkept 1\nother 2\n",
+            "netns 7\nown 40\nkept 1\noverlays\nstate 9\n",
+            "netns 7\nown 40 41\nkept 3 1\noverlays\nstate 9\n",
+            "netns x\nown 40 41\nkept\noverlays\nstate 9\n",
+            "netns 7\nown 40 41\nkept 1\noverlays\nstate 9\nother 2\n",
+            "netns 7\nown 40 41\nkept 1\n",
         ] {
             assert_eq!(Record::parse(text), None, "{text:?}");
         }
+    }
+
+    #[test]
+    fn the_host_must_hold_exactly_the_kept_and_own_mounts() {
+        let record = record();
+        let host = |others: &[u64]| HostMounts {
+            others: others.to_vec(),
+        };
+        let overlay = |id: u64| id >= 100;
+        assert!(record.same_mounts(&host(&[1, 2, 3, 40, 41]), overlay));
+        // The recorded overlay, gone or still there, and new pods' overlays.
+        assert!(record.same_mounts(&host(&[1, 2, 3, 30, 40, 41, 100, 101]), overlay));
+        // A kept mount gone, an own mount gone, a mount that is no pod's overlay.
+        assert!(!record.same_mounts(&host(&[1, 3, 40, 41]), overlay));
+        assert!(!record.same_mounts(&host(&[1, 2, 3, 40]), overlay));
+        assert!(!record.same_mounts(&host(&[1, 2, 3, 40, 41, 50]), overlay));
+        // Too many new overlays to look at one by one: a new template.
+        let many: Vec<u64> = [1, 2, 3, 40, 41]
+            .into_iter()
+            .chain(100..100 + MAX_NEW_OVERLAYS as u64 + 1)
+            .collect();
+        assert!(!record.same_mounts(&host(&many), overlay));
     }
 
     #[test]
@@ -618,23 +751,5 @@ mod tests {
         ] {
             assert_eq!(is_overlay_root(magic, Path::new(&point)), pods, "{point}");
         }
-    }
-
-    #[test]
-    fn the_host_must_hold_exactly_the_kept_and_own_mounts() {
-        let record = Record {
-            netns: 7,
-            own: vec![40, 41],
-            kept: vec![1, 2, 3],
-        };
-        let host = |others: &[u64]| HostMounts {
-            others: others.to_vec(),
-        };
-        assert!(record.matches(&host(&[1, 2, 3, 40, 41])));
-        // A kept mount gone, an own mount gone.
-        assert!(!record.matches(&host(&[1, 3, 40, 41])));
-        assert!(!record.matches(&host(&[1, 2, 3, 40])));
-        // A mount that statmount cannot find (no such id) is no pod's overlay.
-        assert!(!record.matches(&host(&[1, 2, 3, 40, 41, u64::MAX - 1])));
     }
 }

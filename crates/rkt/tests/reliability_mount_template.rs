@@ -52,10 +52,11 @@ impl Drop for Namespaces {
 struct Tmpfs(PathBuf);
 
 impl Tmpfs {
-    fn mount(at: &Path) -> Tmpfs {
+    /// A tmpfs named `source` (as `/proc/self/mountinfo` shows it) at `at`.
+    fn mount(source: &str, at: &Path) -> Tmpfs {
         std::fs::create_dir_all(at).unwrap();
         let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "rkt-test-late"])
+            .args(["-t", "tmpfs", source])
             .arg(at)
             .status()
             .unwrap()
@@ -95,6 +96,10 @@ fn a_busy_hosts_pods_copy_the_template_and_still_see_exactly_the_hosts_mounts() 
         return;
     }
     if !kernel_lists_mounts() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI's kernel must have listmount(2) (Linux 6.8) for the mount template"
+        );
         eprintln!("skipping: the mount template needs Linux 6.8 or later");
         return;
     }
@@ -115,9 +120,17 @@ fn a_busy_hosts_pods_copy_the_template_and_still_see_exactly_the_hosts_mounts() 
         run_pod(&all)
     };
 
+    // A file system the host already has when the template is made.
+    let early = lab.path("early");
+    let _early = Tmpfs::mount("rkt-test-early", &early);
+    let writable = format!(
+        "touch {}/probe 2>/dev/null && echo writable || echo read-only",
+        early.display()
+    );
+
     let namespaces = Namespaces::add(MIN_NAMESPACES);
     let table = run(&["/bin/cat", "/proc/self/mountinfo"]);
-    let first = template_record().expect("a template with 32 namespaces mounted");
+    template_record().expect("a template with 32 namespaces mounted");
     assert!(
         host_mountinfo().contains(TEMPLATE),
         "the template is mounted on the host"
@@ -128,10 +141,22 @@ fn a_busy_hosts_pods_copy_the_template_and_still_see_exactly_the_hosts_mounts() 
         assert!(!table.contains(absent), "{absent} in the pod:\n{table}");
     }
 
+    // Made read-only on the host afterwards (a per-mount flag: the mount keeps its id),
+    // it is read-only in the next pod too.
+    assert_eq!(run(&["/bin/sh", "-c", &writable]), "writable\n");
+    let remount = Command::new("mount")
+        .args(["-o", "remount,bind,ro"])
+        .arg(&early)
+        .status()
+        .unwrap();
+    assert!(remount.success());
+    assert_eq!(run(&["/bin/sh", "-c", &writable]), "read-only\n");
+    let first = template_record().unwrap();
+
     // A file system mounted on the host after the template was made is in the next pod,
     // which gets a new template.
     let late = lab.path("late");
-    let tmpfs = Tmpfs::mount(&late);
+    let tmpfs = Tmpfs::mount("rkt-test-late", &late);
     std::fs::write(late.join("file"), "late\n").unwrap();
     let seen = run(&["/bin/cat", &late.join("file").display().to_string()]);
     assert_eq!(seen, "late\n");
