@@ -292,7 +292,9 @@ fn is_overlay_root(magic: u64, point: &Path) -> bool {
 fn make(netns: u64) -> Result<Template, TemplateError> {
     let dir = Path::new(TEMPLATE_DIR);
     fs::create_dir_all(dir).map_err(|e| err("create", dir)(io_errno(e)))?;
-    make_private_mount_point(dir)?;
+    // A mount namespace cannot be bind-mounted where the mount would propagate.
+    crate::netns::set_propagation(dir, MsFlags::MS_PRIVATE)
+        .map_err(|(what, source)| err(what, dir)(source))?;
     let ns_file = dir.join(NS_FILE);
     match umount2(&ns_file, MntFlags::MNT_DETACH) {
         Ok(()) | Err(Errno::EINVAL) | Err(Errno::ENOENT) => {}
@@ -385,25 +387,6 @@ fn new_namespace_on_this_thread(detach: &[PathBuf]) -> Result<OwnedFd, TemplateE
     File::open(own)
         .map(OwnedFd::from)
         .map_err(|e| err("open", own)(io_errno(e)))
-}
-
-/// Makes `dir` a private mount point, bind-mounting it onto itself first if needed: a
-/// mount namespace cannot be bind-mounted where the mount would propagate.
-fn make_private_mount_point(dir: &Path) -> Result<(), TemplateError> {
-    let private = || {
-        mount(
-            None::<&str>,
-            dir,
-            None::<&str>,
-            MsFlags::MS_PRIVATE,
-            None::<&str>,
-        )
-    };
-    if mount_root_id(dir).is_none() {
-        mount(Some(dir), dir, None::<&str>, MsFlags::MS_BIND, None::<&str>)
-            .map_err(err("bind-mount onto itself", dir))?;
-    }
-    private().map_err(err("make a private mount", dir))
 }
 
 /// Removes the template once fewer than [`MIN_NAMESPACES`] namespaces are mounted under

@@ -146,25 +146,25 @@ fn new_netns_on_this_thread(path: &Path) -> Result<(), NetnsError> {
 /// Makes `dir` a shared mount point (bind-mounting it onto itself first if it is not a mount
 /// point yet), as `ip netns add` does.
 fn make_shared_mount_point(dir: &Path) -> Result<(), NetnsError> {
-    let shared = || {
-        mount(
-            None::<&str>,
-            dir,
-            None::<&str>,
-            MsFlags::MS_SHARED | MsFlags::MS_REC,
-            None::<&str>,
-        )
-    };
-    match shared() {
-        Ok(()) => return Ok(()),
-        Err(Errno::EINVAL) => {}
-        Err(source) => {
-            return Err(NetnsError::Sys {
-                what: "make the directory a shared mount",
-                path: dir.to_path_buf(),
-                source,
-            })
+    set_propagation(dir, MsFlags::MS_SHARED | MsFlags::MS_REC).map_err(|(what, source)| {
+        NetnsError::Sys {
+            what,
+            path: dir.to_path_buf(),
+            source,
         }
+    })
+}
+
+/// Gives mount point `dir` the propagation `propagation` (`MS_SHARED`, `MS_PRIVATE`, with
+/// `MS_REC` or not), bind-mounting the directory onto itself first if it is not a mount
+/// point yet. On failure, says which step failed.
+pub fn set_propagation(dir: &Path, propagation: MsFlags) -> Result<(), (&'static str, Errno)> {
+    let change = || mount(None::<&str>, dir, None::<&str>, propagation, None::<&str>);
+    match change() {
+        Ok(()) => return Ok(()),
+        // Not a mount point.
+        Err(Errno::EINVAL) => {}
+        Err(source) => return Err(("change the propagation of the mount", source)),
     }
     mount(
         Some(dir),
@@ -173,12 +173,8 @@ fn make_shared_mount_point(dir: &Path) -> Result<(), NetnsError> {
         MsFlags::MS_BIND | MsFlags::MS_REC,
         None::<&str>,
     )
-    .and_then(|()| shared())
-    .map_err(|source| NetnsError::Sys {
-        what: "make the directory a shared mount point",
-        path: dir.to_path_buf(),
-        source,
-    })
+    .and_then(|()| change())
+    .map_err(|source| ("make a mount point of", source))
 }
 
 /// Removes the namespace at `path`: detaches the bind mount and unlinks the file. A path

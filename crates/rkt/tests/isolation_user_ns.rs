@@ -15,6 +15,17 @@ use std::process::Command;
 
 use pod_support::{assert_no_netns, tiny_rootfs, wait_for, World};
 
+/// A tiny rootfs in the world with `/shared`, writable by anyone: what an app makes there
+/// shows the owner it has on the host. Returns the rootfs and that directory.
+fn rootfs_with_shared_dir(world: &World) -> (std::path::PathBuf, std::path::PathBuf) {
+    let rootfs = world.path("rootfs");
+    tiny_rootfs(&rootfs);
+    let shared = rootfs.join("shared");
+    fs::create_dir(&shared).unwrap();
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o777)).unwrap();
+    (rootfs, shared)
+}
+
 /// `0 <hostBase> 65536`, as /proc/<pid>/uid_map shows it.
 fn map_fields(text: &str) -> Vec<u64> {
     text.split_whitespace()
@@ -27,12 +38,7 @@ fn root_inside_is_the_pods_range_outside() {
     require_root!();
     let world = World::new();
     let _g = leaks::Guard::new(world.leak_ctx());
-    let rootfs = world.path("rootfs");
-    tiny_rootfs(&rootfs);
-    // Writable by anyone: what the app makes there shows the owner it has on the host.
-    let shared = rootfs.join("shared");
-    fs::create_dir(&shared).unwrap();
-    fs::set_permissions(&shared, fs::Permissions::from_mode(0o777)).unwrap();
+    let (rootfs, shared) = rootfs_with_shared_dir(&world);
     // Host root's, writable only by host root: the pod's root is not host root.
     let locked = rootfs.join("locked");
     fs::create_dir(&locked).unwrap();
@@ -90,11 +96,7 @@ fn every_app_of_a_pod_of_several_is_root_of_the_pods_range() {
     require_root!();
     let mut world = World::new();
     let _g = leaks::Guard::new(world.leak_ctx());
-    let rootfs = world.path("rootfs");
-    tiny_rootfs(&rootfs);
-    let shared = rootfs.join("shared");
-    fs::create_dir(&shared).unwrap();
-    fs::set_permissions(&shared, fs::Permissions::from_mode(0o777)).unwrap();
+    let (rootfs, shared) = rootfs_with_shared_dir(&world);
     let root = format!("--rootfs={}", rootfs.display());
     let app = |name: &str| {
         format!("cat /proc/self/uid_map /proc/self/status > /shared/{name}; exec sleep 1000")

@@ -5,6 +5,7 @@
 //! host-wide, and test binaries run one after another.
 
 mod leaks;
+mod net_support;
 
 #[path = "../../image/tests/common/mod.rs"]
 mod image_common;
@@ -12,41 +13,10 @@ mod image_common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use leaks::lab::{stderr, stdout, unique, Lab};
+use leaks::lab::{stderr, stdout, Lab};
 use leaks::Guard;
 
-const TEMPLATE: &str = "/run/rkt/mount-template";
-/// `rkt::mount_template::MIN_NAMESPACES`.
-const MIN_NAMESPACES: usize = 32;
-
-/// Network namespaces added with `ip netns add`, deleted when dropped.
-struct Namespaces(Vec<String>);
-
-impl Namespaces {
-    fn add(n: usize) -> Namespaces {
-        let prefix = format!("rkt-tmpl-{}", unique());
-        let mut added = Namespaces(Vec::new());
-        for i in 0..n {
-            let name = format!("{prefix}-{i}");
-            let ok = Command::new("ip")
-                .args(["netns", "add", &name])
-                .status()
-                .unwrap()
-                .success();
-            assert!(ok, "ip netns add {name}");
-            added.0.push(name);
-        }
-        added
-    }
-}
-
-impl Drop for Namespaces {
-    fn drop(&mut self) {
-        for name in &self.0 {
-            let _ = Command::new("ip").args(["netns", "del", name]).status();
-        }
-    }
-}
+const TEMPLATE: &str = rkt::mount_template::TEMPLATE_DIR;
 
 /// A tmpfs mounted on the host, unmounted when dropped.
 struct Tmpfs(PathBuf);
@@ -128,7 +98,9 @@ fn a_busy_hosts_pods_copy_the_template_and_still_see_exactly_the_hosts_mounts() 
         early.display()
     );
 
-    let namespaces = Namespaces::add(MIN_NAMESPACES);
+    let namespaces: Vec<_> = (0..rkt::mount_template::MIN_NAMESPACES)
+        .map(|_| net_support::TestNetns::new())
+        .collect();
     let table = run(&["/bin/cat", "/proc/self/mountinfo"]);
     template_record().expect("a template with 32 namespaces mounted");
     assert!(
