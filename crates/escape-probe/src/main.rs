@@ -239,9 +239,96 @@ fn attempt(name: &str) -> Result<(), Error> {
 
 /// Each check runs in a child of its own, so that one that succeeds (entering a new user
 /// namespace, say) does not change what the next one starts from.
+/// The checks that report what they found rather than whether one call succeeded, each
+/// printing its own line; `None` for any other name.
+///
+/// - `tiocsti:TEXT`: types TEXT into the terminal on stdin with TIOCSTI, as a hostile app
+///   would to make the caller's shell run a command (`\n` in TEXT is a newline).
+/// - `exe-of:PID:DEV:INO`: whether `/proc/PID/exe` is the file DEV:INO (the host's rkt
+///   binary), and how opening it for writing fails.
+/// - `watch-exe:DEV:INO:MILLIS`: for MILLIS, watches every process of the pod for one
+///   whose executable is the file DEV:INO, and counts the rkt processes seen at all.
+fn detail_check(name: &str) -> Option<String> {
+    let (check, args) = name.split_once(':')?;
+    let args: Vec<&str> = args.split(':').collect();
+    let ident = |dev: &str, ino: &str| (dev.parse::<u64>().ok(), ino.parse::<u64>().ok());
+    match (check, &args[..]) {
+        ("tiocsti", _) => {
+            let text = name["tiocsti:".len()..].replace("\\n", "\n");
+            let mut result = "ok".to_string();
+            for byte in text.bytes() {
+                // SAFETY: TIOCSTI reads one byte from the pointer given.
+                if unsafe { libc::ioctl(0, libc::TIOCSTI, &byte) } != 0 {
+                    result = errno_name(&Error::last_os_error());
+                    break;
+                }
+            }
+            Some(format!("tiocsti: {result}"))
+        }
+        ("exe-of", [pid, dev, ino]) => {
+            let path = format!("/proc/{pid}/exe");
+            let same = match (std::fs::metadata(&path), ident(dev, ino)) {
+                (Ok(m), (Some(d), Some(i))) => {
+                    use std::os::unix::fs::MetadataExt;
+                    if (m.dev(), m.ino()) == (d, i) {
+                        "host".to_string()
+                    } else {
+                        "other".to_string()
+                    }
+                }
+                (Err(e), _) => errno_name(&e),
+                _ => "bad-arguments".to_string(),
+            };
+            let write = match std::fs::OpenOptions::new().append(true).open(&path) {
+                Ok(_) => "ok".to_string(),
+                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => "ETXTBSY".to_string(),
+                Err(e) => errno_name(&e),
+            };
+            Some(format!("exe-of: {same} write={write}"))
+        }
+        ("watch-exe", [dev, ino, millis]) => {
+            use std::os::unix::fs::MetadataExt;
+            let (Some(dev), Some(ino)) = ident(dev, ino) else {
+                return Some("watch-exe: bad-arguments".into());
+            };
+            let until = std::time::Instant::now()
+                + std::time::Duration::from_millis(millis.parse().unwrap_or(1000));
+            let me = std::process::id().to_string();
+            let (mut host, mut rkt) = (0, std::collections::BTreeSet::new());
+            while std::time::Instant::now() < until {
+                let Ok(entries) = std::fs::read_dir("/proc") else {
+                    break;
+                };
+                for entry in entries.flatten() {
+                    let pid = entry.file_name().to_string_lossy().into_owned();
+                    if !pid.bytes().all(|b| b.is_ascii_digit()) || pid == me || pid == "1" {
+                        continue;
+                    }
+                    let exe = entry.path().join("exe");
+                    if let Ok(m) = std::fs::metadata(&exe) {
+                        if (m.dev(), m.ino()) == (dev, ino) {
+                            host += 1;
+                        }
+                    }
+                    let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+                    if cmdline.starts_with(b"/proc/self/exe\0") || cmdline.starts_with(b"rkt\0") {
+                        rkt.insert(pid);
+                    }
+                }
+            }
+            Some(format!("watch-exe: host={host} rkt={}", rkt.len()))
+        }
+        _ => None,
+    }
+}
+
 fn main() {
     use std::io::Write;
     for name in std::env::args().skip(1) {
+        if let Some(line) = detail_check(&name) {
+            println!("{line}");
+            continue;
+        }
         // SAFETY: fork of a single-threaded process; the child runs one check and _exits.
         let pid = unsafe { libc::fork() };
         if pid == 0 {

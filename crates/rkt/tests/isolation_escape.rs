@@ -13,29 +13,8 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 
-use pod_support::{assert_no_netns, tiny_rootfs, wait_for, World};
-
-/// The escape probe, built once per test process.
-fn probe() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let status = Command::new(env!("CARGO"))
-                .args(["build", "-q", "-p", "escape-probe"])
-                .status()
-                .expect("run cargo build for escape-probe");
-            assert!(status.success(), "cargo build -p escape-probe failed");
-            let target = std::env::var_os("CARGO_TARGET_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-            let bin = target.join("debug/escape-probe");
-            assert!(bin.is_file(), "no escape probe at {}", bin.display());
-            bin
-        })
-        .clone()
-}
+use pod_support::{assert_no_netns, escape_probe as probe, tiny_rootfs, wait_for, World};
 
 /// Copies `bin` to `<rootfs>/<to>` with the libraries it loads (found with ldd).
 fn copy_with_libraries(bin: &Path, rootfs: &Path, to: &str) {

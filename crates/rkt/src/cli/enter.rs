@@ -8,7 +8,7 @@ use anyhow::bail;
 use clap::Args;
 
 use rkt::pod::{PodStatus, State};
-use rkt::stage::enter::{app_host_pid, enter};
+use rkt::stage::enter::{app_host_pid, enter, EnterSpec};
 use rkt::stage::env::DEFAULT_PATH;
 
 use super::pod_args::{exit_code, store, PodRef};
@@ -121,5 +121,12 @@ pub fn run(global: &GlobalArgs, args: &EnterArgs) -> anyhow::Result<ExitCode> {
         env.push(("TERM".into(), term));
     }
     let isolation = status.record.app_isolation(index);
-    Ok(exit_code(enter(pid, &command, &env, &isolation)?))
+    let spec = EnterSpec {
+        exe: Path::new("/proc/self/exe"),
+        pid,
+        argv: &command,
+        env: &env,
+        isolation: &isolation,
+    };
+    Ok(exit_code(enter(&spec)?))
 }

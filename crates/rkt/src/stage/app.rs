@@ -46,6 +46,8 @@ pub(super) struct AppIsolation {
     pub(super) prepared: isolation::Prepared,
     /// `--private-users`: the pod's host ids.
     pub(super) user_ns: Option<isolation::user_ns::IdMap>,
+    /// The systemd socket-activation descriptors (3 to 3 + N - 1) the app keeps; 0: none.
+    pub(super) listen_fds: i32,
 }
 
 /// Reads one byte, retrying on EINTR; `Ok(0)` at end of file.
@@ -222,10 +224,29 @@ impl ExecPlan {
         })
     }
 
-    /// In the app's process: narrows it ([`isolation::apply`]) and executes the app.
-    /// Returns only on failure.
-    pub(super) fn exec(self, isolation: &AppIsolation) -> StageError {
+    /// In the app's process: a session of its own (its controlling terminal the pod's, if
+    /// it has one: [`super::stdio::own_session`]), the socket-activation variables when it
+    /// gets descriptors, narrowed ([`isolation::apply`]), then executes the app. Returns
+    /// only on failure.
+    pub(super) fn exec(mut self, isolation: &AppIsolation) -> StageError {
         signals::reset_for_exec();
+        if let Err(source) = super::stdio::own_session() {
+            return StageError::Sys {
+                what: "start a session of its own for",
+                path: self.exe,
+                source,
+            };
+        }
+        if isolation.listen_fds > 0 {
+            self.c_env
+                .retain(|kv| !kv.as_bytes().starts_with(b"LISTEN_"));
+            for kv in [
+                format!("LISTEN_FDS={}", isolation.listen_fds),
+                format!("LISTEN_PID={}", std::process::id()),
+            ] {
+                self.c_env.extend(CString::new(kv));
+            }
+        }
         if let Err(e) = isolation::apply(&isolation::syscall::Linux, &isolation.prepared) {
             return StageError::Isolation(e);
         }

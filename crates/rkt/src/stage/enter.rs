@@ -1,23 +1,37 @@
 //! `rkt enter`: run a command inside a running pod's namespaces (network, mount, UTS, IPC
 //! and PID of the pod's init) and root directory.
 //!
-//! Joining a mount namespace requires a single-threaded caller, which `rkt enter` is. The
-//! PID namespace applies to children, so the command is spawned after joining. Before
-//! spawning, `rkt enter` narrows itself as the pod's app was narrowed (capabilities, user
-//! and groups, seccomp filter: [`crate::isolation::apply`]; the masked paths are the pod's
-//! mount namespace's already), so the command inherits exactly the app's restrictions.
+//! Two processes, as for `rkt run`: `rkt enter` itself stays on the host, holding the
+//! caller's terminal and descriptors, and starts the hidden helper `rkt stage1-enter`
+//! ([`helper_main_from_args`]) from a copy of rkt the pod cannot write
+//! ([`super::sealed_exe`]), with relayed streams ([`super::stdio`]): a pseudo-terminal of
+//! the pod's when rkt's stdin is a terminal, pipes in place of any other terminal, never
+//! the caller's own descriptors beyond its files and pipes on 0 to 2. So no process of the
+//! pod can type into the caller's terminal, nor reach the host's rkt binary through
+//! `/proc/<pid>/exe` or a `#!/proc/self/exe` script.
+//!
+//! The helper closes every other descriptor, starts a session of its own, joins the pod's
+//! namespaces (joining a mount namespace requires a single-threaded caller, which a fresh
+//! helper is; the PID namespace applies to children, so the command is spawned after
+//! joining), narrows itself as the pod's app was narrowed (capabilities, user and groups,
+//! seccomp filter: [`crate::isolation::apply`]; the masked paths are the pod's mount
+//! namespace's already), so that the command inherits exactly the app's restrictions, and
+//! spawns the command in a session of its own, with the pod's terminal as its controlling
+//! terminal when it has one. Failures before the command runs come back to `rkt enter` on a
+//! status pipe, as the stage's do.
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::os::fd::AsFd;
-use std::os::fd::AsRawFd;
-use std::process::Command;
+use std::io::Read;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command};
 
 use nix::errno::Errno;
 use nix::sched::{setns, CloneFlags};
 use nix::unistd::{chdir, chroot, fchdir};
 
-use super::{exit_status_code, StageError};
+use super::{exit_status_code, signals, StageError};
 use crate::isolation::Isolation;
 
 /// Namespaces joined, in this order (mount last: it changes the root).
@@ -72,14 +86,190 @@ fn children_by_scan(pid: i32) -> Vec<i32> {
         .collect()
 }
 
-/// Runs `argv` in the namespaces of the process `init_pid` with `env`, restricted by
-/// `isolation` (the pod's); returns its exit status.
-pub fn enter(
-    init_pid: i32,
-    argv: &[String],
-    env: &[(OsString, OsString)],
-    isolation: &Isolation,
-) -> Result<i32, StageError> {
+/// The hidden command `rkt enter` starts its helper with.
+pub const ENTER_COMMAND: &str = "stage1-enter";
+
+/// What to enter, and how.
+#[derive(Debug, Clone)]
+pub struct EnterSpec<'a> {
+    /// The `rkt` binary (normally `/proc/self/exe`), executed from a sealed copy.
+    pub exe: &'a std::path::Path,
+    /// The host PID of the process whose namespaces and root are entered.
+    pub pid: i32,
+    pub argv: &'a [String],
+    /// The command's whole environment.
+    pub env: &'a [(OsString, OsString)],
+    /// The pod's app's isolation, which the command gets too.
+    pub isolation: &'a Isolation,
+}
+
+/// Runs `spec.argv` in the pod through the helper and relays its streams; returns the
+/// command's exit status.
+pub fn enter(spec: &EnterSpec) -> Result<i32, StageError> {
+    let (argv, pid) = (spec.argv, spec.pid);
+    if argv.is_empty() {
+        return Err(StageError::NoCommand);
+    }
+    // Compiled here too, so that a filter this kernel cannot take fails before anything.
+    spec.isolation.prepare()?;
+    let isolation = serde_json::to_string(spec.isolation)
+        .map_err(|e| StageError::Reported(format!("cannot pass the pod's isolation: {e}")))?;
+    let spawn_err = |source| StageError::Spawn {
+        exe: spec.exe.to_path_buf(),
+        source,
+    };
+    let (status_read, status_write) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| spawn_err(e.into()))?;
+    // The helper inherits a copy without close-on-exec (`rkt enter` starts no other
+    // process meanwhile), as the stage does its status pipe.
+    let inherited = status_write.try_clone().and_then(|fd| {
+        nix::fcntl::fcntl(
+            fd.as_raw_fd(),
+            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
+        )?;
+        Ok(fd)
+    });
+    let inherited = inherited.map_err(spawn_err)?;
+    drop(status_write);
+    let sealed = super::sealed_exe::seal(spec.exe)?;
+    let mut cmd = Command::new(sealed.path());
+    cmd.arg0("rkt")
+        .arg(ENTER_COMMAND)
+        .args(["--status-fd", &inherited.as_raw_fd().to_string()])
+        .args(["--pid", &pid.to_string()])
+        .args(["--isolation", &isolation]);
+    for (key, value) in spec.env {
+        let mut kv = key.clone();
+        kv.push("=");
+        kv.push(value);
+        cmd.arg("--env").arg(kv);
+    }
+    cmd.arg("--").args(argv).env_clear();
+    let streams = super::stdio::PodStdio::plan_relayed()?;
+    streams.apply(&mut cmd)?;
+    signals::install().map_err(|source| StageError::Sys {
+        what: "install signal forwarding for",
+        path: "rkt enter".into(),
+        source,
+    })?;
+    let spawned = cmd.spawn();
+    drop((inherited, sealed));
+    let relay = streams.start();
+    let mut child = spawned.map_err(spawn_err)?;
+    signals::forward_to(child.id() as i32);
+    let mut report = String::new();
+    let _ = File::from(status_read).read_to_string(&mut report);
+    let status = child.wait().map_err(|source| StageError::Wait { source });
+    signals::stop_forwarding();
+    // A process the command left in the background may hold its streams: what it writes
+    // after the command ended is not waited for long.
+    relay.finish(Some(std::time::Duration::from_millis(500)));
+    let errors: Vec<&str> = report
+        .lines()
+        .filter_map(|l| l.strip_prefix("error "))
+        .collect();
+    if !errors.is_empty() {
+        return Err(StageError::Reported(errors.join("; ")));
+    }
+    Ok(exit_status_code(status?))
+}
+
+/// The helper's arguments: `--status-fd FD --pid PID --isolation JSON [--env K=V]... --
+/// ARGV...`.
+#[derive(Debug)]
+struct HelperArgs {
+    status_fd: i32,
+    pid: i32,
+    isolation: Isolation,
+    env: Vec<(OsString, OsString)>,
+    argv: Vec<String>,
+}
+
+impl HelperArgs {
+    fn parse(args: impl IntoIterator<Item = OsString>) -> Result<HelperArgs, String> {
+        let (mut status_fd, mut pid, mut isolation) = (None, None, None);
+        let mut env = Vec::new();
+        let mut args = args.into_iter();
+        while let Some(flag) = args.next() {
+            let flag = flag.to_string_lossy().into_owned();
+            if flag == "--" {
+                break;
+            }
+            let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
+            let text = value.to_string_lossy().into_owned();
+            let number = || {
+                text.parse::<i32>()
+                    .map_err(|_| format!("{flag}: {text:?} is not a number"))
+            };
+            match flag.as_str() {
+                "--status-fd" => status_fd = Some(number()?),
+                "--pid" => pid = Some(number()?),
+                "--isolation" => {
+                    isolation =
+                        Some(serde_json::from_str(&text).map_err(|e| format!("--isolation: {e}"))?)
+                }
+                "--env" => {
+                    let (k, v) = text
+                        .split_once('=')
+                        .ok_or_else(|| format!("--env: {text:?} is not NAME=VALUE"))?;
+                    env.push((k.into(), v.into()));
+                }
+                _ => return Err(format!("unknown argument {flag:?}")),
+            }
+        }
+        let argv: Vec<String> = args.map(|a| a.to_string_lossy().into_owned()).collect();
+        let missing = |name: &str| format!("--{name} is required");
+        Ok(HelperArgs {
+            status_fd: status_fd.ok_or_else(|| missing("status-fd"))?,
+            pid: pid.ok_or_else(|| missing("pid"))?,
+            isolation: isolation.ok_or_else(|| missing("isolation"))?,
+            env,
+            argv,
+        })
+    }
+}
+
+/// `rkt stage1-enter ARGS`: the helper; returns its exit status (the command's, or
+/// [`super::init::SETUP_FAILED`] having reported why it could not run it).
+pub fn helper_main_from_args(args: impl IntoIterator<Item = OsString>) -> i32 {
+    let args = match HelperArgs::parse(args) {
+        Ok(args) => args,
+        Err(msg) => {
+            eprintln!("rkt stage1-enter: {msg}");
+            return super::init::SETUP_FAILED;
+        }
+    };
+    super::stdio::close_inherited(&[args.status_fd]);
+    let _ = nix::unistd::setsid();
+    // SAFETY: `rkt enter` passes the write end of its status pipe under this number and
+    // nothing else in this process uses or closes it.
+    let mut status = unsafe { File::from_raw_fd(args.status_fd) };
+    let _ = nix::fcntl::fcntl(
+        args.status_fd,
+        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+    );
+    let child = join(args.pid, &args.isolation).and_then(|()| spawn(&args.argv, &args.env));
+    match child {
+        Ok(mut child) => {
+            drop(status);
+            if signals::install().is_ok() {
+                signals::forward_to(child.id() as i32);
+            }
+            match child.wait() {
+                Ok(code) => exit_status_code(code),
+                Err(_) => super::init::SETUP_FAILED,
+            }
+        }
+        Err(err) => {
+            super::app::report(&mut status, &err);
+            super::init::SETUP_FAILED
+        }
+    }
+}
+
+/// In the helper: joins the namespaces of the process `init_pid` and its root, then
+/// narrows this process by `isolation` (the pod's).
+fn join(init_pid: i32, isolation: &Isolation) -> Result<(), StageError> {
     // Compiled before joining anything, so that a failure leaves the pod untouched.
     let prepared = isolation.prepare()?;
     let fail = |what: String, source: Errno| StageError::Enter {
@@ -115,16 +305,26 @@ pub fn enter(
         crate::isolation::user_ns::become_root()?;
     }
     crate::isolation::apply(&crate::isolation::syscall::Linux, &prepared)?;
+    Ok(())
+}
 
+/// In the helper, once joined: the command, in a session of its own.
+fn spawn(argv: &[String], env: &[(OsString, OsString)]) -> Result<Child, StageError> {
     let (program, args) = argv.split_first().ok_or(StageError::NoCommand)?;
-    let status = Command::new(program)
-        .args(args)
+    let mut cmd = Command::new(program);
+    cmd.args(args)
         .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .status()
-        .map_err(|source| StageError::EnterSpawn {
-            program: program.clone(),
-            source,
-        })?;
-    Ok(exit_status_code(status))
+        .envs(env.iter().map(|(k, v)| (k, v)));
+    // SAFETY: the helper is single-threaded; own_session only makes async-signal-safe
+    // system calls.
+    unsafe {
+        cmd.pre_exec(|| {
+            signals::reset_for_exec();
+            super::stdio::own_session().map_err(std::io::Error::from)
+        });
+    }
+    cmd.spawn().map_err(|source| StageError::EnterSpawn {
+        program: program.clone(),
+        source,
+    })
 }

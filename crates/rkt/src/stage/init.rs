@@ -71,6 +71,8 @@ pub struct InitArgs {
     /// A pod of several apps: the write end of the pipe on which the init reports each
     /// app's exit status (`exit INDEX STATUS`), inherited from the runner.
     pub exits_fd: Option<RawFd>,
+    /// The systemd socket-activation descriptors (3 to 3 + N - 1) the apps get; 0: none.
+    pub listen_fds: i32,
 }
 
 impl InitArgs {
@@ -78,7 +80,7 @@ impl InitArgs {
     pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<InitArgs, String> {
         let (mut pod_dir, mut hostname, mut netns, mut status_fd, mut runner_pid) =
             (None, None, None, None, None);
-        let mut exits_fd = None;
+        let (mut exits_fd, mut listen_fds) = (None, 0);
         let mut args = args.into_iter();
         while let Some(flag) = args.next() {
             let flag = flag.to_string_lossy().into_owned();
@@ -101,6 +103,7 @@ impl InitArgs {
                 "--status-fd" => status_fd = Some(number(&value)?),
                 "--runner-pid" => runner_pid = Some(number(&value)?),
                 "--exits-fd" => exits_fd = Some(number(&value)?),
+                "--listen-fds" => listen_fds = number(&value)?,
                 _ => return Err(format!("unknown argument {flag:?}")),
             }
         }
@@ -112,6 +115,7 @@ impl InitArgs {
             status_fd: status_fd.ok_or_else(|| missing("status-fd"))?,
             runner_pid: runner_pid.ok_or_else(|| missing("runner-pid"))?,
             exits_fd,
+            listen_fds,
         })
     }
 
@@ -121,6 +125,7 @@ impl InitArgs {
         status_fd: RawFd,
         exits_fd: Option<RawFd>,
         runner_pid: u32,
+        listen_fds: i32,
     ) -> Vec<OsString> {
         let mut args: Vec<OsString> = vec![
             "--pod-dir".into(),
@@ -137,6 +142,9 @@ impl InitArgs {
         }
         if let Some(fd) = exits_fd {
             args.extend(["--exits-fd".into(), fd.to_string().into()]);
+        }
+        if listen_fds > 0 {
+            args.extend(["--listen-fds".into(), listen_fds.to_string().into()]);
         }
         args
     }
@@ -155,6 +163,17 @@ pub fn main_from_args(args: impl IntoIterator<Item = OsString>) -> i32 {
 }
 
 fn run(args: &InitArgs) -> i32 {
+    // Nothing of the caller's reaches the pod but its standard streams (the runner's
+    // relays, see `super::stdio`) and the socket-activation descriptors; and no process of
+    // the pod is in the caller's session, where `/dev/tty` would be the caller's terminal.
+    let listen = (3..3 + args.listen_fds).collect::<Vec<_>>();
+    let keep = [args.status_fd]
+        .into_iter()
+        .chain(args.exits_fd)
+        .chain(listen)
+        .collect::<Vec<_>>();
+    super::stdio::close_inherited(&keep);
+    let _ = nix::unistd::setsid();
     // SAFETY: the runner passes us the write end of its status pipe under this number and
     // nothing else in this process uses or closes it.
     let status = unsafe { File::from_raw_fd(args.status_fd) };
@@ -415,6 +434,7 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
             readonly_rootfs: settled.readonly_rootfs,
             prepared: settled.prepare().map_err(StageError::Isolation)?,
             user_ns: settled.user_ns,
+            listen_fds: args.listen_fds,
         };
         apps.push(PreparedApp {
             app,
@@ -619,7 +639,7 @@ mod tests {
             null_stdio: Default::default(),
             several_apps: false,
         };
-        let argv = InitArgs::parse(InitArgs::to_args(&spec, 7, None, 4242)).unwrap();
+        let argv = InitArgs::parse(InitArgs::to_args(&spec, 7, None, 4242, 0)).unwrap();
         assert_eq!(argv.pod_dir, spec.pod_dir);
         assert_eq!(argv.hostname, "rkt-x");
         assert_eq!(argv.netns.as_deref(), spec.netns);
@@ -629,9 +649,10 @@ mod tests {
             netns: None,
             ..spec
         };
-        let argv = InitArgs::parse(InitArgs::to_args(&host, 7, Some(9), 4242)).unwrap();
+        let argv = InitArgs::parse(InitArgs::to_args(&host, 7, Some(9), 4242, 2)).unwrap();
         assert_eq!(argv.netns, None);
         assert_eq!(argv.exits_fd, Some(9));
+        assert_eq!(argv.listen_fds, 2);
     }
 
     #[test]

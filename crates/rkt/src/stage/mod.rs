@@ -12,8 +12,12 @@
 //! Process tree: runner → stage (host PID namespace; pod's net, mount, UTS, IPC namespaces)
 //! → init (PID 1 of the pod) → app. The init's host PID is recorded in the pod state for
 //! `rkt stop` and `rkt enter` ([`enter`]). Signals are forwarded down the chain
-//! ([`signals`]). The app's stdin, stdout, stderr and controlling terminal are the user's:
-//! nothing in the chain redirects them or starts a new session.
+//! ([`signals`]). What runs in the pod never holds the caller's terminal or any other
+//! descriptor of the caller's but its standard streams: the stage starts a session of its
+//! own and closes what it inherited beyond them (keeping the systemd socket-activation
+//! descriptors when `LISTEN_FDS` passes them), and the runner relays a terminal through a
+//! pseudo-terminal of the pod's or a pipe ([`stdio`]). The stage is executed from a copy
+//! of rkt the pod cannot write ([`sealed_exe`]), never from the host's inode.
 //!
 //! Takes from [`crate::podstore`] (the manifest) and [`crate::netns`]; may not touch the
 //! pod's life cycle or networking, which the runner drives around it.
@@ -24,15 +28,17 @@ pub mod enter;
 pub mod env;
 pub mod init;
 pub mod mounts;
+pub mod sealed_exe;
 pub mod signals;
+pub mod stdio;
 pub mod volumes;
 
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus};
 
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
@@ -113,7 +119,7 @@ pub enum StageError {
 /// How the runner starts the stage.
 #[derive(Debug, Clone)]
 pub struct StageSpec<'a> {
-    /// The `rkt` binary to re-execute (normally `/proc/self/exe`).
+    /// The `rkt` binary to re-execute (normally `/proc/self/exe`), from a sealed copy.
     pub exe: &'a Path,
     pub pod_dir: &'a Path,
     pub hostname: &'a str,
@@ -138,6 +144,8 @@ pub struct NullStdio {
 #[derive(Debug)]
 pub struct Started {
     child: Child,
+    /// The relay of the pod's streams to the runner's terminal ([`stdio`]).
+    relay: Option<stdio::Relay>,
     /// Host PID of the pod's init.
     pub init_pid: i32,
     /// In a pod of several apps: each app's PID in the pod's PID namespace, by index.
@@ -192,25 +200,24 @@ pub fn start(spec: &StageSpec) -> Result<Started, StageError> {
     } else {
         None
     };
-    let mut cmd = Command::new(spec.exe);
-    cmd.arg(INIT_COMMAND).args(init::InitArgs::to_args(
-        spec,
-        inherited.as_raw_fd(),
-        exits.as_ref().map(|(_, w)| w.as_raw_fd()),
-        std::process::id(),
-    ));
+    let sealed = sealed_exe::seal(spec.exe)?;
+    let mut cmd = Command::new(sealed.path());
+    cmd.arg0("rkt")
+        .arg(INIT_COMMAND)
+        .args(init::InitArgs::to_args(
+            spec,
+            inherited.as_raw_fd(),
+            exits.as_ref().map(|(_, w)| w.as_raw_fd()),
+            std::process::id(),
+            listen_fds(),
+        ));
     // The stage's streams are the app's; the stage reports on the status pipe.
-    if spec.null_stdio.stdin {
-        cmd.stdin(Stdio::null());
-    }
-    if spec.null_stdio.stdout {
-        cmd.stdout(Stdio::null());
-    }
-    if spec.null_stdio.stderr {
-        cmd.stderr(Stdio::null());
-    }
+    let streams = stdio::PodStdio::plan(spec.null_stdio)?;
+    streams.apply(&mut cmd)?;
     let spawned = cmd.spawn();
     drop(inherited);
+    drop(sealed);
+    let relay = streams.start();
     let exits = exits.map(|(read_end, inherited)| {
         drop(inherited);
         read_end
@@ -237,6 +244,7 @@ pub fn start(spec: &StageSpec) -> Result<Started, StageError> {
         signals::stop_forwarding();
         Err(err)
     };
+    let relay = Some(relay);
     if let Err(source) = read {
         return failed(&mut child, StageError::Wait { source });
     }
@@ -246,6 +254,7 @@ pub fn start(spec: &StageSpec) -> Result<Started, StageError> {
     match init_pid {
         Some(init_pid) => Ok(Started {
             child,
+            relay,
             init_pid,
             app_pids,
             exits,
@@ -253,6 +262,9 @@ pub fn start(spec: &StageSpec) -> Result<Started, StageError> {
         None => {
             let status = child.wait().map_err(|source| StageError::Wait { source })?;
             signals::stop_forwarding();
+            if let Some(relay) = relay {
+                relay.finish(None);
+            }
             Err(StageError::NoStart { status })
         }
     }
@@ -298,12 +310,33 @@ impl Started {
             .wait()
             .map_err(|source| StageError::Wait { source })?;
         signals::stop_forwarding();
+        // Every process of the pod is gone, and with them the ends of its streams.
+        if let Some(relay) = self.relay.take() {
+            relay.finish(None);
+        }
         // The init is gone, so the pipe holds all it will ever say.
         let app_exits = self.take_exits().map(Iterator::collect).unwrap_or_default();
         Ok(Ended {
             status: exit_status_code(status),
             app_exits,
         })
+    }
+}
+
+/// The systemd socket-activation descriptors passed to this process (`LISTEN_FDS=N` with
+/// `LISTEN_PID` this process or unset): descriptors 3 to 3 + N - 1, which the pod's apps
+/// get; 0 without.
+pub fn listen_fds() -> i32 {
+    let for_us = std::env::var("LISTEN_PID")
+        .map(|pid| pid.trim() == std::process::id().to_string())
+        .unwrap_or(true);
+    let count = std::env::var("LISTEN_FDS")
+        .ok()
+        .and_then(|n| n.trim().parse::<i32>().ok())
+        .filter(|n| (1..=1024).contains(n));
+    match count {
+        Some(n) if for_us => n,
+        _ => 0,
     }
 }
 

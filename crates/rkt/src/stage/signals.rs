@@ -6,10 +6,12 @@
 //! signal that arrives before
 //! there is anyone to forward to is remembered ([`take_pending`]) and sent when the target
 //! is set (the runner checks it before starting the app, so Ctrl-C during network setup
-//! aborts the start). Signals the kernel generates for the terminal's foreground process
-//! group (Ctrl-C, window size changes: `si_code == SI_KERNEL`) are not forwarded once there
-//! is a target: every process of the group, the app included, already received them, and
-//! forwarding would deliver them twice.
+//! aborts the start). The pod runs in a session of its own, away from the caller's terminal
+//! (see [`super::stdio`]), so what that terminal's keys generate (Ctrl-C: SIGINT with
+//! `si_code == SI_KERNEL`) reaches only the runner, which passes it on like any other.
+//! Window size changes (SIGWINCH) are not passed on: when the pod has a terminal of its own
+//! the runner copies the new size to it ([`set_resize`]), and the kernel signals the pod's
+//! foreground process group itself.
 
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -34,24 +36,58 @@ pub const MAX_TARGETS: usize = 64;
 static TARGETS: [AtomicI32; MAX_TARGETS] = [const { AtomicI32::new(0) }; MAX_TARGETS];
 static PENDING: AtomicI32 = AtomicI32::new(0);
 
+/// The terminal whose size the pod's terminal follows, and the pod's terminal's controlling
+/// end; -1: none ([`set_resize`]).
+static RESIZE_FROM: AtomicI32 = AtomicI32::new(-1);
+static RESIZE_TO: AtomicI32 = AtomicI32::new(-1);
+
 extern "C" fn on_signal(signo: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
-    // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler.
-    let code = unsafe { (*info).si_code };
+    if signo == libc::SIGWINCH {
+        // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler.
+        let code = unsafe { (*info).si_code };
+        let (from, to) = (
+            RESIZE_FROM.load(Ordering::SeqCst),
+            RESIZE_TO.load(Ordering::SeqCst),
+        );
+        if from >= 0 && to >= 0 {
+            resize(from, to);
+        }
+        // A terminal's own resize has no meaning for a pod without one; one sent by
+        // kill(2) is passed on as any other signal.
+        if code == libc::SI_KERNEL || to >= 0 {
+            return;
+        }
+    }
     let mut forwarded = false;
     for slot in &TARGETS {
         let target = slot.load(Ordering::SeqCst);
         if target > 0 {
             forwarded = true;
-            if code != libc::SI_KERNEL {
-                // SAFETY: kill(2) is async-signal-safe and has no memory-safety
-                // preconditions.
-                unsafe { libc::kill(target, signo) };
-            }
+            // SAFETY: kill(2) is async-signal-safe and has no memory-safety preconditions.
+            unsafe { libc::kill(target, signo) };
         }
     }
     if !forwarded {
         PENDING.store(signo, Ordering::SeqCst);
     }
+}
+
+/// Copies terminal `from`'s window size to terminal `to` (async-signal-safe).
+fn resize(from: i32, to: i32) {
+    // SAFETY: both ioctls read or write one winsize on the stack.
+    unsafe {
+        let mut size: libc::winsize = std::mem::zeroed();
+        if libc::ioctl(from, libc::TIOCGWINSZ, &mut size) == 0 {
+            libc::ioctl(to, libc::TIOCSWINSZ, &size);
+        }
+    }
+}
+
+/// From now on, window size changes of terminal `from` (the runner's) are copied to `to`
+/// (the controlling end of the pod's terminal) and not forwarded; `-1, -1` stops that.
+pub fn set_resize(from: i32, to: i32) {
+    RESIZE_TO.store(to, Ordering::SeqCst);
+    RESIZE_FROM.store(from, Ordering::SeqCst);
 }
 
 /// Installs the forwarding handler for every signal in [`FORWARDED`].

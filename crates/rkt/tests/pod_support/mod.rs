@@ -275,3 +275,23 @@ pub fn http_get_forwarded(port: u16, path: &str) -> String {
         got.contains("200 OK").then_some(got)
     })
 }
+
+/// The escape probe (`crates/escape-probe`), built once per test process.
+pub fn escape_probe() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let status = Command::new(env!("CARGO"))
+                .args(["build", "-q", "-p", "escape-probe"])
+                .status()
+                .expect("run cargo build for escape-probe");
+            assert!(status.success(), "cargo build -p escape-probe failed");
+            let target = std::env::var_os("CARGO_TARGET_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+            let bin = target.join("debug/escape-probe");
+            assert!(bin.is_file(), "no escape probe at {}", bin.display());
+            bin
+        })
+        .clone()
+}
