@@ -352,12 +352,13 @@ impl PodNetArgs {
 }
 
 /// The app's standard streams (`run`, `run-prepared`). By default the app has rkt's stdin,
-/// stdout, stderr and terminal.
+/// stdout and stderr, a terminal among them relayed through one of the pod's own.
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "App streams")]
 pub struct StdioArgs {
-    /// The app reads rkt's stdin and terminal (what it does by default; upstream rkt's
-    /// pods did only with --interactive). `=false`: its stdin is /dev/null.
+    /// The app reads rkt's stdin (what it does by default; upstream rkt's pods did only
+    /// with --interactive); when that is a terminal, through a terminal of the pod's own
+    /// that rkt relays (the pod never holds rkt's). `=false`: its stdin is /dev/null.
     #[arg(long, on_off = None)]
     pub interactive: Option<bool>,
 
@@ -385,8 +386,8 @@ impl StdioArgs {
             Some("null") => Ok(true),
             Some(other) => bail!(
                 "--{flag}={other}: not supported by this rkt: the app has rkt's own {flag} (a \
-                 terminal included) unless --{flag}=null; there is no attach service for \
-                 `tty`, `stream` or `log`"
+                 terminal relayed through the pod's own) unless --{flag}=null; there is \
+                 no attach service for `tty`, `stream` or `log`"
             ),
         };
         Ok(NullStdio {
