@@ -478,10 +478,11 @@ fn leaked(ctx: &Ctx, before: &Snapshot, ids: &BTreeSet<String>) -> Vec<String> {
             out.push(format!("CNI cache entry {c}"));
         }
     }
-    // A pod's init (`stage1-init --pod-dir <data>/pods/<uuid>`) outliving its pod.
+    // A pod's stage or init (`stage1-init --args-fd N --pod <uuid>`; older ones:
+    // `--pod-dir <data>/pods/<uuid>`) outliving its pod.
     let pods_dir = ctx.data_dir.join("pods").display().to_string();
     for (pid, cmdline) in processes() {
-        if cmdline.contains("stage1-init") && cmdline.contains(&pods_dir) {
+        if cmdline.contains("stage1-init") && (cmdline.contains(&pods_dir) || mine(&cmdline)) {
             out.push(format!("process {pid}: {cmdline}"));
         }
     }

@@ -472,3 +472,18 @@ fn the_pod_never_reaches_the_host_rkt_binary() {
         "the watcher saw no rkt process in the pod: {stdout}"
     );
 }
+
+#[test]
+fn the_pods_init_shows_no_host_path() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let out = world
+        .rkt(&["run", "--", "sh", "-c", "tr '\\0' ' ' </proc/1/cmdline"])
+        .run();
+    out.assert_success();
+    let title = out.stdout();
+    assert!(title.starts_with("rkt stage1-init "), "{title}");
+    let data = world.path("data").display().to_string();
+    assert!(!title.contains(&data) && !title.contains("/run/netns"), "{title}");
+}

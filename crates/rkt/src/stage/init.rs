@@ -153,6 +153,18 @@ impl InitArgs {
 /// `rkt stage1-init ARGS`: parses `args` (those after the command name) and runs the stage;
 /// returns the exit status for the process.
 pub fn main_from_args(args: impl IntoIterator<Item = OsString>) -> i32 {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let args = match &args[..] {
+        [flag, fd, uuid_flag, _] if flag == ARGS_FD && uuid_flag == POD_UUID => match read_args(fd)
+        {
+            Ok(args) => args,
+            Err(msg) => {
+                eprintln!("rkt stage1-init: {ARGS_FD}: {msg}");
+                return SETUP_FAILED;
+            }
+        },
+        _ => args,
+    };
     match InitArgs::parse(args) {
         Ok(args) => run(&args),
         Err(msg) => {
@@ -160,6 +172,56 @@ pub fn main_from_args(args: impl IntoIterator<Item = OsString>) -> i32 {
             SETUP_FAILED
         }
     }
+}
+
+/// `stage1-init --args-fd FD`: the arguments are on a pipe, NUL-terminated, so that the
+/// command line of the stage and the pod's init (which `ps` in the pod shows) holds no host
+/// path.
+pub const ARGS_FD: &str = "--args-fd";
+
+/// `stage1-init --args-fd FD --pod UUID`: the pod's UUID, shown by `ps` (not read).
+pub const POD_UUID: &str = "--pod";
+
+/// A pipe holding `args` for [`ARGS_FD`]: its read end, to be inherited by the stage (not
+/// close-on-exec; the caller starts no other process before the stage).
+pub(super) fn args_pipe(args: &[OsString]) -> std::io::Result<OwnedFd> {
+    use std::os::unix::ffi::OsStrExt;
+    let (read, write) = pipe2(OFlag::O_CLOEXEC)?;
+    let mut bytes = Vec::new();
+    for arg in args {
+        bytes.extend_from_slice(arg.as_bytes());
+        bytes.push(0);
+    }
+    // Far below a pipe's capacity: written whole before anyone reads.
+    File::from(write).write_all(&bytes)?;
+    let inherited = read.try_clone()?;
+    fcntl(inherited.as_raw_fd(), FcntlArg::F_SETFD(FdFlag::empty()))?;
+    Ok(inherited)
+}
+
+fn read_args(fd: &OsString) -> Result<Vec<OsString>, String> {
+    use std::io::Read;
+    use std::os::unix::ffi::OsStringExt;
+    let fd: RawFd = fd
+        .to_str()
+        .and_then(|f| f.parse().ok())
+        .ok_or_else(|| format!("{fd:?} is not a number"))?;
+    // SAFETY: the runner passes the read end of the arguments' pipe under this number;
+    // nothing else in this process uses it, and it is closed here.
+    let mut file = unsafe { File::from_raw_fd(fd) };
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    // Each argument ends with a NUL, an empty one included.
+    if bytes.pop().is_some_and(|last| last != 0) {
+        return Err("the arguments end without a NUL".into());
+    }
+    if bytes.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(bytes
+        .split(|b| *b == 0)
+        .map(|a| OsString::from_vec(a.to_vec()))
+        .collect())
 }
 
 fn run(args: &InitArgs) -> i32 {
@@ -649,7 +711,12 @@ mod tests {
             netns: None,
             ..spec
         };
-        let argv = InitArgs::parse(InitArgs::to_args(&host, 7, Some(9), 4242, 2)).unwrap();
+        let args = InitArgs::to_args(&host, 7, Some(9), 4242, 2);
+        let fd = args_pipe(&args).unwrap();
+        let read = read_args(&OsString::from(fd.as_raw_fd().to_string())).unwrap();
+        std::mem::forget(fd); // closed by read_args
+        assert_eq!(read, args, "the arguments' pipe gives them back");
+        let argv = InitArgs::parse(read).unwrap();
         assert_eq!(argv.netns, None);
         assert_eq!(argv.exits_fd, Some(9));
         assert_eq!(argv.listen_fds, 2);

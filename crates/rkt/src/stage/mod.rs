@@ -201,22 +201,30 @@ pub fn start(spec: &StageSpec) -> Result<Started, StageError> {
         None
     };
     let sealed = sealed_exe::seal(spec.exe)?;
+    // The arguments, with their host paths, go on a pipe: the stage's command line is the
+    // pod's init's too, which `ps` in the pod shows.
+    let args = init::InitArgs::to_args(
+        spec,
+        inherited.as_raw_fd(),
+        exits.as_ref().map(|(_, w)| w.as_raw_fd()),
+        std::process::id(),
+        listen_fds(),
+    );
+    let args = init::args_pipe(&args).map_err(spawn_err)?;
     let mut cmd = Command::new(sealed.path());
     cmd.arg0("rkt")
         .arg(INIT_COMMAND)
-        .args(init::InitArgs::to_args(
-            spec,
-            inherited.as_raw_fd(),
-            exits.as_ref().map(|(_, w)| w.as_raw_fd()),
-            std::process::id(),
-            listen_fds(),
-        ));
+        .args([init::ARGS_FD, &args.as_raw_fd().to_string()])
+        // Only the UUID is shown: for `ps` on the host and the leak checker.
+        .args([
+            init::POD_UUID.as_ref(),
+            spec.pod_dir.file_name().unwrap_or_default(),
+        ]);
     // The stage's streams are the app's; the stage reports on the status pipe.
     let streams = stdio::PodStdio::plan(spec.null_stdio)?;
     streams.apply(&mut cmd)?;
     let spawned = cmd.spawn();
-    drop(inherited);
-    drop(sealed);
+    drop((inherited, sealed, args));
     let relay = streams.start();
     let exits = exits.map(|(read_end, inherited)| {
         drop(inherited);
