@@ -333,3 +333,108 @@ fn unescape(field: &str) -> PathBuf {
     }
     PathBuf::from(std::ffi::OsString::from_vec(out))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mountinfo_gives_each_mount_point_unescaped_with_its_own_flags() {
+        let text = "\
+22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
+23 22 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw
+24 22 0:5 / /my\\040dir ro,nosuid master:2 - tmpfs tmpfs rw,size=4k
+short line
+";
+        assert_eq!(
+            parse_mountinfo(text),
+            [
+                (PathBuf::from("/"), MsFlags::empty()),
+                (
+                    PathBuf::from("/proc"),
+                    MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC
+                ),
+                (
+                    PathBuf::from("/my dir"),
+                    MsFlags::MS_RDONLY | MsFlags::MS_NOSUID
+                ),
+            ]
+        );
+        assert_eq!(unescape("/a\\011b\\134c\\0"), PathBuf::from("/a\tb\\c\\0"));
+    }
+
+    /// The fallback for kernels without mount_setattr(2), run for real as root in a child
+    /// with a mount namespace of its own: a tree of two tmpfs mounts turns read-only, the
+    /// other flags stay, and one mount turns writable again.
+    #[test]
+    fn without_mount_setattr_each_mount_is_remounted_keeping_its_flags() {
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("skipping: mounting needs root");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let (top, below) = (dir.path().join("top"), dir.path().join("top/below"));
+        std::fs::create_dir(&top).unwrap();
+        let child = || -> Result<(), String> {
+            let fail = |what: &'static str| move |e: Errno| format!("{what}: {e}");
+            nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS).map_err(fail("unshare"))?;
+            let private = MsFlags::MS_REC | MsFlags::MS_PRIVATE;
+            mount(None::<&str>, "/", None::<&str>, private, None::<&str>)
+                .map_err(fail("make / private"))?;
+            let tmpfs = |at: &Path, flags| {
+                mount(Some("tmpfs"), at, Some("tmpfs"), flags, None::<&str>)
+                    .map_err(fail("mount a tmpfs"))
+            };
+            tmpfs(&top, MsFlags::MS_NOSUID)?;
+            std::fs::create_dir(&below).map_err(|e| e.to_string())?;
+            tmpfs(&below, MsFlags::MS_NOEXEC)?;
+            remount_each(&top, MsFlags::MS_RDONLY, Change::Set, true).map_err(|e| e.to_string())?;
+            let flags = |at: &Path| {
+                let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+                parse_mountinfo(&info)
+                    .into_iter()
+                    .rfind(|(point, _)| point == at)
+                    .map(|(_, flags)| flags)
+            };
+            let ro = MsFlags::MS_RDONLY;
+            if flags(&top) != Some(ro | MsFlags::MS_NOSUID)
+                || flags(&below) != Some(ro | MsFlags::MS_NOEXEC)
+            {
+                return Err(format!("flags {:?} {:?}", flags(&top), flags(&below)));
+            }
+            if std::fs::write(below.join("f"), "x").is_ok() {
+                return Err("wrote below the read-only tree".into());
+            }
+            remount_each(&top, ro, Change::Clear, false).map_err(|e| e.to_string())?;
+            std::fs::write(top.join("f"), "x").map_err(|e| format!("top: {e}"))?;
+            if std::fs::write(below.join("f"), "x").is_ok() {
+                return Err("the mount below turned writable too".into());
+            }
+            Ok(())
+        };
+        // SAFETY: the child only makes system calls and small allocations, then _exits
+        // without returning into the test harness.
+        match unsafe { nix::unistd::fork() }.unwrap() {
+            nix::unistd::ForkResult::Child => {
+                let code = match child() {
+                    Ok(()) => 0,
+                    Err(msg) => {
+                        let _ = std::fs::write(dir.path().join("error"), msg);
+                        1
+                    }
+                };
+                // SAFETY: ends the child without running the harness's exit handlers.
+                unsafe { libc::_exit(code) }
+            }
+            nix::unistd::ForkResult::Parent { child } => {
+                let status = nix::sys::wait::waitpid(child, None).unwrap();
+                let error = std::fs::read_to_string(dir.path().join("error")).unwrap_or_default();
+                assert_eq!(
+                    status,
+                    nix::sys::wait::WaitStatus::Exited(child, 0),
+                    "{error}"
+                );
+            }
+        }
+    }
+}
