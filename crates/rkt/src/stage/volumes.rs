@@ -48,7 +48,7 @@ pub enum VolumeMountError {
     #[error(
         "volume {volume}: the target {target} does not exist on the host's root ({missing} is \
          missing; the app has no --rootfs): rkt creates nothing on the host, give an existing \
-         path"
+         path (or one in the pod's own /tmp or /var/tmp)"
     )]
     MissingOnHost {
         volume: String,
