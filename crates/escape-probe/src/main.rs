@@ -246,8 +246,9 @@ fn attempt(name: &str) -> Result<(), Error> {
 ///   would to make the caller's shell run a command (`\n` in TEXT is a newline).
 /// - `exe-of:PID:DEV:INO`: whether `/proc/PID/exe` is the file DEV:INO (the host's rkt
 ///   binary), and how opening it for writing fails.
-/// - `watch-exe:DEV:INO:MILLIS`: for MILLIS, watches every process of the pod for one
-///   whose executable is the file DEV:INO, and counts the rkt processes seen at all.
+/// - `watch-exe:DEV:INO:MILLIS`: for MILLIS (or until `/tmp/escape-probe-stop` exists),
+///   watches every process of the pod for one whose executable is the file DEV:INO, and
+///   counts the rkt processes seen at all.
 fn detail_check(name: &str) -> Option<String> {
     let (check, args) = name.split_once(':')?;
     let args: Vec<&str> = args.split(':').collect();
@@ -295,7 +296,8 @@ fn detail_check(name: &str) -> Option<String> {
                 + std::time::Duration::from_millis(millis.parse().unwrap_or(1000));
             let me = std::process::id().to_string();
             let (mut host, mut rkt) = (0, std::collections::BTreeSet::new());
-            while std::time::Instant::now() < until {
+            let stop = std::path::Path::new("/tmp/escape-probe-stop");
+            while std::time::Instant::now() < until && !stop.exists() {
                 let Ok(entries) = std::fs::read_dir("/proc") else {
                     break;
                 };

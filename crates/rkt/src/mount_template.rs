@@ -34,7 +34,7 @@
 //! where the pod store puts it.
 
 use std::fs::{self, File, OpenOptions};
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -459,40 +459,14 @@ pub fn clone_pod_overlay(rootfs: &Path) -> Result<Option<OwnedFd>, TemplateError
     if !is_pod_overlay(id) {
         return Ok(None);
     }
-    let path = cstring(rootfs);
-    // SAFETY: open_tree takes a directory descriptor, a NUL-terminated path that outlives
-    // the call, and flags; it returns a new descriptor or -1.
-    let fd = unsafe {
-        libc::syscall(
-            SYS_OPEN_TREE,
-            libc::AT_FDCWD,
-            path.as_ptr(),
-            OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | libc::AT_RECURSIVE as libc::c_uint,
-        )
-    };
-    let fd = Errno::result(fd).map_err(err("clone the mount", rootfs))?;
-    // SAFETY: the kernel just returned this descriptor and nothing else owns it.
-    Ok(Some(unsafe { OwnedFd::from_raw_fd(fd as RawFd) }))
+    crate::netns::clone_tree(crate::netns::at_cwd(), Some(rootfs), true)
+        .map(Some)
+        .map_err(err("clone the mount", rootfs))
 }
 
 /// Attaches a tree cloned by [`clone_pod_overlay`] at `target` in the current namespace.
 pub fn attach(tree: OwnedFd, target: &Path) -> Result<(), TemplateError> {
-    let empty = c"";
-    let to = cstring(target);
-    // SAFETY: move_mount takes two descriptor/path pairs (NUL-terminated paths that
-    // outlive the call) and flags; `tree` is an open_tree descriptor.
-    let rc = unsafe {
-        libc::syscall(
-            SYS_MOVE_MOUNT,
-            tree.as_raw_fd(),
-            empty.as_ptr(),
-            libc::AT_FDCWD,
-            to.as_ptr(),
-            MOVE_MOUNT_F_EMPTY_PATH,
-        )
-    };
-    Errno::result(rc)
-        .map(drop)
+    crate::netns::attach_tree(tree, crate::netns::at_cwd(), Some(target))
         .map_err(err("attach the cloned mount at", target))
 }
 
@@ -503,12 +477,8 @@ fn cstring(path: &Path) -> std::ffi::CString {
 }
 
 // System call numbers from 424 on are the same on every architecture.
-const SYS_OPEN_TREE: libc::c_long = 428;
-const SYS_MOVE_MOUNT: libc::c_long = 429;
 const SYS_STATMOUNT: libc::c_long = 457;
 const SYS_LISTMOUNT: libc::c_long = 458;
-const OPEN_TREE_CLONE: libc::c_uint = 1;
-const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 4;
 const LSMT_ROOT: u64 = u64::MAX;
 const STATX_MNT_ID_UNIQUE: u32 = 0x4000;
 const STATMOUNT_SB_BASIC: u64 = 0x1;

@@ -14,7 +14,7 @@ mod support;
 use std::fs;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -440,18 +440,27 @@ fn the_pod_never_reaches_the_host_rkt_binary() {
         out.stdout()
     );
 
-    // `rkt enter` of a script whose interpreter is `/proc/self/exe` runs rkt in the pod:
-    // a watcher in the pod looks at every process's executable meanwhile.
-    let script = world.path("evil");
-    fs::write(&script, "#!/proc/self/exe\n").unwrap();
-    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
-    let watch = format!("watch-exe:{dev}:{ino}:6000");
+    // `rkt enter` of a script whose interpreter is `/proc/self/exe`, planted by the pod in
+    // its own /tmp, runs rkt in the pod: a watcher in the pod looks at every process's
+    // executable meanwhile.
+    let watch = format!("watch-exe:{dev}:{ino}:60000");
     let (uuid, index) = world.spawn_run(&["--net=none", "--", &probe, &watch]);
     world.wait_running(&uuid);
-    let script = script.display().to_string();
+    let plant = "printf '#!/proc/self/exe\\n' >/tmp/evil && chmod 755 /tmp/evil";
+    world
+        .rkt(&["enter", &uuid, "sh", "-c", plant])
+        .run()
+        .assert_success();
     for _ in 0..20 {
-        let _ = world.rkt(&["enter", &uuid, &script]).run();
+        let out = world.rkt(&["enter", &uuid, "/tmp/evil"]).run();
+        // rkt ran, as the script's interpreter, and refused its arguments.
+        out.assert_stderr_contains("/tmp/evil");
     }
+    let stop = "touch /tmp/escape-probe-stop";
+    world
+        .rkt(&["enter", &uuid, "sh", "-c", stop])
+        .run()
+        .assert_success();
     let child = world.child(index);
     let mut stdout = String::new();
     child
@@ -485,5 +494,8 @@ fn the_pods_init_shows_no_host_path() {
     let title = out.stdout();
     assert!(title.starts_with("rkt stage1-init "), "{title}");
     let data = world.path("data").display().to_string();
-    assert!(!title.contains(&data) && !title.contains("/run/netns"), "{title}");
+    assert!(
+        !title.contains(&data) && !title.contains("/run/netns"),
+        "{title}"
+    );
 }

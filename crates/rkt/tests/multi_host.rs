@@ -320,10 +320,17 @@ fn without_its_dhcp_daemon_rkt_run_fails_before_the_app_saying_how_to_start_it()
     host.watch(ctx);
     let links = host.links();
 
-    let marker = host.path("the-app-ran");
+    // Where the app would leave its mark on the host: a volume (the pod's root is the
+    // host's, read-only, with a /tmp of its own).
+    let out_dir = host.path("out");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let marker = out_dir.join("the-app-ran");
     let conf = format!("--net-conf-dir={}", host.path("net.d").display());
     let select = format!("--net={net}");
-    let (out, uuid) = host.run(&[&conf, &select, "--", "touch", &marker.display().to_string()]);
+    let volume = format!("--volume=out,kind=host,source={}", out_dir.display());
+    let mount = format!("--mount=volume=out,target={}", out_dir.display());
+    let marker_arg = marker.display().to_string();
+    let (out, uuid) = host.run(&[&conf, &select, &volume, &mount, "--", "touch", &marker_arg]);
     out.assert_failure()
         .assert_stderr_contains("the CNI dhcp daemon is not running")
         .assert_stderr_contains(&format!("`dhcp daemon -socketpath {}`", socket.display()));

@@ -64,15 +64,22 @@ fn two_apps_share_the_default_network_and_talk_over_localhost() {
          exit 1",
         shared.display()
     );
+    let (site_volume, site_mount) = pod_support::shared_dir("site", &site);
+    let (shared_volume, shared_mount) = pod_support::shared_dir("shared", &shared);
     let (out, uuid) = world.run_uuid(&[
         "--net=default",
         "--exit-policy=onAny",
+        &site_volume,
+        &shared_volume,
         "--name=web",
+        &site_mount,
+        &shared_mount,
         "sh",
         "-c",
         &web_mac,
         "---",
         "--name=client",
+        &shared_mount,
         "sh",
         "-c",
         &client,
@@ -219,11 +226,16 @@ fn an_app_that_cannot_start_fails_the_pod_before_any_app_runs() {
     require_root!();
     let world = World::new();
     let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
-    let mark = world.path("ran");
+    let out_dir = world.path("out");
+    fs::create_dir(&out_dir).unwrap();
+    let (volume, mount) = pod_support::shared_dir("out", &out_dir);
+    let mark = out_dir.join("ran");
     let touch = format!("touch {}", mark.display());
     let (out, uuid) = world.run_uuid(&[
         "--net=default",
+        &volume,
         "--name=first",
+        &mount,
         "sh",
         "-c",
         &touch,

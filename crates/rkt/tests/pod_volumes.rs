@@ -272,7 +272,8 @@ fn a_symlink_in_the_target_resolves_inside_the_root_never_to_the_host() {
 #[test]
 fn on_the_hosts_root_a_missing_target_is_an_error_and_nothing_is_created() {
     require_root!();
-    let world = World::new();
+    // Not under /tmp, where the pod has a tmpfs of its own to create targets in.
+    let world = World::off_tmp();
     let _g = leaks::Guard::new(world.leak_ctx());
     let host = world.path("host-src");
     fs::create_dir(&host).unwrap();

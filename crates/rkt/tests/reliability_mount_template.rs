@@ -84,8 +84,14 @@ fn a_busy_hosts_pods_copy_the_template_and_still_see_exactly_the_hosts_mounts() 
         assert!(out.status.success(), "rkt run {args:?}: {}", stderr(&out));
         stdout(&out)
     };
+    // Host commands see the lab's directory, where the test mounts, through a volume: the
+    // pod's own /tmp hides the host's. A volume's mounts are cloned from the pod's mount
+    // namespace with their flags, so they show what the template passed on.
+    let lab_dir = lab.root.path().display().to_string();
+    let volume = format!("--volume=lab,kind=host,source={lab_dir}");
+    let mount = format!("--mount=volume=lab,target={lab_dir}");
     let run = |args: &[&str]| {
-        let mut all = vec!["--"];
+        let mut all = vec![volume.as_str(), mount.as_str(), "--"];
         all.extend(args);
         run_pod(&all)
     };

@@ -34,8 +34,10 @@ pub struct IsolationArgs {
     )]
     pub seccomp: Option<String>,
 
-    /// Mount the app's root filesystem (--rootfs) read-only; /dev, /dev/shm, /proc, /sys
-    /// and the pod's /etc/resolv.conf and /etc/hosts are separate mounts.
+    /// Mount the app's root filesystem (--rootfs, an image) read-only; a host-command pod
+    /// (whose view of the host is always read-only) gets no private /tmp and /var/tmp.
+    /// /dev, /dev/shm, /proc, /sys, volumes and the pod's /etc/resolv.conf and /etc/hosts
+    /// are separate mounts.
     #[arg(long, on_off = false)]
     pub readonly_rootfs: bool,
 
@@ -74,11 +76,6 @@ impl IsolationArgs {
     /// naming them); names of users and groups are looked up under `rootfs` (the host's
     /// root without one).
     pub fn isolators(&self, rootfs: Option<&Path>) -> anyhow::Result<Isolators> {
-        if self.readonly_rootfs && rootfs.is_none() {
-            anyhow::bail!(
-                "--readonly-rootfs needs --rootfs=DIR (a host-command pod's root is the host's)"
-            );
-        }
         let caps = match (&self.caps_retain, &self.caps_remove) {
             (Some(list), _) => Some(CapsFlag::parse(true, list)?),
             (None, Some(list)) => Some(CapsFlag::parse(false, list)?),

@@ -46,7 +46,8 @@ pub struct Isolators {
     /// `--seccomp`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seccomp: Option<SeccompSpec>,
-    /// `--readonly-rootfs` (with `--rootfs` only).
+    /// `--readonly-rootfs`: the app's root read-only (a host-command pod's: no private
+    /// `/tmp`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub readonly_rootfs: bool,
     /// `--user`, `--group`, `--supplementary-gids`, resolved to numbers.

@@ -15,8 +15,13 @@
 //!   app makes with `CAP_MKNOD` (kept by default, as in rkt and Docker) cannot be opened.
 //!   Docker relies on its device cgroup for that; we have none, so the only usable nodes
 //!   are the ones the stage binds into the pod's `/dev` ([`crate::stage::mounts`]).
+//! - [`read_only_tree`]: a host-command pod's whole view of the host's tree is read-only
+//!   ([`crate::stage::mounts::read_only_host`]); [`mask_dir`] hides rkt's own state.
+//!
+//! Mount flags change with mount_setattr(2) (Linux 5.12); on older kernels each mount is
+//! remounted instead, with its own flags read from `/proc/self/mountinfo`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
 use nix::mount::{mount, MsFlags};
@@ -63,14 +68,7 @@ pub fn protect_kernel_paths(root: &Path) -> Result<(), IsolationError> {
             continue;
         };
         if meta.is_dir() {
-            mount(
-                Some("tmpfs"),
-                &target,
-                Some("tmpfs"),
-                MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
-                Some("size=4k,mode=0555"),
-            )
-            .map_err(mount_err(&target))?;
+            mask_dir(&target)?;
         } else {
             mount(
                 Some("/dev/null"),
@@ -90,6 +88,19 @@ pub fn protect_kernel_paths(root: &Path) -> Result<(), IsolationError> {
         read_only_bind(&target)?;
     }
     Ok(())
+}
+
+/// Covers directory `target` with an empty read-only tmpfs: a masked kernel directory, or
+/// rkt's own state hidden from a host-command pod ([`crate::stage::mounts`]).
+pub fn mask_dir(target: &Path) -> Result<(), IsolationError> {
+    mount(
+        Some("tmpfs"),
+        target,
+        Some("tmpfs"),
+        MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        Some("size=4k,mode=0555"),
+    )
+    .map_err(mount_err(target))
 }
 
 /// Binds `target` onto itself and makes that mount read-only.
@@ -132,29 +143,42 @@ const AT_RECURSIVE: libc::c_uint = 0x8000;
 
 /// Makes `path` and every mount below it `nodev`.
 pub fn nodev_tree(path: &Path) -> Result<(), IsolationError> {
-    set_attr(path, MOUNT_ATTR_NODEV, AT_RECURSIVE, "nodev")
+    set_attr(path, MOUNT_ATTR_NODEV, Change::Set, true, "nodev")
 }
 
 /// Makes the mount at `path` (not those below it) read-only, keeping its other flags:
 /// `--readonly-rootfs`, once the pod's `/dev`, `/sys` and files are mounted on it.
 pub fn read_only_mount(path: &Path) -> Result<(), IsolationError> {
-    set_attr(path, MOUNT_ATTR_RDONLY, 0, "read-only")
+    set_attr(path, MOUNT_ATTR_RDONLY, Change::Set, false, "read-only")
 }
 
-/// Makes `path` and every mount below it read-only: the host's `/sys` for a pod on the
-/// host's network, whose sysfs cannot be mounted afresh (it would be the same superblock
-/// on the same mount point) and whose submounts (cgroups, debugfs, ...) must not stay
-/// writable.
+/// Makes `path` and every mount below it read-only: the host's tree for a host-command pod
+/// ([`crate::stage::mounts`]), and the host's `/sys` for a pod on the host's network, whose
+/// sysfs cannot be mounted afresh (it would be the same superblock on the same mount
+/// point) and whose submounts (cgroups, debugfs, ...) must not stay writable.
 pub fn read_only_tree(path: &Path) -> Result<(), IsolationError> {
-    set_attr(path, MOUNT_ATTR_RDONLY, AT_RECURSIVE, "read-only")
+    set_attr(path, MOUNT_ATTR_RDONLY, Change::Set, true, "read-only")
 }
 
-/// Sets `attr_set` on the mount at `path`, and with `AT_RECURSIVE` in `flags` on every
-/// mount below it (mount_setattr(2), Linux 5.12 or later).
+/// Makes the mount at `path` (not those below it) writable again, keeping its other flags.
+pub fn writable_mount(path: &Path) -> Result<(), IsolationError> {
+    set_attr(path, MOUNT_ATTR_RDONLY, Change::Clear, false, "writable")
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Change {
+    Set,
+    Clear,
+}
+
+/// Sets or clears `attr` on the mount at `path`, and with `recursive` on every mount below
+/// it: mount_setattr(2) (Linux 5.12 or later), or on older kernels a remount of each
+/// mount ([`remount_each`]).
 fn set_attr(
     path: &Path,
-    attr_set: u64,
-    flags: libc::c_uint,
+    attr: u64,
+    change: Change,
+    recursive: bool,
     what: &str,
 ) -> Result<(), IsolationError> {
     let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| {
@@ -163,12 +187,17 @@ fn set_attr(
             source: Errno::EINVAL,
         }
     })?;
-    let attr = MountAttr {
+    let (attr_set, attr_clr) = match change {
+        Change::Set => (attr, 0),
+        Change::Clear => (0, attr),
+    };
+    let attr_struct = MountAttr {
         attr_set,
-        attr_clr: 0,
+        attr_clr,
         propagation: 0,
         userns_fd: 0,
     };
+    let flags = if recursive { AT_RECURSIVE } else { 0 };
     // SAFETY: a NUL-terminated path and a mount_attr of the size passed, both alive for
     // the call.
     let rc = unsafe {
@@ -177,22 +206,235 @@ fn set_attr(
             libc::AT_FDCWD,
             c_path.as_ptr(),
             flags,
-            &attr as *const MountAttr,
+            &attr_struct as *const MountAttr,
             std::mem::size_of::<MountAttr>(),
         )
     };
     match Errno::result(rc) {
         Ok(_) => Ok(()),
-        Err(Errno::ENOSYS) => Err(IsolationError::Unsupported {
-            what: format!(
-                "making the mounts under {} {what} needs mount_setattr(2) (Linux 5.12 or \
-                 later); pass --insecure-options=paths to run without it",
-                path.display()
-            ),
-        }),
+        Err(Errno::ENOSYS) => {
+            let flag = match attr {
+                MOUNT_ATTR_RDONLY => MsFlags::MS_RDONLY,
+                _ => MsFlags::MS_NODEV,
+            };
+            remount_each(path, flag, change, recursive).map_err(|e| match e {
+                IsolationError::Mount { target, source } => IsolationError::Unsupported {
+                    what: format!(
+                        "making the mounts under {} {what}: mount_setattr(2) is missing \
+                         (Linux before 5.12) and remounting {} failed: {source}; pass \
+                         --insecure-options=paths to run without it",
+                        path.display(),
+                        target.display()
+                    ),
+                },
+                other => other,
+            })
+        }
         Err(source) => Err(IsolationError::Mount {
             target: path.to_path_buf(),
             source,
         }),
+    }
+}
+
+/// Without mount_setattr(2): remounts the mount at `path`, and with `recursive` every
+/// mount below it, with its own flags (from `/proc/self/mountinfo`) plus or minus `flag`
+/// (a bind remount; the atime flags, left out, stay as they are). A mount whose mount point
+/// no longer resolves (hidden below another mount) is skipped: nothing reaches it.
+fn remount_each(
+    path: &Path,
+    flag: MsFlags,
+    change: Change,
+    recursive: bool,
+) -> Result<(), IsolationError> {
+    let info_path = Path::new("/proc/self/mountinfo");
+    let info = std::fs::read_to_string(info_path).map_err(|source| IsolationError::Io {
+        what: "read",
+        path: info_path.to_path_buf(),
+        source,
+    })?;
+    let mut found = false;
+    for (point, flags) in parse_mountinfo(&info) {
+        if !(point == path || (recursive && point.starts_with(path))) {
+            continue;
+        }
+        found = true;
+        let flags = match change {
+            Change::Set => flags | flag,
+            Change::Clear => flags - flag,
+        };
+        let remount = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | flags;
+        match mount(None::<&str>, &point, None::<&str>, remount, None::<&str>) {
+            Ok(()) | Err(Errno::ENOENT | Errno::ENOTDIR) => {}
+            Err(source) => {
+                return Err(IsolationError::Mount {
+                    target: point,
+                    source,
+                })
+            }
+        }
+    }
+    if found {
+        Ok(())
+    } else {
+        Err(IsolationError::Mount {
+            target: path.to_path_buf(),
+            source: Errno::EINVAL,
+        })
+    }
+}
+
+/// Each mount of a `/proc/self/mountinfo` text, in its order (parents before the mounts
+/// below them): its mount point and the per-mount flags a bind remount takes (`ro`,
+/// `nosuid`, `nodev`, `noexec`).
+fn parse_mountinfo(text: &str) -> Vec<(PathBuf, MsFlags)> {
+    let mut mounts = Vec::new();
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let (Some(point), Some(options)) = (fields.get(4), fields.get(5)) else {
+            continue;
+        };
+        let mut flags = MsFlags::empty();
+        for option in options.split(',') {
+            flags |= match option {
+                "ro" => MsFlags::MS_RDONLY,
+                "nosuid" => MsFlags::MS_NOSUID,
+                "nodev" => MsFlags::MS_NODEV,
+                "noexec" => MsFlags::MS_NOEXEC,
+                _ => MsFlags::empty(),
+            };
+        }
+        mounts.push((unescape(point), flags));
+    }
+    mounts
+}
+
+/// A mountinfo field with its octal escapes (`\040` for a space, ...) decoded.
+fn unescape(field: &str) -> PathBuf {
+    use std::os::unix::ffi::OsStringExt;
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = bytes
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(u8::is_ascii_digit));
+        match (bytes[i], octal) {
+            (b'\\', Some(digits)) => {
+                let text = std::str::from_utf8(digits).unwrap_or("0");
+                out.push(u8::from_str_radix(text, 8).unwrap_or(b'?'));
+                i += 4;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    PathBuf::from(std::ffi::OsString::from_vec(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mountinfo_gives_each_mount_point_unescaped_with_its_own_flags() {
+        let text = "\
+22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
+23 22 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw
+24 22 0:5 / /my\\040dir ro,nosuid master:2 - tmpfs tmpfs rw,size=4k
+short line
+";
+        assert_eq!(
+            parse_mountinfo(text),
+            [
+                (PathBuf::from("/"), MsFlags::empty()),
+                (
+                    PathBuf::from("/proc"),
+                    MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC
+                ),
+                (
+                    PathBuf::from("/my dir"),
+                    MsFlags::MS_RDONLY | MsFlags::MS_NOSUID
+                ),
+            ]
+        );
+        assert_eq!(unescape("/a\\011b\\134c\\0"), PathBuf::from("/a\tb\\c\\0"));
+    }
+
+    /// The fallback for kernels without mount_setattr(2), run for real as root in a child
+    /// with a mount namespace of its own: a tree of two tmpfs mounts turns read-only, the
+    /// other flags stay, and one mount turns writable again.
+    #[test]
+    fn without_mount_setattr_each_mount_is_remounted_keeping_its_flags() {
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("skipping: mounting needs root");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let (top, below) = (dir.path().join("top"), dir.path().join("top/below"));
+        std::fs::create_dir(&top).unwrap();
+        let child = || -> Result<(), String> {
+            let fail = |what: &'static str| move |e: Errno| format!("{what}: {e}");
+            nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS).map_err(fail("unshare"))?;
+            let private = MsFlags::MS_REC | MsFlags::MS_PRIVATE;
+            mount(None::<&str>, "/", None::<&str>, private, None::<&str>)
+                .map_err(fail("make / private"))?;
+            let tmpfs = |at: &Path, flags| {
+                mount(Some("tmpfs"), at, Some("tmpfs"), flags, None::<&str>)
+                    .map_err(fail("mount a tmpfs"))
+            };
+            tmpfs(&top, MsFlags::MS_NOSUID)?;
+            std::fs::create_dir(&below).map_err(|e| e.to_string())?;
+            tmpfs(&below, MsFlags::MS_NOEXEC)?;
+            remount_each(&top, MsFlags::MS_RDONLY, Change::Set, true).map_err(|e| e.to_string())?;
+            let flags = |at: &Path| {
+                let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+                parse_mountinfo(&info)
+                    .into_iter()
+                    .rfind(|(point, _)| point == at)
+                    .map(|(_, flags)| flags)
+            };
+            let ro = MsFlags::MS_RDONLY;
+            if flags(&top) != Some(ro | MsFlags::MS_NOSUID)
+                || flags(&below) != Some(ro | MsFlags::MS_NOEXEC)
+            {
+                return Err(format!("flags {:?} {:?}", flags(&top), flags(&below)));
+            }
+            if std::fs::write(below.join("f"), "x").is_ok() {
+                return Err("wrote below the read-only tree".into());
+            }
+            remount_each(&top, ro, Change::Clear, false).map_err(|e| e.to_string())?;
+            std::fs::write(top.join("f"), "x").map_err(|e| format!("top: {e}"))?;
+            if std::fs::write(below.join("f"), "x").is_ok() {
+                return Err("the mount below turned writable too".into());
+            }
+            Ok(())
+        };
+        // SAFETY: the child only makes system calls and small allocations, then _exits
+        // without returning into the test harness.
+        match unsafe { nix::unistd::fork() }.unwrap() {
+            nix::unistd::ForkResult::Child => {
+                let code = match child() {
+                    Ok(()) => 0,
+                    Err(msg) => {
+                        let _ = std::fs::write(dir.path().join("error"), msg);
+                        1
+                    }
+                };
+                // SAFETY: ends the child without running the harness's exit handlers.
+                unsafe { libc::_exit(code) }
+            }
+            nix::unistd::ForkResult::Parent { child } => {
+                let status = nix::sys::wait::waitpid(child, None).unwrap();
+                let error = std::fs::read_to_string(dir.path().join("error")).unwrap_or_default();
+                assert_eq!(
+                    status,
+                    nix::sys::wait::WaitStatus::Exited(child, 0),
+                    "{error}"
+                );
+            }
+        }
     }
 }

@@ -63,8 +63,10 @@ pub(super) fn read_byte(fd: &OwnedFd) -> Result<usize, Errno> {
 /// The app's view of the files, in the current mount namespace: its root (the host's, or
 /// its rootfs bound onto itself), protected device nodes, the pod's `/etc` files, `/sys`,
 /// `/dev`, the app's `--mount`s of the pod's `volumes` ([`super::volumes`]), and a
-/// read-only root when asked. Everything but `/proc`, which needs the pod's PID namespace
-/// (see [`enter_app`]).
+/// read-only root: always for a host-command pod (the host's tree, with rkt's state hidden
+/// and a private `/tmp`, see [`mounts::read_only_host`]) unless its kernel paths are
+/// unprotected, and with `--readonly-rootfs`. Everything but `/proc`, which needs the pod's
+/// PID namespace (see [`enter_app`]).
 pub(super) fn mount_app_root(
     pod_dir: &Path,
     prepared: &PreparedApp,
@@ -81,7 +83,20 @@ pub(super) fn mount_app_root(
         // stage binds in, and /sys is read-only.
         isolation::paths::nodev_tree(&root).map_err(StageError::Isolation)?;
     }
-    mounts::bind_etc_files(pod_dir, &root, app.rootfs.is_some())?;
+    // Before a host-command pod's tree turns read-only: a bind copies its source's flags.
+    let sources = super::volumes::take_sources(pod_dir, volumes, &app.mounts)?;
+    let host_view = (app.rootfs.is_none() && (isolation.paths || isolation.readonly_rootfs))
+        .then_some(mounts::HostView {
+            private_tmp: !isolation.readonly_rootfs,
+            hide_rkt_state: isolation.paths,
+        });
+    let own_tmp = match host_view {
+        Some(view) => mounts::read_only_host(pod_dir, view)?,
+        None => {
+            mounts::bind_etc_files(pod_dir, &root, app.rootfs.is_some())?;
+            Vec::new()
+        }
+    };
     if own_netns {
         mounts::mount_sysfs(&root)?;
     } else if isolation.paths && app.rootfs.is_none() {
@@ -90,14 +105,8 @@ pub(super) fn mount_app_root(
     if app.rootfs.is_some() || isolation.paths {
         mounts::populate_dev(&root)?;
     }
-    super::volumes::mount_app_volumes(
-        pod_dir,
-        &root,
-        app.rootfs.is_none(),
-        volumes,
-        &app.mounts,
-        isolation.paths,
-    )?;
+    let host_root = app.rootfs.is_none().then_some(own_tmp.as_slice());
+    super::volumes::mount_app_volumes(&root, host_root, &app.mounts, sources, isolation.paths)?;
     if isolation.readonly_rootfs && app.rootfs.is_some() {
         // /proc is mounted here later: the mount point must exist before.
         let proc_dir = root.join("proc");
@@ -107,6 +116,9 @@ pub(super) fn mount_app_root(
             source,
         })?;
         isolation::paths::read_only_mount(&root).map_err(StageError::Isolation)?;
+    }
+    if host_view.is_some() {
+        mounts::reenter_cwd();
     }
     Ok(())
 }

@@ -4,6 +4,9 @@
 //! mounts still propagate in, nothing propagates out), so the host's files are never
 //! changed:
 //! - the host's `/run/netns` is detached (see [`detach_netns_mounts`]);
+//! - for a host-command pod, the host's tree is made read-only with every mount in it,
+//!   rkt's own state is hidden, and `/tmp` and `/var/tmp` are private tmpfs mounts (see
+//!   [`read_only_host`]);
 //! - `<pod>/etc/resolv.conf` and `<pod>/etc/hosts` are bind-mounted over the root's
 //!   `/etc/resolv.conf` and `/etc/hosts`: on the host's root those networking wrote, under
 //!   a rootfs always (copies of the host's where networking wrote none), without writing
@@ -231,6 +234,106 @@ fn shadow_dir(
             .map_err(io_err("create", &to))?;
     }
     do_mount(Some(staging), dir, None, MsFlags::MS_MOVE, None)
+}
+
+/// Directories of the host's tree on which a host-command pod gets a private, empty,
+/// writable tmpfs (unless `--readonly-rootfs`), gone with the pod.
+pub const PRIVATE_TMP: [&str; 2] = ["/tmp", "/var/tmp"];
+
+/// How a host-command pod sees the host's tree ([`read_only_host`]).
+#[derive(Debug, Clone, Copy)]
+pub struct HostView {
+    /// A private tmpfs on each of [`PRIVATE_TMP`] (not with `--readonly-rootfs`).
+    pub private_tmp: bool,
+    /// rkt's own state hidden ([`rkt_state_dirs`]), when the kernel paths are protected.
+    pub hide_rkt_state: bool,
+}
+
+/// The host's tree as a host-command pod sees it, made in the pod's mount namespace after
+/// its volumes' sources were taken ([`super::volumes::take_sources`]): a bind mount copies
+/// its source's flags, so what the pod binds from the host is cloned before the host's
+/// mounts turn read-only.
+/// 1. the pod's `/etc/resolv.conf` and `/etc/hosts` are cloned from `<pod>/etc`;
+/// 2. rkt's own state is covered by an empty read-only tmpfs ([`rkt_state_dirs`]);
+/// 3. every mount of the tree is made read-only, the host's separate `/tmp` or `/run`
+///    tmpfs too, except the host's `/proc` itself, which the pod's own `/proc` covers and
+///    through which the stage still writes a `--private-users` init's id maps;
+/// 4. the `/etc` files are attached over the host's (writable: they are the pod's);
+/// 5. [`PRIVATE_TMP`] get a private tmpfs each.
+///
+/// Returns the devices of those tmpfs mounts, where volume targets may be created.
+pub fn read_only_host(pod_dir: &Path, view: HostView) -> Result<Vec<u64>, StageError> {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+    let sys = |what: &'static str, path: &Path| {
+        let path = path.to_path_buf();
+        move |source| StageError::Sys { what, path, source }
+    };
+    let cwd = crate::netns::at_cwd();
+    let mut etc = Vec::new();
+    for name in ETC_FILES {
+        let source = pod_dir.join("etc").join(name);
+        let target = Path::new("/etc").join(name);
+        if source.is_file() && fs::metadata(&target).is_ok() {
+            let tree = crate::netns::clone_tree(cwd.as_fd(), Some(&source), false)
+                .map_err(sys("clone the mount of", &source))?;
+            etc.push((tree, target));
+        }
+    }
+    if view.hide_rkt_state {
+        for dir in rkt_state_dirs(pod_dir) {
+            if fs::metadata(&dir).is_ok_and(|m| m.is_dir()) {
+                crate::isolation::paths::mask_dir(&dir)?;
+            }
+        }
+    }
+    crate::isolation::paths::read_only_tree(Path::new("/"))?;
+    crate::isolation::paths::writable_mount(Path::new("/proc"))?;
+    for (tree, target) in etc {
+        crate::netns::attach_tree(tree, cwd, Some(&target))
+            .map_err(sys("bind-mount the pod's file over", &target))?;
+    }
+    let mut devices = Vec::new();
+    if !view.private_tmp {
+        return Ok(devices);
+    }
+    for dir in PRIVATE_TMP.map(Path::new) {
+        if !fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
+        do_mount(
+            Some(Path::new("tmpfs")),
+            dir,
+            Some("tmpfs"),
+            MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+            Some("mode=1777"),
+        )?;
+        devices.push(fs::metadata(dir).map_err(io_err("inspect", dir))?.dev());
+    }
+    Ok(devices)
+}
+
+/// rkt's own state under the host's tree, hidden from a host-command pod: the data
+/// directory (`<pod>/../..`: every pod's files, the images, the CNI cache, the locks),
+/// `/run/rkt` (the mount template and its lock), and `/var/lib/cni` (the `host-local`
+/// leases of the pods' networks, and their locks).
+pub fn rkt_state_dirs(pod_dir: &Path) -> Vec<PathBuf> {
+    let data = pod_dir.parent().and_then(Path::parent);
+    let run = Path::new(crate::mount_template::TEMPLATE_DIR).parent();
+    let mut dirs: Vec<PathBuf> = data.into_iter().chain(run).map(Path::to_path_buf).collect();
+    dirs.push(PathBuf::from("/var/lib/cni"));
+    dirs.retain(|d| d.parent().is_some());
+    dirs
+}
+
+/// Changes to the current directory again by its path, so that the app starts in it as
+/// the pod sees it (its private `/tmp`, a volume, rkt's state hidden), not in the host's
+/// directory it was opened on; in `/` when the pod has no such directory.
+pub fn reenter_cwd() {
+    let entered = std::env::current_dir().is_ok_and(|dir| chdir(&dir).is_ok());
+    if !entered {
+        let _ = chdir("/");
+    }
 }
 
 /// A fresh sysfs at `<root>/sys` showing the pod's network namespace.

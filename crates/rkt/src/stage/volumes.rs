@@ -8,11 +8,13 @@
 //! Missing components are created (directories 0755, a last component that receives a file
 //! an empty 0644 file) in a `--rootfs` or image root only (a symlink to a missing path is
 //! followed from the root, its `..` stopping there, and what it names is created): on the
-//! host's root a missing target is an error, nothing of the host is created. The mount is
-//! made onto the resolved descriptor (`/proc/self/fd/N`), so nothing can swap the path in
-//! between.
+//! host's root a missing target is an error, nothing of the host is created (only in the
+//! pod's own tmpfs `/tmp` and `/var/tmp`). The mount is attached onto the resolved
+//! descriptor, so nothing can swap the path in between.
 //!
-//! Host volumes are bound with their submounts (`MS_REC`) unless `recursive=false`;
+//! Each source is cloned first ([`take_sources`], open_tree(2)), with its submounts unless
+//! `recursive=false`, before the app's root changes: a host-command pod's host tree turns
+//! read-only, and the clone keeps the flags the source's mounts have on the host;
 //! `readOnly=true` makes the new mount read-only, and with `recursive` every mount below it
 //! too (`mount_setattr(2)` with `AT_RECURSIVE`). When the pod's kernel paths are protected
 //! (the default), every volume mount is also `nodev`, as the rest of the root is
@@ -22,13 +24,13 @@
 use std::collections::VecDeque;
 use std::ffi::{CString, OsString};
 use std::fs;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
 use nix::errno::Errno;
-use nix::mount::{mount, MsFlags};
+use nix::sys::stat::fstat;
 
 use crate::isolation::user_ns::IdMap;
 use crate::podstore::volume::{empty_dir, Mount, Volume, VolumeKind};
@@ -46,7 +48,7 @@ pub enum VolumeMountError {
     #[error(
         "volume {volume}: the target {target} does not exist on the host's root ({missing} is \
          missing; the app has no --rootfs): rkt creates nothing on the host, give an existing \
-         path"
+         path (or one in the pod's own /tmp or /var/tmp)"
     )]
     MissingOnHost {
         volume: String,
@@ -105,50 +107,102 @@ pub fn create_empty_volumes(
     Ok(())
 }
 
-/// Mounts each of an app's `mounts` of the pod's `volumes` under `root`, the app's root
-/// directory (the host's `/` when `on_host_root`), in the current mount namespace; `nodev`
-/// makes every volume mount `nodev` (protected kernel paths). Call it per app in the
-/// app's own mount namespace, after [`create_empty_volumes`] and once the root's own
-/// mounts (`/dev`, `/etc` files) are in place, before the root is made read-only or
-/// entered.
-pub fn mount_app_volumes(
+/// The source of one of an app's `--mount`s, taken by [`take_sources`].
+pub struct Source {
+    volume: String,
+    /// A detached copy of the source's mount (and those below it when recursive).
+    tree: OwnedFd,
+    is_dir: bool,
+    read_only: bool,
+    recursive: bool,
+}
+
+/// The source of each of an app's `mounts` of the pod's `volumes`, in their order, cloned
+/// (open_tree(2)) with the flags its mounts have now: call it before the app's root
+/// changes them (a host-command pod's host tree turns read-only, and a bind mount would
+/// copy that), after [`create_empty_volumes`].
+pub fn take_sources(
     pod_dir: &Path,
-    root: &Path,
-    on_host_root: bool,
     volumes: &[Volume],
     mounts: &[Mount],
-    nodev: bool,
-) -> Result<(), VolumeMountError> {
-    if mounts.is_empty() {
-        return Ok(());
-    }
-    let root_fd = open_path(root, libc::O_DIRECTORY).map_err(|source| VolumeMountError::Sys {
-        volume: mounts[0].volume.clone(),
-        what: "open the app's root",
-        path: root.to_path_buf(),
-        source,
-    })?;
+) -> Result<Vec<Source>, VolumeMountError> {
+    let mut sources = Vec::with_capacity(mounts.len());
     for m in mounts {
         let volume = volumes.iter().find(|v| v.name == m.volume).ok_or_else(|| {
             VolumeMountError::Undeclared {
                 volume: m.volume.clone(),
             }
         })?;
-        mount_one(pod_dir, &root_fd, on_host_root, volume, m, nodev)?;
+        let (source, recursive, read_only) = match &volume.kind {
+            VolumeKind::Host {
+                source,
+                read_only,
+                recursive,
+            } => (source.clone(), *recursive, *read_only),
+            VolumeKind::Empty { .. } => (empty_dir(pod_dir, &volume.name), false, false),
+        };
+        let sys = |what: &'static str| {
+            let (volume, path) = (volume.name.clone(), source.clone());
+            move |source| VolumeMountError::Sys {
+                volume,
+                what,
+                path,
+                source,
+            }
+        };
+        let source_fd = open_path(&source, 0).map_err(sys("open the source"))?;
+        let is_dir = is_dir(&source_fd).map_err(sys("inspect the source"))?;
+        let tree = crate::netns::clone_tree(source_fd.as_fd(), None, recursive)
+            .map_err(sys("clone the mount of the source"))?;
+        sources.push(Source {
+            volume: volume.name.clone(),
+            tree,
+            is_dir,
+            read_only,
+            recursive,
+        });
+    }
+    Ok(sources)
+}
+
+/// Mounts each of an app's `mounts`, whose [`take_sources`] are `sources`, under `root`,
+/// the app's root directory, in the current mount namespace. `host_root`: the root is the
+/// host's, where a missing target is created only on these devices (the pod's own tmpfs
+/// mounts), nowhere else. `nodev` makes every volume mount `nodev` (protected kernel
+/// paths). Call it per app in the app's own mount namespace once the root's own mounts
+/// (`/dev`, `/etc` files) are in place, before the root is made read-only or entered.
+pub fn mount_app_volumes(
+    root: &Path,
+    host_root: Option<&[u64]>,
+    mounts: &[Mount],
+    sources: Vec<Source>,
+    nodev: bool,
+) -> Result<(), VolumeMountError> {
+    let Some(first) = sources.first() else {
+        return Ok(());
+    };
+    let root_fd = open_path(root, libc::O_DIRECTORY).map_err(|source| VolumeMountError::Sys {
+        volume: first.volume.clone(),
+        what: "open the app's root",
+        path: root.to_path_buf(),
+        source,
+    })?;
+    for (m, source) in mounts.iter().zip(sources) {
+        mount_one(&root_fd, host_root, source, m, nodev)?;
     }
     Ok(())
 }
 
 fn mount_one(
-    pod_dir: &Path,
     root_fd: &OwnedFd,
-    on_host_root: bool,
-    volume: &Volume,
+    host_root: Option<&[u64]>,
+    source: Source,
     m: &Mount,
     nodev: bool,
 ) -> Result<(), VolumeMountError> {
+    let name = source.volume.as_str();
     let sys = |what: &'static str, path: &Path| {
-        let (volume, path) = (volume.name.clone(), path.to_path_buf());
+        let (volume, path) = (name.to_string(), path.to_path_buf());
         move |source| VolumeMountError::Sys {
             volume,
             what,
@@ -156,34 +210,14 @@ fn mount_one(
             source,
         }
     };
-    let (source, recursive, read_only) = match &volume.kind {
-        VolumeKind::Host {
-            source,
-            read_only,
-            recursive,
-        } => (source.clone(), *recursive, *read_only),
-        VolumeKind::Empty { .. } => (empty_dir(pod_dir, &volume.name), false, false),
-    };
-    let source_fd = open_path(&source, 0).map_err(sys("open the source", &source))?;
-    let source_is_dir = is_dir(&source_fd).map_err(sys("inspect the source", &source))?;
     let target = Path::new(&m.target);
-    let target_fd = resolve_target(root_fd, m, source_is_dir, on_host_root, volume)?;
-    let mut flags = MsFlags::MS_BIND;
-    if recursive {
-        flags |= MsFlags::MS_REC;
-    }
-    mount(
-        Some(&fd_path(&source_fd)),
-        &fd_path(&target_fd),
-        None::<&str>,
-        flags,
-        None::<&str>,
-    )
-    .map_err(sys("bind-mount the source onto", target))?;
+    let target_fd = resolve_target(root_fd, m, source.is_dir, host_root, name)?;
+    crate::netns::attach_tree(source.tree, target_fd.as_fd(), None)
+        .map_err(sys("bind-mount the source onto", target))?;
     drop(target_fd);
     let mut attrs: Vec<(u64, bool)> = Vec::new();
-    if read_only {
-        attrs.push((MOUNT_ATTR_RDONLY, recursive));
+    if source.read_only {
+        attrs.push((MOUNT_ATTR_RDONLY, source.recursive));
     }
     if nodev {
         attrs.push((MOUNT_ATTR_NODEV, true));
@@ -198,10 +232,10 @@ fn mount_one(
     for (attr, tree) in attrs {
         set_attr(&mounted, attr, tree).map_err(|e| match e {
             Errno::ENOSYS => VolumeMountError::Unsupported {
-                volume: volume.name.clone(),
+                volume: name.to_string(),
             },
             source => VolumeMountError::Sys {
-                volume: volume.name.clone(),
+                volume: name.to_string(),
                 what: "set the mount flags (read-only, nodev) of",
                 path: target.to_path_buf(),
                 source,
@@ -219,11 +253,11 @@ fn resolve_target(
     root_fd: &OwnedFd,
     m: &Mount,
     source_is_dir: bool,
-    on_host_root: bool,
-    volume: &Volume,
+    host_root: Option<&[u64]>,
+    name: &str,
 ) -> Result<OwnedFd, VolumeMountError> {
     let sys = |what: &'static str, path: &Path| {
-        let (volume, path) = (volume.name.clone(), path.to_path_buf());
+        let (volume, path) = (name.to_string(), path.to_path_buf());
         move |source| VolumeMountError::Sys {
             volume,
             what,
@@ -257,14 +291,20 @@ fn resolve_target(
                 done.push(part);
                 continue;
             }
-            Err(Errno::ENOENT) if on_host_root => {
-                return Err(VolumeMountError::MissingOnHost {
-                    volume: volume.name.clone(),
-                    target: m.target.clone(),
-                    missing: shown.display().to_string(),
-                })
+            Err(Errno::ENOENT) => {
+                if let Some(own) = host_root {
+                    // On the host's root, only in the pod's own tmpfs mounts.
+                    let parent_fd = open_in_root(root_fd.as_raw_fd(), &parent, libc::O_DIRECTORY);
+                    let device = parent_fd.and_then(|fd| fstat(fd.as_raw_fd()));
+                    if !device.is_ok_and(|st| own.contains(&st.st_dev)) {
+                        return Err(VolumeMountError::MissingOnHost {
+                            volume: name.to_string(),
+                            target: m.target.clone(),
+                            missing: shown.display().to_string(),
+                        });
+                    }
+                }
             }
-            Err(Errno::ENOENT) => {}
             Err(Errno::ENOTDIR) if want_dir => {
                 let what = if todo.is_empty() {
                     "mount a directory volume on the non-directory"
@@ -397,12 +437,7 @@ fn open_in_root(root: RawFd, rel: &Path, extra: i32) -> Result<OwnedFd, Errno> {
 }
 
 fn is_dir(fd: &OwnedFd) -> Result<bool, Errno> {
-    nix::sys::stat::fstat(fd.as_raw_fd()).map(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
-}
-
-/// The magic link that names an open descriptor, for mount(2).
-fn fd_path(fd: &OwnedFd) -> PathBuf {
-    PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+    fstat(fd.as_raw_fd()).map(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
 }
 
 const MOUNT_ATTR_RDONLY: u64 = 0x1;

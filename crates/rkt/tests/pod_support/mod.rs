@@ -15,6 +15,18 @@ use serde_json::Value;
 use crate::leaks;
 use crate::support::{rkt, Rkt};
 
+/// Directory `dir` of the host shared with a host-command pod at the same path: the pod
+/// option `--volume=NAME,kind=host,source=DIR` and the app option
+/// `--mount=volume=NAME,target=DIR` (given to each app that uses it). A host-command pod
+/// sees the host's tree read-only, with a /tmp of its own: this is how it writes where a
+/// test reads, or reads what a test wrote under its temporary directory.
+pub fn shared_dir(name: &str, dir: &Path) -> (String, String) {
+    (
+        format!("--volume={name},kind=host,source={}", dir.display()),
+        format!("--mount=volume={name},target={}", dir.display()),
+    )
+}
+
 /// Whether the tests run as root; pods need it.
 pub fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
@@ -41,7 +53,20 @@ pub struct World {
 
 impl World {
     pub fn new() -> World {
-        let root = tempfile::tempdir().unwrap();
+        World::new_in(&std::env::temp_dir())
+    }
+
+    /// A world outside `/tmp`, under cargo's temporary directory for tests: a
+    /// host-command pod has a `/tmp` of its own, which would hide the world's directories,
+    /// so a test of what such a pod sees of the host's directories keeps them here.
+    pub fn off_tmp() -> World {
+        World::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")))
+    }
+
+    /// A world in a temporary directory under `parent`.
+    pub fn new_in(parent: &Path) -> World {
+        fs::create_dir_all(parent).unwrap();
+        let root = tempfile::tempdir_in(parent).unwrap();
         for d in ["data", "local", "system"] {
             fs::create_dir(root.path().join(d)).unwrap();
         }
