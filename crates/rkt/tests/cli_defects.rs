@@ -563,3 +563,55 @@ fn smaller_defects_a_failed_pod_shows_as_failed_in_list() {
     );
     assert!(!line("fine").contains("failed"), "{stdout}");
 }
+
+/// Issue 22, defect 1: `--user=NAME` on a `--rootfs` pod resolves inside DIR, even when
+/// DIR's /etc/passwd is an absolute symlink (which, followed on the host, would read the
+/// host's file): `app` is DIR's, and the host's `daemon` is an error naming DIR's file.
+#[test]
+fn user_names_on_a_rootfs_pod_resolve_in_the_rootfs_not_the_host() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let rootfs = world.path("rootfs");
+    pod_support::tiny_rootfs(&rootfs);
+    fs::create_dir_all(rootfs.join("srv")).unwrap();
+    fs::write(
+        rootfs.join("srv/passwd"),
+        "root:x:0:0::/root:/bin/sh\napp:x:1234:2345::/:/bin/sh\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("/srv/passwd", rootfs.join("etc/passwd")).unwrap();
+    let root_flag = format!("--rootfs={}", rootfs.display());
+    let out = world
+        .rkt(&[
+            "run",
+            "--net=none",
+            &root_flag,
+            "--user=app",
+            "--",
+            "/bin/cat",
+            "/proc/self/status",
+        ])
+        .run();
+    out.assert_success();
+    assert!(
+        out.stdout().contains("Uid:\t1234\t1234\t1234\t1234"),
+        "{}",
+        out.stdout()
+    );
+    world
+        .rkt(&[
+            "run",
+            "--net=none",
+            &root_flag,
+            "--user=daemon",
+            "--",
+            "true",
+        ])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains(&format!(
+            "--user=daemon: no such user in {}'s /etc/passwd",
+            rootfs.display()
+        ));
+}
