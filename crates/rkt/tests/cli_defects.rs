@@ -615,3 +615,47 @@ fn user_names_on_a_rootfs_pod_resolve_in_the_rootfs_not_the_host() {
             rootfs.display()
         ));
 }
+
+/// Issue 22, defect 11: every pod has its own /etc/hostname, holding the name `hostname`
+/// says: a host-command pod (not the host's file), one on the host's network (its UTS
+/// namespace is still its own), and a `--rootfs` pod whose directory has no /etc/hostname
+/// (and still gets none written into it).
+#[test]
+fn etc_hostname_is_the_pods_own_in_every_pod() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let rootfs = world.path("rootfs");
+    pod_support::tiny_rootfs(&rootfs);
+    let root_flag = format!("--rootfs={}", rootfs.display());
+    let read = "cat /etc/hostname; echo $(cat /proc/sys/kernel/hostname)";
+    for flags in [
+        &["--net=none", "--hostname=h1"][..],
+        &["--net=host", "--hostname=h1"][..],
+        &["--net=none", "--hostname=h1", &root_flag][..],
+    ] {
+        let mut args = vec!["run"];
+        args.extend_from_slice(flags);
+        args.extend(["--", "/bin/sh", "-c", read]);
+        world
+            .rkt(&args)
+            .run()
+            .assert_success()
+            .assert_stdout_contains("h1\nh1\n");
+    }
+    assert!(
+        !rootfs.join("etc/hostname").exists(),
+        "written into --rootfs"
+    );
+    // Without --hostname, the file says the pod's default name.
+    let out = world
+        .rkt(&["run", "--net=none", "--", "/bin/sh", "-c", read])
+        .run();
+    out.assert_success();
+    let stdout = out.stdout();
+    let lines: Vec<&str> = stdout.lines().map(str::trim).collect();
+    assert!(
+        lines.len() == 2 && lines[0] == lines[1] && lines[0].starts_with("rkt-"),
+        "{lines:?}"
+    );
+}

@@ -696,3 +696,28 @@ fn user_and_group_names_on_an_image_pod_resolve_in_the_images_etc_passwd() {
         .run()
         .assert_success();
 }
+
+/// Issue 22, defect 11: an image pod has /etc/hostname (the image has none) holding its
+/// hostname, as `hostname` says.
+#[test]
+fn etc_hostname_of_an_image_pod_is_its_hostname() {
+    if !ready_for_images("etc_hostname_of_an_image_pod_is_its_hostname") {
+        return;
+    }
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let layout = busybox_layout(world.root.path());
+    let v1 = format!("oci:{}:v1", layout.display());
+    world
+        .rkt(&[
+            "run",
+            "--net=none",
+            "--hostname=web1",
+            &v1,
+            "--",
+            "cat /etc/hostname; hostname",
+        ])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("web1\nweb1\n");
+}
