@@ -659,3 +659,46 @@ fn etc_hostname_is_the_pods_own_in_every_pod() {
         "{lines:?}"
     );
 }
+
+/// Sends an ICMP echo request to 127.0.0.1 from an ICMP echo socket (what `ping` uses
+/// without a raw socket, allowed by `net.ipv4.ping_group_range`) and prints the reply's type.
+const ICMP_ECHO: &str = "use Socket; alarm 5; \
+    socket(my $s, PF_INET, SOCK_DGRAM, 1) or die qq(socket: $!\\n); \
+    send($s, pack(q(CCnnn), 8, 0, 0, 0, 1), 0, pack_sockaddr_in(0, inet_aton(q(127.0.0.1)))) \
+    or die qq(send: $!\\n); \
+    defined recv($s, my $r, 64, 0) or die qq(recv: $!\\n); \
+    printf qq(icmp reply type %d\\n), unpack(q(C), $r);";
+
+/// Issue 22, defect 9: a pod's own network namespace lets the pod's groups ping without a
+/// raw socket: every group in an ordinary pod (so a non-root app pings), the pod's mapped
+/// groups with `--private-users` (`0 65535` inside, not `65534 65534`); `--net=host` keeps
+/// the host's setting, which is never changed.
+#[test]
+fn ping_group_range_is_the_pods_groups_so_unprivileged_ping_works() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let range = "/proc/sys/net/ipv4/ping_group_range";
+    let host_range = fs::read_to_string(range).unwrap();
+    let script = format!("cat {range}; perl -e '{ICMP_ECHO}'");
+    let cases: [(&[&str], &str); 2] = [
+        (&["--net=none", "--user=65534"], "0\t2147483647\n"),
+        (&["--net=none", "--private-users"], "0\t65535\n"),
+    ];
+    for (flags, expected) in cases {
+        let mut args = vec!["run"];
+        args.extend_from_slice(flags);
+        args.extend(["--", "sh", "-c", &script]);
+        let out = world.rkt(&args).run();
+        out.assert_success();
+        assert_eq!(
+            out.stdout(),
+            format!("{expected}icmp reply type 0\n"),
+            "rkt {args:?}"
+        );
+    }
+    let out = world.rkt(&["run", "--net=host", "--", "cat", range]).run();
+    out.assert_success();
+    assert_eq!(out.stdout(), host_range);
+    assert_eq!(fs::read_to_string(range).unwrap(), host_range);
+}
