@@ -9,6 +9,7 @@ pub mod digest;
 pub mod fetch;
 pub mod layers;
 pub mod lock;
+pub mod merged;
 pub mod partial;
 pub mod platform;
 pub mod reference;

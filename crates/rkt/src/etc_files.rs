@@ -1,10 +1,12 @@
-//! The pod's `/etc/resolv.conf` and `/etc/hosts` (which names the pod's hostname): the
-//! `--dns*` and `--hosts-entry` options, their validation, and the files written into the
-//! pod directory.
+//! The pod's `/etc/resolv.conf`, `/etc/hosts` (which names the pod's hostname) and
+//! `/etc/hostname`: the `--dns*` and `--hosts-entry` options, their validation, and the
+//! files written into the pod directory.
 //!
-//! The files live at `<pod>/etc/resolv.conf` and `<pod>/etc/hosts` ([`resolv_conf_path`],
-//! [`hosts_path`]); the stage mounts them over the app's `/etc` files. A file that is not
-//! written means the app sees the host's file.
+//! The files live at `<pod>/etc/resolv.conf`, `<pod>/etc/hosts` and `<pod>/etc/hostname`
+//! ([`resolv_conf_path`], [`hosts_path`], [`hostname_path`]); the stage mounts them over the
+//! app's `/etc` files. A file that is not written means the app sees the host's file. The
+//! hostname file is always written, also with `--net=host`: every pod has a UTS namespace
+//! of its own, whose name (`--hostname`, or the host's with `--net=host`) it holds.
 //!
 //! May not touch: plugins, CNI results or the network record. Networking hands it what a
 //! result said about DNS ([`ResolvConf`]); it only validates and writes files.
@@ -337,6 +339,18 @@ pub fn resolv_conf_path(pod_dir: &Path) -> PathBuf {
 /// `<pod>/etc/hosts`.
 pub fn hosts_path(pod_dir: &Path) -> PathBuf {
     pod_dir.join("etc/hosts")
+}
+
+/// `<pod>/etc/hostname`.
+pub fn hostname_path(pod_dir: &Path) -> PathBuf {
+    pod_dir.join("etc/hostname")
+}
+
+/// Writes `<pod>/etc/hostname` (the name and a newline) atomically (mode 0644).
+pub fn write_hostname(pod_dir: &Path, hostname: &str) -> Result<PathBuf, DnsError> {
+    let path = hostname_path(pod_dir);
+    write_atomic(&path, format!("{hostname}\n").as_bytes())?;
+    Ok(path)
 }
 
 /// Writes `<pod>/etc/resolv.conf` atomically (mode 0644).

@@ -3,8 +3,11 @@
 //!
 //! - [`create`] runs on a dedicated thread: `unshare(CLONE_NEWNET)` changes only the calling
 //!   thread's namespace, so the thread makes the namespace, bind-mounts its
-//!   `/proc/self/task/<tid>/ns/net` onto the target file, brings `lo` up inside it and ends;
-//!   the caller's threads never leave their namespace. Like iproute2, it first makes
+//!   `/proc/self/task/<tid>/ns/net` onto the target file, brings `lo` up inside it, writes
+//!   the namespace's own sysctls it was given ([`create_with`], e.g. a pod's
+//!   `net.ipv4.ping_group_range`; `/proc/sys/net` is the namespace of the thread that opens
+//!   it, so the host's are never touched) and ends; the caller's threads never leave their
+//!   namespace. Like iproute2, it first makes
 //!   `/run/netns` a shared mount point, so the bind mounts propagate to every mount namespace
 //!   and a pod's own mount namespace cannot keep one alive after it is deleted (a pod's
 //!   stage then detaches `/run/netns` from its namespace altogether:
@@ -75,6 +78,16 @@ pub fn root_hint(errno: Errno) -> &'static str {
 /// Creates a new network namespace with `lo` up, bind-mounted at `path` (a file in a
 /// directory such as [`NETNS_RUN_DIR`]). On failure nothing is left at `path`.
 pub fn create(path: &Path) -> Result<(), NetnsError> {
+    create_with(path, &[])
+}
+
+/// A sysctl of a network namespace: its name under `/proc/sys/net` (`ipv4/ping_group_range`)
+/// and the value written.
+pub type NetSysctl = (&'static str, String);
+
+/// [`create`], then writes `sysctls` inside the new namespace (from the creating thread, in
+/// the caller's user namespace: ids in values are the caller's).
+pub fn create_with(path: &Path, sysctls: &[NetSysctl]) -> Result<(), NetnsError> {
     let dir = path.parent().unwrap_or(Path::new("/"));
     std::fs::create_dir_all(dir).map_err(|source| NetnsError::Io {
         what: "create directory",
@@ -101,9 +114,10 @@ pub fn create(path: &Path) -> Result<(), NetnsError> {
             }
         })?;
     let target = path.to_path_buf();
+    let sysctls = sysctls.to_vec();
     let made = std::thread::Builder::new()
         .name("rkt-netns".into())
-        .spawn(move || new_netns_on_this_thread(&target))
+        .spawn(move || new_netns_on_this_thread(&target, &sysctls))
         .map_err(|source| NetnsError::Io {
             what: "start a thread",
             path: path.to_path_buf(),
@@ -122,7 +136,7 @@ pub fn create(path: &Path) -> Result<(), NetnsError> {
 }
 
 /// Runs on a thread of its own, which ends right after: its namespace change dies with it.
-fn new_netns_on_this_thread(path: &Path) -> Result<(), NetnsError> {
+fn new_netns_on_this_thread(path: &Path, sysctls: &[NetSysctl]) -> Result<(), NetnsError> {
     let sys = |what| {
         move |source| NetnsError::Sys {
             what,
@@ -140,7 +154,16 @@ fn new_netns_on_this_thread(path: &Path) -> Result<(), NetnsError> {
         None::<&str>,
     )
     .map_err(sys("bind-mount the namespace"))?;
-    set_link_up("lo")
+    set_link_up("lo")?;
+    for (name, value) in sysctls {
+        let file = Path::new("/proc/sys/net").join(name);
+        std::fs::write(&file, value).map_err(|source| NetnsError::Io {
+            what: "set the namespace's sysctl",
+            path: file,
+            source,
+        })?;
+    }
+    Ok(())
 }
 
 /// Makes `dir` a shared mount point (bind-mounting it onto itself first if it is not a mount

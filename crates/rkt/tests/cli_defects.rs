@@ -563,3 +563,142 @@ fn smaller_defects_a_failed_pod_shows_as_failed_in_list() {
     );
     assert!(!line("fine").contains("failed"), "{stdout}");
 }
+
+/// Issue 22, defect 1: `--user=NAME` on a `--rootfs` pod resolves inside DIR, even when
+/// DIR's /etc/passwd is an absolute symlink (which, followed on the host, would read the
+/// host's file): `app` is DIR's, and the host's `daemon` is an error naming DIR's file.
+#[test]
+fn user_names_on_a_rootfs_pod_resolve_in_the_rootfs_not_the_host() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let rootfs = world.path("rootfs");
+    pod_support::tiny_rootfs(&rootfs);
+    fs::create_dir_all(rootfs.join("srv")).unwrap();
+    fs::write(
+        rootfs.join("srv/passwd"),
+        "root:x:0:0::/root:/bin/sh\napp:x:1234:2345::/:/bin/sh\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("/srv/passwd", rootfs.join("etc/passwd")).unwrap();
+    let root_flag = format!("--rootfs={}", rootfs.display());
+    let out = world
+        .rkt(&[
+            "run",
+            "--net=none",
+            &root_flag,
+            "--user=app",
+            "--",
+            "/bin/cat",
+            "/proc/self/status",
+        ])
+        .run();
+    out.assert_success();
+    assert!(
+        out.stdout().contains("Uid:\t1234\t1234\t1234\t1234"),
+        "{}",
+        out.stdout()
+    );
+    world
+        .rkt(&[
+            "run",
+            "--net=none",
+            &root_flag,
+            "--user=daemon",
+            "--",
+            "true",
+        ])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains(&format!(
+            "--user=daemon: no such user in {}'s /etc/passwd",
+            rootfs.display()
+        ));
+}
+
+/// Issue 22, defect 11: every pod has its own /etc/hostname, holding the name `hostname`
+/// says: a host-command pod (not the host's file), one on the host's network (its UTS
+/// namespace is still its own), and a `--rootfs` pod whose directory has no /etc/hostname
+/// (and still gets none written into it).
+#[test]
+fn etc_hostname_is_the_pods_own_in_every_pod() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let rootfs = world.path("rootfs");
+    pod_support::tiny_rootfs(&rootfs);
+    let root_flag = format!("--rootfs={}", rootfs.display());
+    let read = "cat /etc/hostname; echo $(cat /proc/sys/kernel/hostname)";
+    for flags in [
+        &["--net=none", "--hostname=h1"][..],
+        &["--net=host", "--hostname=h1"][..],
+        &["--net=none", "--hostname=h1", &root_flag][..],
+    ] {
+        let mut args = vec!["run"];
+        args.extend_from_slice(flags);
+        args.extend(["--", "/bin/sh", "-c", read]);
+        world
+            .rkt(&args)
+            .run()
+            .assert_success()
+            .assert_stdout_contains("h1\nh1\n");
+    }
+    assert!(
+        !rootfs.join("etc/hostname").exists(),
+        "written into --rootfs"
+    );
+    // Without --hostname, the file says the pod's default name.
+    let out = world
+        .rkt(&["run", "--net=none", "--", "/bin/sh", "-c", read])
+        .run();
+    out.assert_success();
+    let stdout = out.stdout();
+    let lines: Vec<&str> = stdout.lines().map(str::trim).collect();
+    assert!(
+        lines.len() == 2 && lines[0] == lines[1] && lines[0].starts_with("rkt-"),
+        "{lines:?}"
+    );
+}
+
+/// Sends an ICMP echo request to 127.0.0.1 from an ICMP echo socket (what `ping` uses
+/// without a raw socket, allowed by `net.ipv4.ping_group_range`) and prints the reply's type.
+const ICMP_ECHO: &str = "use Socket; alarm 5; \
+    socket(my $s, PF_INET, SOCK_DGRAM, 1) or die qq(socket: $!\\n); \
+    send($s, pack(q(CCnnn), 8, 0, 0, 0, 1), 0, pack_sockaddr_in(0, inet_aton(q(127.0.0.1)))) \
+    or die qq(send: $!\\n); \
+    defined recv($s, my $r, 64, 0) or die qq(recv: $!\\n); \
+    printf qq(icmp reply type %d\\n), unpack(q(C), $r);";
+
+/// Issue 22, defect 9: a pod's own network namespace lets the pod's groups ping without a
+/// raw socket: every group in an ordinary pod (so a non-root app pings), the pod's mapped
+/// groups with `--private-users` (`0 65535` inside, not `65534 65534`); `--net=host` keeps
+/// the host's setting, which is never changed.
+#[test]
+fn ping_group_range_is_the_pods_groups_so_unprivileged_ping_works() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let range = "/proc/sys/net/ipv4/ping_group_range";
+    let host_range = fs::read_to_string(range).unwrap();
+    let script = format!("cat {range}; perl -e '{ICMP_ECHO}'");
+    let cases: [(&[&str], &str); 2] = [
+        (&["--net=none", "--user=65534"], "0\t2147483647\n"),
+        (&["--net=none", "--private-users"], "0\t65535\n"),
+    ];
+    for (flags, expected) in cases {
+        let mut args = vec!["run"];
+        args.extend_from_slice(flags);
+        args.extend(["--", "sh", "-c", &script]);
+        let out = world.rkt(&args).run();
+        out.assert_success();
+        assert_eq!(
+            out.stdout(),
+            format!("{expected}icmp reply type 0\n"),
+            "rkt {args:?}"
+        );
+    }
+    let out = world.rkt(&["run", "--net=host", "--", "cat", range]).run();
+    out.assert_success();
+    assert_eq!(out.stdout(), host_range);
+    assert_eq!(fs::read_to_string(range).unwrap(), host_range);
+}

@@ -622,3 +622,102 @@ fn an_image_pod_with_private_users_owns_its_copy_of_the_image() {
         .run()
         .assert_success();
 }
+
+/// Issue 22, defect 1: `--user=NAME` and `--group=NAME` on an image pod are the image's own
+/// users and groups, not the host's: `web` (only in the image) runs as the image's 1001,
+/// `daemon` (only on the host) is an error naming the image's /etc/passwd, found before any
+/// pod exists. `prepare` resolves them the same way.
+#[test]
+fn user_and_group_names_on_an_image_pod_resolve_in_the_images_etc_passwd() {
+    if !ready_for_images("user_and_group_names_on_an_image_pod_resolve_in_the_images_etc_passwd") {
+        return;
+    }
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let layout = layout(world.root.path());
+    let user = format!("oci:{}:user", layout.display());
+    let v1 = format!("oci:{}:v1", layout.display());
+    let ids = "/bin/busybox id -u; /bin/busybox id -g";
+    world
+        .rkt(&[
+            "run",
+            "--net=none",
+            "--user=web",
+            "--group=logs",
+            &user,
+            "--",
+            ids,
+        ])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("1001\n1003\n");
+    // The image's numbers, even over the image's own User (root here).
+    world
+        .rkt(&["run", "--net=none", "--user=root", &user, "--", ids])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("0\n0\n");
+    let pods = world.pods().len();
+    for (flags, image, what) in [
+        (
+            &["--user=daemon"][..],
+            &user,
+            format!("--user=daemon: no such user in image {user}'s /etc/passwd"),
+        ),
+        (
+            &["--group=daemon"][..],
+            &user,
+            format!("--group=daemon: no such group in image {user}'s /etc/group"),
+        ),
+        // v1 has no /etc/passwd at all: root is still a name it lacks.
+        (
+            &["--user=root"][..],
+            &v1,
+            format!("--user=root: no such user in image {v1}'s /etc/passwd"),
+        ),
+    ] {
+        for verb in ["run", "prepare"] {
+            let mut args = vec![verb, "--net=none"];
+            if verb == "prepare" {
+                args.pop();
+            }
+            args.extend_from_slice(flags);
+            args.extend([image.as_str(), "--", "true"]);
+            world
+                .rkt(&args)
+                .run()
+                .assert_failure()
+                .assert_stderr_contains(&what);
+        }
+    }
+    assert_eq!(world.pods().len(), pods, "a refused pod was made");
+    world
+        .rkt(&["gc", "--grace-period=0s"])
+        .run()
+        .assert_success();
+}
+
+/// Issue 22, defect 11: an image pod has /etc/hostname (the image has none) holding its
+/// hostname, as `hostname` says.
+#[test]
+fn etc_hostname_of_an_image_pod_is_its_hostname() {
+    if !ready_for_images("etc_hostname_of_an_image_pod_is_its_hostname") {
+        return;
+    }
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let layout = busybox_layout(world.root.path());
+    let v1 = format!("oci:{}:v1", layout.display());
+    world
+        .rkt(&[
+            "run",
+            "--net=none",
+            "--hostname=web1",
+            &v1,
+            "--",
+            "cat /etc/hostname; hostname",
+        ])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("web1\nweb1\n");
+}

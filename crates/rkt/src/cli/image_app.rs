@@ -10,6 +10,7 @@ use std::path::Path;
 use ::image::{ImageRecord, ImageRef};
 use rkt::firewall::port_names::{resolve, AppPorts};
 use rkt::firewall::ports::{push_unique, PortMapping};
+use rkt::image_pod::user::AppRoot;
 use rkt::image_pod::AppImage;
 use rkt::pod::App;
 
@@ -93,7 +94,11 @@ pub fn app(global: &GlobalArgs, data: &Path, args: &AppArgs) -> anyhow::Result<A
         command: argv.clone(),
         ..args.clone()
     };
-    let mut app = base.app()?;
+    let mut app = base.app_in(Some(AppRoot::Image {
+        store: &store,
+        record: &record,
+        name: first,
+    }))?;
     let mut env: Vec<(String, String)> = config
         .env()
         .clone()

@@ -1,11 +1,10 @@
 //! The app's isolation flags (`run`, `prepare`), rkt's names and syntax; flattened into
 //! the app options. What they mean: [`rkt::isolation`] and docs/isolation.md.
 
-use std::path::Path;
-
 use clap::Args;
 
 use super::on_off::OnOff;
+use rkt::image_pod::user::{accounts, AppRoot};
 use rkt::isolation::capabilities::CapsFlag;
 use rkt::isolation::seccomp::SeccompSpec;
 use rkt::isolation::{cgroups, user, Isolators};
@@ -41,13 +40,14 @@ pub struct IsolationArgs {
     #[arg(long, on_off = false)]
     pub readonly_rootfs: bool,
 
-    /// Run the app as this user (a number, or a name from the root filesystem's
-    /// /etc/passwd). A non-root app has no capabilities unless --caps-retain names them.
+    /// Run the app as this user (a number, or a name from the app's own /etc/passwd: the
+    /// image's, --rootfs's, or the host's for a host command). A non-root app has no
+    /// capabilities unless --caps-retain names them.
     #[arg(long, value_name = "UID|NAME")]
     pub user: Option<String>,
 
-    /// Run the app with this group (a number, or a name from the root filesystem's
-    /// /etc/group) [default: the user's primary group, or 0].
+    /// Run the app with this group (a number, or a name from the app's own /etc/group)
+    /// [default: the user's primary group, or 0].
     #[arg(long, value_name = "GID|NAME")]
     pub group: Option<String>,
 
@@ -73,9 +73,8 @@ pub struct IsolationArgs {
 
 impl IsolationArgs {
     /// The flags, checked (unknown capabilities, syscalls, groups and errnos are errors
-    /// naming them); names of users and groups are looked up under `rootfs` (the host's
-    /// root without one).
-    pub fn isolators(&self, rootfs: Option<&Path>) -> anyhow::Result<Isolators> {
+    /// naming them); names of users and groups are looked up in the app's own `root`.
+    pub fn isolators(&self, root: AppRoot<'_>) -> anyhow::Result<Isolators> {
         let caps = match (&self.caps_retain, &self.caps_remove) {
             (Some(list), _) => Some(CapsFlag::parse(true, list)?),
             (None, Some(list)) => Some(CapsFlag::parse(false, list)?),
@@ -86,12 +85,15 @@ impl IsolationArgs {
             .as_deref()
             .map(SeccompSpec::parse)
             .transpose()?;
-        let identity = user::resolve(
-            rootfs.unwrap_or(Path::new("/")),
+        let (u, g, s) = (
             self.user.as_deref(),
             self.group.as_deref(),
             self.supplementary_gids.as_deref(),
-        )?;
+        );
+        let identity = match user::any_given(u, g, s) {
+            true => user::resolve(&accounts(root)?, u, g, s)?,
+            false => None,
+        };
         let limits = cgroups::Limits {
             memory: self
                 .memory

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::Args;
 
+use rkt::image_pod::user::AppRoot;
 use rkt::networking::{DnsOptions, HostsOptions, NetOptions, NetSelection};
 use rkt::pod::manifest::parse_user_meta;
 use rkt::pod::run::{RunOptions, RunOutcome};
@@ -127,6 +128,12 @@ impl AppArgs {
     /// The variables are in order of precedence, lowest first (--set-env-file, --set-env,
     /// --environment): the stage lets a later one win.
     pub fn app(&self) -> anyhow::Result<App> {
+        self.app_in(None)
+    }
+
+    /// [`Self::app`] of an app whose root is `image_root` (an image's): `--user` and
+    /// `--group` names are looked up there.
+    pub fn app_in(&self, image_root: Option<AppRoot<'_>>) -> anyhow::Result<App> {
         let mut env = Vec::new();
         for file in &self.set_env_file {
             env.extend(read_env_file(file)?);
@@ -166,7 +173,12 @@ impl AppArgs {
         if let Some(dir) = self.working_dir.as_deref().filter(|d| !d.starts_with('/')) {
             bail!("--working-dir={dir:?}: must be an absolute path");
         }
-        let isolators = self.isolation.isolators(rootfs.as_deref())?;
+        let root = match (image_root, rootfs.as_deref()) {
+            (Some(root), _) => root,
+            (None, Some(dir)) => AppRoot::Dir(dir),
+            (None, None) => AppRoot::Host,
+        };
+        let isolators = self.isolation.isolators(root)?;
         Ok(App {
             name,
             exec: self.command.clone(),

@@ -5,10 +5,72 @@
 //! group gets the primary group of its passwd entry (0 when it has none); supplementary
 //! groups are the `/etc/group` entries that list the user's name. The files are read by
 //! [`crate::isolation::user`], which resolves `--user`/`--group` too.
+//!
+//! `--user`/`--group` names are resolved earlier, when the flags are parsed, before any pod
+//! exists: [`accounts`] finds the app's own `/etc/passwd` and `/etc/group` — an image's in
+//! its unpacked layers, merged as the pod's overlay will show them
+//! ([`image::merged::merged_file`], symlinks followed inside the image), a `--rootfs`
+//! directory's inside it, the host's for a host-command pod.
 
 use std::path::{Path, PathBuf};
 
-use crate::isolation::user::{read_group, read_passwd};
+use image::merged::merged_file;
+use image::unpack::UnpackError;
+use image::{ImageRecord, Store};
+
+use crate::isolation::user::{read_group, read_passwd, Accounts};
+
+/// The root filesystem an app's `--user`/`--group` names are looked up in.
+#[derive(Clone, Copy)]
+pub enum AppRoot<'a> {
+    /// A host-command pod's, the host's own.
+    Host,
+    /// `--rootfs=DIR`.
+    Dir(&'a Path),
+    /// An image's layers (the store's unpacked copies); `name` as the user gave it.
+    Image {
+        store: &'a Store,
+        record: &'a ImageRecord,
+        name: &'a str,
+    },
+}
+
+/// The users and groups of `root`, read from its own `/etc/passwd` and `/etc/group` (none
+/// when it has no such file). An image's layers are unpacked in the store if they are not
+/// yet (the pod's overlay needs them anyway).
+pub fn accounts(root: AppRoot<'_>) -> Result<Accounts, UserError> {
+    let (whose, layers) = match root {
+        AppRoot::Host => {
+            return Ok(Accounts::read(
+                "the host".into(),
+                Some(Path::new("/etc/passwd")),
+                Some(Path::new("/etc/group")),
+            ))
+        }
+        AppRoot::Dir(dir) => (dir.display().to_string(), vec![dir.to_path_buf()]),
+        AppRoot::Image {
+            store,
+            record,
+            name,
+        } => {
+            let layers =
+                image::layers::layer_dirs(store, record).map_err(|source| UserError::Layers {
+                    image: name.to_string(),
+                    source: Box::new(source),
+                })?;
+            (format!("image {name}"), layers)
+        }
+    };
+    let find = |file: &str| {
+        merged_file(&layers, Path::new(file)).map_err(|source| UserError::Read {
+            whose: whose.clone(),
+            file: file.to_string(),
+            source,
+        })
+    };
+    let (passwd, group) = (find("etc/passwd")?, find("etc/group")?);
+    Ok(Accounts::read(whose, passwd.as_deref(), group.as_deref()))
+}
 
 /// Why the image's user could not be resolved.
 #[derive(Debug, thiserror::Error)]
@@ -27,6 +89,17 @@ pub enum UserError {
     },
     #[error("the image's User {spec:?}: empty user")]
     Empty { spec: String },
+    #[error("cannot read /{file} of {whose}: {source}")]
+    Read {
+        whose: String,
+        file: String,
+        source: std::io::Error,
+    },
+    #[error("cannot unpack the layers of image {image} to look up --user/--group: {source}")]
+    Layers {
+        image: String,
+        source: Box<UnpackError>,
+    },
 }
 
 /// The IDs the app runs with.

@@ -1,8 +1,8 @@
 //! The app's identity: `--user=UID|NAME`, `--group=GID|NAME`, `--supplementary-gids`.
 //!
-//! Names are looked up in the pod's root filesystem (`<rootfs>/etc/passwd` and
-//! `<rootfs>/etc/group`, or the host's for a host-command pod) when the flags are parsed,
-//! and recorded as numbers. A user given without a group gets its primary group from
+//! Names are looked up in the app's own root filesystem's `/etc/passwd` and `/etc/group`
+//! (the image's, `--rootfs`'s, or the host's for a host-command pod; found by the caller,
+//! see `image_pod::user::accounts`) when the flags are parsed, and recorded as numbers. A user given without a group gets its primary group from
 //! `passwd` (0 when the number is not listed there, as Docker does). The switch happens
 //! in the app's process before `execve` (see [`super::apply`]): supplementary groups,
 //! group, then user. A non-root app loses its capabilities the way the kernel drops them
@@ -35,24 +35,48 @@ impl Identity {
     }
 }
 
-/// Parses the three flags against the root filesystem `root`; `None` when none is given.
+/// The users and groups names are looked up in: one root filesystem's `/etc/passwd` and
+/// `/etc/group` (the caller finds them inside that root), and whose they are, for errors
+/// (`image busybox`, `/srv/root`, `the host`).
+#[derive(Debug, Clone, Default)]
+pub struct Accounts {
+    pub whose: String,
+    pub passwd: Vec<PasswdEntry>,
+    pub groups: Vec<GroupEntry>,
+}
+
+impl Accounts {
+    /// The entries of the files `passwd` and `group` (`None`, or unreadable: no entries).
+    pub fn read(whose: String, passwd: Option<&Path>, group: Option<&Path>) -> Accounts {
+        Accounts {
+            whose,
+            passwd: passwd.map(read_passwd).unwrap_or_default(),
+            groups: group.map(read_group).unwrap_or_default(),
+        }
+    }
+}
+
+/// Whether any of the three flags is given (and so [`resolve`] needs the [`Accounts`]).
+pub fn any_given(user: Option<&str>, group: Option<&str>, supplementary: Option<&str>) -> bool {
+    user.is_some() || group.is_some() || supplementary.is_some()
+}
+
+/// Parses the three flags, names looked up in `accounts`; `None` when none is given.
 pub fn resolve(
-    root: &Path,
+    accounts: &Accounts,
     user: Option<&str>,
     group: Option<&str>,
     supplementary: Option<&str>,
 ) -> Result<Option<Identity>, IsolationError> {
-    if user.is_none() && group.is_none() && supplementary.is_none() {
+    if !any_given(user, group, supplementary) {
         return Ok(None);
     }
-    let passwd = root.join("etc/passwd");
-    let groups = root.join("etc/group");
     let (uid, primary) = match user {
-        Some(text) => lookup_user(&passwd, text)?,
+        Some(text) => lookup_user(accounts, text)?,
         None => (0, Some(0)),
     };
     let gid = match group {
-        Some(text) => lookup(&groups, text, "--group")?,
+        Some(text) => lookup_group(accounts, text, "--group")?,
         None => primary.unwrap_or(0),
     };
     let supplementary_gids = match supplementary {
@@ -78,8 +102,8 @@ pub fn resolve(
 }
 
 /// A user's number and primary group (when `passwd` lists it).
-fn lookup_user(passwd: &Path, text: &str) -> Result<(u32, Option<u32>), IsolationError> {
-    let users = read_passwd(passwd);
+fn lookup_user(accounts: &Accounts, text: &str) -> Result<(u32, Option<u32>), IsolationError> {
+    let users = &accounts.passwd;
     if let Ok(uid) = text.parse::<u32>() {
         let primary = users.iter().find(|u| u.uid == uid).and_then(|u| u.gid);
         return Ok((uid, primary));
@@ -90,23 +114,26 @@ fn lookup_user(passwd: &Path, text: &str) -> Result<(u32, Option<u32>), Isolatio
         .ok_or_else(|| IsolationError::BadValue {
             flag: "--user",
             value: text.to_string(),
-            why: format!("no such user in {}", passwd.display()),
+            why: format!("no such user in {}'s /etc/passwd", accounts.whose),
         })
 }
 
-/// The number of `text` (a number, or a group's name in `file`).
-fn lookup(file: &Path, text: &str, flag: &'static str) -> Result<u32, IsolationError> {
+/// The number of `text` (a number, or a group's name in `group`).
+fn lookup_group(
+    accounts: &Accounts,
+    text: &str,
+    flag: &'static str,
+) -> Result<u32, IsolationError> {
     if let Ok(n) = text.parse::<u32>() {
         return Ok(n);
     }
-    let groups = read_group(file);
-    let found = groups.iter().find(|g| g.name == text);
+    let found = accounts.groups.iter().find(|g| g.name == text);
     found
         .map(|g| g.gid)
         .ok_or_else(|| IsolationError::BadValue {
             flag,
             value: text.to_string(),
-            why: format!("no such group in {}", file.display()),
+            why: format!("no such group in {}'s /etc/group", accounts.whose),
         })
 }
 
@@ -194,45 +221,60 @@ mod tests {
         dir
     }
 
+    fn accounts(root: &Path) -> Accounts {
+        Accounts::read(
+            "image test".into(),
+            Some(&root.join("etc/passwd")),
+            Some(&root.join("etc/group")),
+        )
+    }
+
     #[test]
     fn names_resolve_in_the_root_and_numbers_stand() {
         let r = root();
-        let id = resolve(r.path(), Some("app"), None, None).unwrap().unwrap();
+        let id = resolve(&accounts(r.path()), Some("app"), None, None)
+            .unwrap()
+            .unwrap();
         assert_eq!((id.uid, id.gid), (1234, 2345));
-        let id = resolve(r.path(), Some("app"), Some("grp"), Some("7,8"))
+        let id = resolve(&accounts(r.path()), Some("app"), Some("grp"), Some("7,8"))
             .unwrap()
             .unwrap();
         assert_eq!(
             (id.uid, id.gid, id.supplementary_gids),
             (1234, 3456, vec![7, 8])
         );
-        let id = resolve(r.path(), Some("1234"), None, None)
+        let id = resolve(&accounts(r.path()), Some("1234"), None, None)
             .unwrap()
             .unwrap();
         assert_eq!(id.gid, 2345);
-        let id = resolve(r.path(), Some("99"), None, None).unwrap().unwrap();
+        let id = resolve(&accounts(r.path()), Some("99"), None, None)
+            .unwrap()
+            .unwrap();
         assert_eq!((id.uid, id.gid), (99, 0));
-        assert_eq!(resolve(r.path(), None, None, None).unwrap(), None);
+        assert_eq!(
+            resolve(&accounts(r.path()), None, None, None).unwrap(),
+            None
+        );
     }
 
     #[test]
     fn unknown_names_are_errors_naming_name_and_file() {
         let r = root();
-        let e = resolve(r.path(), Some("ghost"), None, None)
+        let e = resolve(&accounts(r.path()), Some("ghost"), None, None)
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("--user=ghost") && e.contains("etc/passwd"),
+            e.contains("--user=ghost: no such user in image test's /etc/passwd"),
             "{e}"
         );
-        let e = resolve(r.path(), None, Some("nogrp"), None)
+        let e = resolve(&accounts(r.path()), None, Some("nogrp"), None)
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("--group=nogroup") || e.contains("--group=nogrp"),
+            e.contains("--group=nogrp: no such group in image test's /etc/group"),
             "{e}"
         );
-        let e = resolve(r.path(), None, None, Some("1,x"))
+        let e = resolve(&accounts(r.path()), None, None, Some("1,x"))
             .unwrap_err()
             .to_string();
         assert!(e.contains("--supplementary-gids=x"), "{e}");

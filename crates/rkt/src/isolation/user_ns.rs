@@ -167,16 +167,25 @@ pub fn write_maps(host_proc: &OwnedFd, pid: Pid, map: &IdMap) -> Result<(), Isol
     Ok(())
 }
 
-/// The pod's network sysctls that let its root, unprivileged towards the network namespace
-/// (the host's user namespace owns it), bind ports below 1024 and open ICMP echo sockets
-/// (`ping`), as rootless podman does; raw sockets stay refused.
-const NET_SYSCTLS: [(&str, &str); 2] = [
-    ("/proc/sys/net/ipv4/ip_unprivileged_port_start", "0"),
-    ("/proc/sys/net/ipv4/ping_group_range", "0 2147483647"),
-];
+/// The pod's network sysctl that lets its root, unprivileged towards the network namespace
+/// (the host's user namespace owns it), bind ports below 1024, as rootless podman does.
+/// (Its ICMP echo sockets come from [`ping_group_range`], set when the namespace is made;
+/// raw sockets stay refused.)
+const NET_SYSCTLS: [(&str, &str); 1] = [("/proc/sys/net/ipv4/ip_unprivileged_port_start", "0")];
 
-/// Sets those two sysctls (`NET_SYSCTLS`) in the caller's network namespace, which must be
-/// the pod's own (never the host's: `--net=host` keeps the host's settings).
+/// `net.ipv4.ping_group_range` for a pod's own network namespace, written from the host's
+/// user namespace: the groups that may open ICMP echo sockets (`ping` without a raw socket).
+/// In a user namespace of its own (`user_ns`), the pod's mapped groups (its host range,
+/// which reads `0 <size-1>` inside); otherwise every group, as Docker sets since 20.10.
+pub fn ping_group_range(user_ns: Option<&IdMap>) -> String {
+    match user_ns {
+        Some(map) => format!("{} {}", map.host_base, map.host_base + (map.size - 1)),
+        None => "0 2147483647".to_string(),
+    }
+}
+
+/// Sets that sysctl (`NET_SYSCTLS`) in the caller's network namespace, which must be the
+/// pod's own (never the host's: `--net=host` keeps the host's settings).
 pub fn open_pod_network() -> Result<(), IsolationError> {
     for (file, value) in NET_SYSCTLS {
         std::fs::write(file, value).map_err(|source| IsolationError::Io {
@@ -206,6 +215,16 @@ pub fn become_root() -> Result<(), IsolationError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_ping_group_range_is_the_pods_mapped_groups_or_all() {
+        let map = IdMap {
+            host_base: 1 << 24,
+            size: SIZE,
+        };
+        assert_eq!(ping_group_range(Some(&map)), "16777216 16842751");
+        assert_eq!(ping_group_range(None), "0 2147483647");
+    }
 
     #[test]
     fn a_pods_range_is_unprivileged_stable_and_skips_those_in_use() {

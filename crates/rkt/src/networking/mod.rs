@@ -224,6 +224,10 @@ pub fn setup_planned(
     if !opts.ports.is_empty() && (opts.selection.is_host() || opts.selection.is_none()) {
         check_ports_possible(opts, &[])?;
     }
+    // The pod's UTS namespace is its own even on the host's network.
+    if !opts.hostname.is_empty() {
+        dns::write_hostname(pod.pod_dir, &opts.hostname)?;
+    }
     let nets = match &opts.selection {
         NetSelection::Host => return Ok(Vec::new()),
         NetSelection::None => Vec::new(),

@@ -453,7 +453,13 @@ fn start(
         })?;
     }
     if let Some(path) = netns_path {
-        netns::create(path).map_err(|source| RunError::Netns {
+        // ICMP echo sockets for the pod's groups, in its own namespace only.
+        let user_ns = state.isolation.as_ref().and_then(|i| i.user_ns.as_ref());
+        let ping = (
+            "ipv4/ping_group_range",
+            isolation::user_ns::ping_group_range(user_ns),
+        );
+        netns::create_with(path, &[ping]).map_err(|source| RunError::Netns {
             uuid: uuid(),
             source,
         })?;

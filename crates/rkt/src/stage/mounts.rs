@@ -93,8 +93,9 @@ pub fn bind_rootfs(rootfs: &Path) -> Result<(), StageError> {
     )
 }
 
-/// The files of `/etc` that the pod gets its own of.
-const ETC_FILES: [&str; 2] = ["resolv.conf", "hosts"];
+/// The files of `/etc` that the pod gets its own of (`hostname` always written, see
+/// [`crate::etc_files`]).
+const ETC_FILES: [&str; 3] = ["resolv.conf", "hosts", "hostname"];
 
 /// Bind-mounts the pod's `etc/resolv.conf` and `etc/hosts` over the root's.
 ///
