@@ -688,3 +688,49 @@ fn memory_and_cpu_limits_hold_in_a_cgroup_removed_with_the_pod() {
             .assert_stderr_contains(needle);
     }
 }
+
+/// The probe's outcomes in a host-command pod run with `flags`.
+fn probe_outcomes(world: &World, flags: &[&str], checks: &[&str]) -> BTreeMap<String, String> {
+    let probe = probe().display().to_string();
+    let mut args = vec!["run"];
+    args.extend_from_slice(flags);
+    args.extend(["--", &probe]);
+    args.extend_from_slice(checks);
+    let out = world.rkt(&args).run();
+    out.assert_success();
+    outcomes(&out.stdout())
+}
+
+#[test]
+fn io_uring_and_personalities_outside_dockers_values_are_refused() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let checks = [
+        "io-uring-setup",
+        "personality:0",
+        "personality:20008",
+        "personality:ffffffff",
+        // ADDR_NO_RANDOMIZE, what `setarch -R` asks for.
+        "personality:40000",
+    ];
+    let out = probe_outcomes(&world, &["--net=none"], &checks);
+    assert_eq!(out["io-uring-setup"], "EPERM", "{out:?}");
+    assert_eq!(out["personality:40000"], "EPERM", "{out:?}");
+    for allowed in ["personality:0", "personality:20008", "personality:ffffffff"] {
+        assert_eq!(out[allowed], "ok", "{out:?}");
+    }
+    // Without the filter the same calls work, so it is the filter that refuses them (a
+    // kernel with io_uring turned off refuses io_uring_setup anyway).
+    let out = probe_outcomes(
+        &world,
+        &["--net=none", "--insecure-options=seccomp"],
+        &checks,
+    );
+    assert_eq!(out["personality:40000"], "ok", "{out:?}");
+    let io_uring_on =
+        fs::read_to_string("/proc/sys/kernel/io_uring_disabled").map_or(true, |v| v.trim() == "0");
+    if io_uring_on {
+        assert_eq!(out["io-uring-setup"], "ok", "{out:?}");
+    }
+}
