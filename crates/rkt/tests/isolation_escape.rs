@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use pod_support::{assert_no_netns, tiny_rootfs, wait_for, World};
+use pod_support::{assert_no_netns, pod_cgroup, tiny_rootfs, wait_for, World};
 
 /// The escape probe, built once per test process.
 fn probe() -> PathBuf {
@@ -612,16 +612,6 @@ fn user_and_groups_set_the_apps_identity_and_drop_its_capabilities() {
     assert_eq!(bind(&["--caps-retain=CAP_NET_BIND_SERVICE"]), "ok");
 }
 
-/// The pod's cgroup directory of `controller` (v1) or of the unified hierarchy (v2).
-fn pod_cgroup(controller: &str, uuid: &str) -> PathBuf {
-    let root = Path::new("/sys/fs/cgroup");
-    if root.join("cgroup.controllers").exists() {
-        root.join("rkt").join(uuid)
-    } else {
-        root.join(controller).join("rkt").join(uuid)
-    }
-}
-
 #[test]
 fn memory_and_cpu_limits_hold_in_a_cgroup_removed_with_the_pod() {
     require_root!();
@@ -732,5 +722,71 @@ fn io_uring_and_personalities_outside_dockers_values_are_refused() {
         fs::read_to_string("/proc/sys/kernel/io_uring_disabled").map_or(true, |v| v.trim() == "0");
     if io_uring_on {
         assert_eq!(out["io-uring-setup"], "ok", "{out:?}");
+    }
+}
+
+/// `fork-many:N` in a pod run with `flags`: how many children it got, and its outcome.
+fn fork_many(world: &World, flags: &[&str], n: usize) -> (usize, String) {
+    let check = format!("fork-many:{n}");
+    let out = probe_outcomes(world, flags, &[&check]);
+    let forked = out[&format!("{check} forked")].parse().unwrap();
+    (forked, out[&check].clone())
+}
+
+#[test]
+fn every_pod_has_a_pids_limit_and_forking_past_it_is_refused() {
+    require_root!();
+    let mut world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    // A pod without flags gets its cgroup, the default limit, and its init inside.
+    let (uuid, index) = world.spawn_run(&["--net=none", "--", "sleep", "60"]);
+    let pid = world.wait_running(&uuid);
+    let pids = pod_cgroup("pids", &uuid);
+    let read =
+        |p: PathBuf| fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    assert_eq!(read(pids.join("pids.max")).trim(), "2048");
+    let procs = read(pids.join("cgroup.procs"));
+    assert!(
+        procs.lines().any(|l| l == pid.to_string()),
+        "{pid} not in {procs}"
+    );
+    assert_eq!(
+        world.status_json(&uuid)["isolation"]["limits"]["pids"],
+        2048
+    );
+    world.rkt(&["stop", &uuid]).run().assert_success();
+    world.wait_child(index);
+    assert!(!pids.exists(), "the pod's pids cgroup was left behind");
+
+    // An app forking as many processes as it can stops at the limit, with EAGAIN: the pod's
+    // own processes (stage, init, shell, probe) count too.
+    let (forked, outcome) = fork_many(&world, &["--net=none", "--pids-limit=32"], 64);
+    assert_eq!(outcome, "EAGAIN");
+    assert!((20..32).contains(&forked), "forked {forked} under 32");
+    let (forked, outcome) = fork_many(&world, &["--net=none"], 2100);
+    assert_eq!(outcome, "EAGAIN");
+    assert!((2030..2048).contains(&forked), "forked {forked} under 2048");
+    // Without a limit the same app gets all it asks for: the limit is what refused it.
+    let (forked, outcome) = fork_many(&world, &["--net=none", "--pids-limit=-1"], 2100);
+    assert_eq!((forked, outcome.as_str()), (2100, "ok"));
+
+    // A prepared pod keeps its limit; status shows it, "max" for none.
+    let prepared = world
+        .rkt(&["prepare", "--pids-limit=0", "--", "true"])
+        .run();
+    prepared.assert_success();
+    let uuid = prepared.stdout().trim().to_string();
+    world.rkt(&["run-prepared", &uuid]).run().assert_success();
+    assert_eq!(
+        world.status_json(&uuid)["isolation"]["limits"]["pids"],
+        "max"
+    );
+
+    for bad in ["--pids-limit=lots", "--pids-limit=-2"] {
+        world
+            .rkt(&["run", bad, "--", "true"])
+            .run()
+            .assert_failure()
+            .assert_stderr_contains(bad);
     }
 }
