@@ -6,6 +6,7 @@
 //! with the leak checker.
 
 mod leaks;
+mod net_support;
 mod pod_support;
 mod support;
 
@@ -788,5 +789,90 @@ fn every_pod_has_a_pids_limit_and_forking_past_it_is_refused() {
             .run()
             .assert_failure()
             .assert_stderr_contains(bad);
+    }
+}
+
+/// The CNI result of pod `uuid`'s first network, from its record.
+fn first_result(world: &World, uuid: &str) -> serde_json::Value {
+    let record = world.path(&format!("data/pods/{uuid}/net-info.json"));
+    let entries: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&record).unwrap()).unwrap();
+    entries[0]["result"].clone()
+}
+
+/// The sources of the datagrams waiting on `socket` (its read timeout ends the wait).
+fn sources(socket: &std::net::UdpSocket) -> Vec<std::net::IpAddr> {
+    let mut buf = [0u8; 64];
+    let mut got = Vec::new();
+    while let Ok((_, from)) = socket.recv_from(&mut buf) {
+        got.push(from.ip());
+    }
+    got
+}
+
+#[test]
+fn a_pod_on_the_default_network_cannot_send_with_another_source_address() {
+    require_root!();
+    let mut world = World::new();
+    let mut guard = leaks::Guard::new(world.leak_ctx().shared_network("default"));
+    let (victim, victim_run) = world.spawn_run(&["--net=default", "--", "sleep", "60"]);
+    let (spoofer, spoofer_run) = world.spawn_run(&["--net=default", "--", "sleep", "60"]);
+    world.wait_running(&victim);
+    world.wait_running(&spoofer);
+    let ip = |uuid: &str| {
+        world.status_json(uuid)["networks"][0]["ip"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (victim_ip, own_ip) = (ip(&victim), ip(&spoofer));
+    let result = first_result(&world, &spoofer);
+    let gateway = result["ips"][0]["gateway"].as_str().unwrap().to_string();
+    let links = net_support::host_ifaces(&[result]);
+    net_support::guard_links(&mut guard, &links);
+    let rp_filter = PathBuf::from(format!("/proc/sys/net/ipv4/conf/{}/rp_filter", links[0]));
+    assert_eq!(fs::read_to_string(&rp_filter).unwrap().trim(), "1");
+    if fs::read_to_string("/proc/sys/net/ipv4/conf/all/rp_filter")
+        .unwrap()
+        .trim()
+        == "2"
+    {
+        eprintln!("skipping the packets: this host's conf/all/rp_filter is 2 (loose)");
+        return;
+    }
+
+    // The host's end of the pod's link, listening; the pod writes IP headers itself.
+    let socket = std::net::UdpSocket::bind((gateway.as_str(), 0)).unwrap();
+    socket
+        .set_read_timeout(Some(std::time::Duration::from_millis(500)))
+        .unwrap();
+    let port = socket.local_addr().unwrap().port();
+    let probe = probe().display().to_string();
+    let send = |src: &str| {
+        let check = format!("spoof-udp:{src}:{gateway}:{port}");
+        let out = world.rkt(&["enter", &spoofer, "--", &probe, &check]).run();
+        out.assert_success();
+        assert_eq!(outcomes(&out.stdout())[&check], "ok", "{check}");
+    };
+    send(&own_ip);
+    send(&victim_ip);
+    send("198.51.100.7");
+    let own: std::net::IpAddr = own_ip.parse().unwrap();
+    assert_eq!(
+        sources(&socket),
+        vec![own],
+        "forged sources reached the host"
+    );
+
+    // With the link's filtering back at the kernel's default (0), the same forged packet
+    // arrives: the check is what drops it.
+    fs::write(&rp_filter, "0").unwrap();
+    send(&victim_ip);
+    let victim_ip: std::net::IpAddr = victim_ip.parse().unwrap();
+    assert_eq!(sources(&socket), vec![victim_ip]);
+
+    for (uuid, run) in [(&victim, victim_run), (&spoofer, spoofer_run)] {
+        world.rkt(&["stop", uuid]).run().assert_success();
+        world.wait_child(run);
     }
 }
