@@ -6,7 +6,12 @@
 //!
 //! Checks: mount-proc, mount-sysfs, mknod-block (make a block node and read it),
 //! unshare-user, unshare-mount, clone-user, init-module, finit-module, reboot, keyctl,
-//! write-sysrq, write-proc-sys, write-sys, raw-socket, bind-80, chown, setuid.
+//! write-sysrq, write-proc-sys, write-sys, raw-socket, bind-80, chown, setuid,
+//! io-uring-setup, `personality:HEX` (set that persona), `fork-many:N` (fork N children
+//! that wait; also prints `fork-many:N forked: K`, the number that succeeded, before the
+//! outcome, which is the errno of the first refusal) and `spoof-udp:SRC:DST:PORT` (one UDP
+//! datagram `escape-probe spoof` to DST:PORT whose IP header, written by the probe on a raw
+//! socket with `IP_HDRINCL`, says it comes from SRC).
 
 use std::ffi::CString;
 use std::io::Error;
@@ -28,6 +33,7 @@ fn errno_name(err: &Error) -> String {
         libc::ENOEXEC => "ENOEXEC",
         libc::EADDRINUSE => "EADDRINUSE",
         libc::EADDRNOTAVAIL => "EADDRNOTAVAIL",
+        libc::EAGAIN => "EAGAIN",
         _ => return format!("errno{n}"),
     };
     name.to_string()
@@ -168,7 +174,134 @@ fn setuid_in_child() -> Result<(), Error> {
     }
 }
 
+fn io_uring_setup() -> Result<(), Error> {
+    // struct io_uring_params: 120 bytes, zeroed (the kernel fills in what it sets up).
+    let mut params = [0u8; 120];
+    // SAFETY: a valid, writable params buffer of the size the kernel expects.
+    let fd = unsafe { libc::syscall(libc::SYS_io_uring_setup, 1u32, params.as_mut_ptr()) };
+    check(fd)?;
+    // SAFETY: the descriptor io_uring_setup returned, ours.
+    unsafe { libc::close(fd as libc::c_int) };
+    Ok(())
+}
+
+fn personality(hex: &str) -> Result<(), Error> {
+    let value = u32::from_str_radix(hex.trim_start_matches("0x"), 16)
+        .unwrap_or_else(|_| panic!("personality:{hex}: expected a hexadecimal value"));
+    // SAFETY: an integer argument; it changes this check's child only.
+    check(unsafe { libc::personality(value as libc::c_ulong) } as i64)
+}
+
+/// Forks up to `n` children that wait to be killed; prints how many it got.
+fn fork_many(n: &str) -> Result<(), Error> {
+    let n: usize = n
+        .parse()
+        .unwrap_or_else(|_| panic!("fork-many:{n}: expected a number"));
+    let mut children = Vec::new();
+    let mut refused = None;
+    for _ in 0..n {
+        // SAFETY: fork of a single-threaded process; the child only pauses until killed.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            loop {
+                // SAFETY: waits for the signal that ends the child.
+                unsafe { libc::pause() };
+            }
+        }
+        if pid < 0 {
+            refused = Some(Error::last_os_error());
+            break;
+        }
+        children.push(pid);
+    }
+    println!("fork-many:{n} forked: {}", children.len());
+    for &pid in &children {
+        // SAFETY: signals and reaps our own children.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, std::ptr::null_mut(), 0);
+        }
+    }
+    refused.map_or(Ok(()), Err)
+}
+
+/// An IPv4 header's checksum.
+fn ip_checksum(header: &[u8]) -> u16 {
+    let mut sum: u32 = header
+        .chunks(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// One UDP datagram to `dst:port` with `src` written as its source address.
+fn spoof_udp(spec: &str) -> Result<(), Error> {
+    let parts: Vec<&str> = spec.split(':').collect();
+    let [src, dst, port] = parts[..] else {
+        panic!("spoof-udp:{spec}: expected SRC:DST:PORT");
+    };
+    let src: std::net::Ipv4Addr = src.parse().expect("spoof-udp: SRC is an IPv4 address");
+    let dst: std::net::Ipv4Addr = dst.parse().expect("spoof-udp: DST is an IPv4 address");
+    let port: u16 = port.parse().expect("spoof-udp: PORT is a number");
+    let payload = b"escape-probe spoof";
+    let total = 20 + 8 + payload.len();
+    let mut packet = vec![0u8; total];
+    packet[0] = 0x45; // IPv4, 5 words of header
+    packet[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+    packet[8] = 64; // TTL
+    packet[9] = libc::IPPROTO_UDP as u8;
+    packet[12..16].copy_from_slice(&src.octets());
+    packet[16..20].copy_from_slice(&dst.octets());
+    let sum = ip_checksum(&packet[..20]);
+    packet[10..12].copy_from_slice(&sum.to_be_bytes());
+    packet[20..22].copy_from_slice(&40000u16.to_be_bytes());
+    packet[22..24].copy_from_slice(&port.to_be_bytes());
+    packet[24..26].copy_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+    // UDP checksum 0: none, which IPv4 allows.
+    packet[28..].copy_from_slice(payload);
+    // SAFETY: a raw socket we own; IP_HDRINCL: we give the whole header.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_RAW) };
+    check(fd as i64)?;
+    let to = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: 0,
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(dst).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: the packet and address outlive the call; the sizes are theirs.
+    let sent = unsafe {
+        libc::sendto(
+            fd,
+            packet.as_ptr().cast(),
+            packet.len(),
+            0,
+            (&to as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        )
+    };
+    let res = check(sent as i64);
+    // SAFETY: our descriptor.
+    unsafe { libc::close(fd) };
+    res
+}
+
 fn attempt(name: &str) -> Result<(), Error> {
+    if let Some((check, arg)) = name.split_once(':') {
+        return match check {
+            "personality" => personality(arg),
+            "fork-many" => fork_many(arg),
+            "spoof-udp" => spoof_udp(arg),
+            other => {
+                eprintln!("escape-probe: unknown check {other:?}");
+                std::process::exit(2);
+            }
+        };
+    }
     match name {
         "mount-proc" => mount_fs("proc"),
         "mount-sysfs" => mount_fs("sysfs"),
@@ -230,6 +363,7 @@ fn attempt(name: &str) -> Result<(), Error> {
             res
         }
         "setuid" => setuid_in_child(),
+        "io-uring-setup" => io_uring_setup(),
         other => {
             eprintln!("escape-probe: unknown check {other:?}");
             std::process::exit(2);

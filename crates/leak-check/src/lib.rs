@@ -35,7 +35,9 @@
 //! - CNI cache entries: every file in a `results` directory under the data dir, and those
 //!   naming one of the ids in `/var/lib/cni/results` and each [`Ctx::cache_dir`];
 //! - a pod's `stage1-init` process still alive, and pods still in state `running` under the
-//!   data dir (a final state is `exited` or `garbage`; `prepared` pods hold nothing).
+//!   data dir (a final state is `exited` or `garbage`; `prepared` pods hold nothing);
+//! - pod cgroups: `rkt/<id>` below the root of the unified hierarchy (`/sys/fs/cgroup`) or of
+//!   any v1 hierarchy (`/sys/fs/cgroup/<controller>`), every pod's for its pids limit.
 //!
 //! When not root the guard does nothing (the tests that need root skip themselves anyway).
 
@@ -487,6 +489,11 @@ fn leaked(ctx: &Ctx, before: &Snapshot, ids: &BTreeSet<String>) -> Vec<String> {
         }
     }
     for id in &ids {
+        for dir in pod_cgroups(Path::new("/sys/fs/cgroup"), id) {
+            out.push(format!("pod cgroup {}", dir.display()));
+        }
+    }
+    for id in &ids {
         let state = ctx.data_dir.join("pods").join(id).join("state.json");
         let Ok(text) = fs::read_to_string(&state) else {
             continue;
@@ -497,6 +504,18 @@ fn leaked(ctx: &Ctx, before: &Snapshot, ids: &BTreeSet<String>) -> Vec<String> {
         }
     }
     out
+}
+
+/// The cgroups rkt made for pod `id` that exist: `rkt/<id>` below `root` (cgroup v2) and
+/// below each hierarchy mounted under it (v1).
+fn pod_cgroups(root: &Path, id: &str) -> Vec<PathBuf> {
+    let mut roots = vec![root.to_path_buf()];
+    roots.extend(names_in(root).into_iter().map(|h| root.join(h)));
+    roots
+        .into_iter()
+        .map(|r| r.join("rkt").join(id))
+        .filter(|d| d.is_dir())
+        .collect()
 }
 
 /// Every process as (pid, command line with spaces between arguments).
@@ -681,6 +700,20 @@ mod tests {
         let ids = ctx.ids();
         let want: BTreeSet<String> = [pod, saved, "from-log".into(), "given".into()].into();
         assert_eq!(ids, want);
+    }
+
+    #[test]
+    fn pod_cgroups_are_found_in_the_unified_and_every_v1_hierarchy() {
+        let root = tempfile::tempdir().unwrap();
+        for d in ["rkt/p1", "pids/rkt/p1", "memory/rkt/p2", "cpu/rkt"] {
+            fs::create_dir_all(root.path().join(d)).unwrap();
+        }
+        let found = pod_cgroups(root.path(), "p1");
+        assert_eq!(
+            found,
+            vec![root.path().join("rkt/p1"), root.path().join("pids/rkt/p1")]
+        );
+        assert!(pod_cgroups(root.path(), "p3").is_empty());
     }
 
     #[test]

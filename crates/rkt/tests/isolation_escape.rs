@@ -6,6 +6,7 @@
 //! with the leak checker.
 
 mod leaks;
+mod net_support;
 mod pod_support;
 mod support;
 
@@ -14,7 +15,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use pod_support::{assert_no_netns, escape_probe as probe, tiny_rootfs, wait_for, World};
+use pod_support::{
+    assert_no_netns, escape_probe as probe, pod_cgroup, tiny_rootfs, wait_for, World,
+};
 
 /// Copies `bin` to `<rootfs>/<to>` with the libraries it loads (found with ldd).
 fn copy_with_libraries(bin: &Path, rootfs: &Path, to: &str) {
@@ -590,16 +593,6 @@ fn user_and_groups_set_the_apps_identity_and_drop_its_capabilities() {
     assert_eq!(bind(&["--caps-retain=CAP_NET_BIND_SERVICE"]), "ok");
 }
 
-/// The pod's cgroup directory of `controller` (v1) or of the unified hierarchy (v2).
-fn pod_cgroup(controller: &str, uuid: &str) -> PathBuf {
-    let root = Path::new("/sys/fs/cgroup");
-    if root.join("cgroup.controllers").exists() {
-        root.join("rkt").join(uuid)
-    } else {
-        root.join(controller).join("rkt").join(uuid)
-    }
-}
-
 #[test]
 fn memory_and_cpu_limits_hold_in_a_cgroup_removed_with_the_pod() {
     require_root!();
@@ -664,5 +657,202 @@ fn memory_and_cpu_limits_hold_in_a_cgroup_removed_with_the_pod() {
             .run()
             .assert_failure()
             .assert_stderr_contains(needle);
+    }
+}
+
+/// The probe's outcomes in a host-command pod run with `flags`.
+fn probe_outcomes(world: &World, flags: &[&str], checks: &[&str]) -> BTreeMap<String, String> {
+    let probe = probe().display().to_string();
+    let mut args = vec!["run"];
+    args.extend_from_slice(flags);
+    args.extend(["--", &probe]);
+    args.extend_from_slice(checks);
+    let out = world.rkt(&args).run();
+    out.assert_success();
+    outcomes(&out.stdout())
+}
+
+#[test]
+fn io_uring_and_personalities_outside_dockers_values_are_refused() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let checks = [
+        "io-uring-setup",
+        "personality:0",
+        "personality:20008",
+        "personality:ffffffff",
+        // ADDR_NO_RANDOMIZE, what `setarch -R` asks for.
+        "personality:40000",
+    ];
+    let out = probe_outcomes(&world, &["--net=none"], &checks);
+    assert_eq!(out["io-uring-setup"], "EPERM", "{out:?}");
+    assert_eq!(out["personality:40000"], "EPERM", "{out:?}");
+    for allowed in ["personality:0", "personality:20008", "personality:ffffffff"] {
+        assert_eq!(out[allowed], "ok", "{out:?}");
+    }
+    // Without the filter the same calls work, so it is the filter that refuses them (a
+    // kernel with io_uring turned off refuses io_uring_setup anyway).
+    let out = probe_outcomes(
+        &world,
+        &["--net=none", "--insecure-options=seccomp"],
+        &checks,
+    );
+    assert_eq!(out["personality:40000"], "ok", "{out:?}");
+    let io_uring_on =
+        fs::read_to_string("/proc/sys/kernel/io_uring_disabled").map_or(true, |v| v.trim() == "0");
+    if io_uring_on {
+        assert_eq!(out["io-uring-setup"], "ok", "{out:?}");
+    }
+}
+
+/// `fork-many:N` in a pod run with `flags`: how many children it got, and its outcome.
+fn fork_many(world: &World, flags: &[&str], n: usize) -> (usize, String) {
+    let check = format!("fork-many:{n}");
+    let out = probe_outcomes(world, flags, &[&check]);
+    let forked = out[&format!("{check} forked")].parse().unwrap();
+    (forked, out[&check].clone())
+}
+
+#[test]
+fn every_pod_has_a_pids_limit_and_forking_past_it_is_refused() {
+    require_root!();
+    let mut world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    // A pod without flags gets its cgroup, the default limit, and its init inside.
+    let (uuid, index) = world.spawn_run(&["--net=none", "--", "sleep", "60"]);
+    let pid = world.wait_running(&uuid);
+    let pids = pod_cgroup("pids", &uuid);
+    let read =
+        |p: PathBuf| fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    assert_eq!(read(pids.join("pids.max")).trim(), "2048");
+    let procs = read(pids.join("cgroup.procs"));
+    assert!(
+        procs.lines().any(|l| l == pid.to_string()),
+        "{pid} not in {procs}"
+    );
+    assert_eq!(
+        world.status_json(&uuid)["isolation"]["limits"]["pids"],
+        2048
+    );
+    world.rkt(&["stop", &uuid]).run().assert_success();
+    world.wait_child(index);
+    assert!(!pids.exists(), "the pod's pids cgroup was left behind");
+
+    // An app forking as many processes as it can stops at the limit, with EAGAIN: the pod's
+    // own processes (stage, init, shell, probe) count too.
+    let (forked, outcome) = fork_many(&world, &["--net=none", "--pids-limit=32"], 64);
+    assert_eq!(outcome, "EAGAIN");
+    assert!((20..32).contains(&forked), "forked {forked} under 32");
+    let (forked, outcome) = fork_many(&world, &["--net=none"], 2100);
+    assert_eq!(outcome, "EAGAIN");
+    assert!((2030..2048).contains(&forked), "forked {forked} under 2048");
+    // Without a limit the same app gets all it asks for: the limit is what refused it.
+    let (forked, outcome) = fork_many(&world, &["--net=none", "--pids-limit=-1"], 2100);
+    assert_eq!((forked, outcome.as_str()), (2100, "ok"));
+
+    // A prepared pod keeps its limit; status shows it, "max" for none.
+    let prepared = world
+        .rkt(&["prepare", "--pids-limit=0", "--", "true"])
+        .run();
+    prepared.assert_success();
+    let uuid = prepared.stdout().trim().to_string();
+    world.rkt(&["run-prepared", &uuid]).run().assert_success();
+    assert_eq!(
+        world.status_json(&uuid)["isolation"]["limits"]["pids"],
+        "max"
+    );
+
+    for bad in ["--pids-limit=lots", "--pids-limit=-2"] {
+        world
+            .rkt(&["run", bad, "--", "true"])
+            .run()
+            .assert_failure()
+            .assert_stderr_contains(bad);
+    }
+}
+
+/// The CNI result of pod `uuid`'s first network, from its record.
+fn first_result(world: &World, uuid: &str) -> serde_json::Value {
+    let record = world.path(&format!("data/pods/{uuid}/net-info.json"));
+    let entries: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&record).unwrap()).unwrap();
+    entries[0]["result"].clone()
+}
+
+/// The sources of the datagrams waiting on `socket` (its read timeout ends the wait).
+fn sources(socket: &std::net::UdpSocket) -> Vec<std::net::IpAddr> {
+    let mut buf = [0u8; 64];
+    let mut got = Vec::new();
+    while let Ok((_, from)) = socket.recv_from(&mut buf) {
+        got.push(from.ip());
+    }
+    got
+}
+
+#[test]
+fn a_pod_on_the_default_network_cannot_send_with_another_source_address() {
+    require_root!();
+    let mut world = World::new();
+    let mut guard = leaks::Guard::new(world.leak_ctx().shared_network("default"));
+    let (victim, victim_run) = world.spawn_run(&["--net=default", "--", "sleep", "60"]);
+    let (spoofer, spoofer_run) = world.spawn_run(&["--net=default", "--", "sleep", "60"]);
+    world.wait_running(&victim);
+    world.wait_running(&spoofer);
+    let ip = |uuid: &str| {
+        world.status_json(uuid)["networks"][0]["ip"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (victim_ip, own_ip) = (ip(&victim), ip(&spoofer));
+    let result = first_result(&world, &spoofer);
+    let gateway = result["ips"][0]["gateway"].as_str().unwrap().to_string();
+    let links = net_support::host_ifaces(&[result]);
+    net_support::guard_links(&mut guard, &links);
+    let rp_filter = PathBuf::from(format!("/proc/sys/net/ipv4/conf/{}/rp_filter", links[0]));
+    assert_eq!(fs::read_to_string(&rp_filter).unwrap().trim(), "1");
+    if fs::read_to_string("/proc/sys/net/ipv4/conf/all/rp_filter")
+        .unwrap()
+        .trim()
+        == "2"
+    {
+        eprintln!("skipping the packets: this host's conf/all/rp_filter is 2 (loose)");
+        return;
+    }
+
+    // The host's end of the pod's link, listening; the pod writes IP headers itself.
+    let socket = std::net::UdpSocket::bind((gateway.as_str(), 0)).unwrap();
+    socket
+        .set_read_timeout(Some(std::time::Duration::from_millis(500)))
+        .unwrap();
+    let port = socket.local_addr().unwrap().port();
+    let probe = probe().display().to_string();
+    let send = |src: &str| {
+        let check = format!("spoof-udp:{src}:{gateway}:{port}");
+        let out = world.rkt(&["enter", &spoofer, "--", &probe, &check]).run();
+        out.assert_success();
+        assert_eq!(outcomes(&out.stdout())[&check], "ok", "{check}");
+    };
+    send(&own_ip);
+    send(&victim_ip);
+    send("198.51.100.7");
+    let own: std::net::IpAddr = own_ip.parse().unwrap();
+    assert_eq!(
+        sources(&socket),
+        vec![own],
+        "forged sources reached the host"
+    );
+
+    // With the link's filtering back at the kernel's default (0), the same forged packet
+    // arrives: the check is what drops it.
+    fs::write(&rp_filter, "0").unwrap();
+    send(&victim_ip);
+    let victim_ip: std::net::IpAddr = victim_ip.parse().unwrap();
+    assert_eq!(sources(&socket), vec![victim_ip]);
+
+    for (uuid, run) in [(&victim, victim_run), (&spoofer, spoofer_run)] {
+        world.rkt(&["stop", uuid]).run().assert_success();
+        world.wait_child(run);
     }
 }

@@ -314,6 +314,8 @@ fn gc_after_kill_9_of_rkt_run_tears_down_and_later_removes() {
         .unwrap()
         .to_string();
     assert!(ip.starts_with("172.16.28."), "{ip}");
+    let cgroup = pod_support::pod_cgroup("pids", &uuid);
+    assert!(cgroup.is_dir(), "no pids cgroup {}", cgroup.display());
     world.child(index).kill().unwrap();
     world.wait_child(index);
     // The pod dies with its runner (parent-death signal), but its namespace and network
@@ -333,6 +335,7 @@ fn gc_after_kill_9_of_rkt_run_tears_down_and_later_removes() {
         .assert_stdout_contains(&format!("released pod {uuid}"));
     assert_no_netns(&uuid);
     assert_no_lease("default", &uuid);
+    assert!(!cgroup.exists(), "gc left the pod's cgroup");
     let record = world.path(&format!("data/pods/{uuid}/net-info.json"));
     assert!(!record.exists(), "network record still there");
     assert_eq!(

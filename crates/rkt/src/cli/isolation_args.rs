@@ -65,6 +65,11 @@ pub struct IsolationArgs {
     #[arg(long, value_name = "MILLICORES")]
     pub cpu: Option<String>,
 
+    /// Limit the pod's tasks (processes and threads) to N at once, in a cgroup of its own; 0
+    /// or -1: no limit [default: 2048].
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub pids_limit: Option<String>,
+
     /// Run the pod in a user namespace of its own: root inside is an unprivileged range of
     /// 65536 host ids, one per pod (see docs/isolation.md).
     #[arg(long, on_off = false)]
@@ -101,6 +106,11 @@ impl IsolationArgs {
                 .map(cgroups::parse_memory)
                 .transpose()?,
             cpu_millis: self.cpu.as_deref().map(cgroups::parse_cpu).transpose()?,
+            pids: self
+                .pids_limit
+                .as_deref()
+                .map(cgroups::parse_pids)
+                .transpose()?,
         };
         Ok(Isolators {
             caps,

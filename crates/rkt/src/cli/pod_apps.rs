@@ -7,8 +7,9 @@
 //! after an image (rkt's place for them, up to `--`); after a host command every word is
 //! its argument, so a host command's options come before it: `--- --name=web
 //! /usr/bin/python3 -m http.server`. The pod options (networks, DNS, ports, `--memory`,
-//! `--cpu`, `--private-users`, `--ipc`, `--oom-score-adjust`, `--exit-policy`) come before
-//! the first app; given to a later app they are an error naming them.
+//! `--cpu`, `--pids-limit`, `--private-users`, `--ipc`, `--oom-score-adjust`,
+//! `--exit-policy`) come before the first app; given to a later app they are an error
+//! naming them.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -71,11 +72,12 @@ struct LaterApp {
 }
 
 /// App options that are the pod's: only the first app's count.
-const POD_WIDE: [(&str, &str); 5] = [
+const POD_WIDE: [(&str, &str); 6] = [
     ("ipc", "--ipc"),
     ("oom_score_adjust", "--oom-score-adjust"),
     ("memory", "--memory"),
     ("cpu", "--cpu"),
+    ("pids_limit", "--pids-limit"),
     ("private_users", "--private-users"),
 ];
 
@@ -250,6 +252,7 @@ mod tests {
     fn later_apps_refuse_pod_options() {
         for (given, flag) in [
             (&["--memory=64M", "sleep"][..], "--memory"),
+            (&["--pids-limit=64", "sleep"][..], "--pids-limit"),
             (&["--private-users", "sleep"][..], "--private-users"),
             (&["--ipc=parent", "sleep"][..], "--ipc"),
         ] {

@@ -5,7 +5,8 @@
 //! - [`seccomp`]: the syscall filter (rkt's default blacklist, `--seccomp`);
 //! - [`paths`]: masked and read-only kernel paths, `nodev` mounts;
 //! - [`user`]: the app's user and groups;
-//! - [`cgroups`]: resource limits in a cgroup of the pod's own (v1 and v2);
+//! - [`cgroups`]: resource limits, the pids limit of every pod among them, in a cgroup of
+//!   the pod's own (v1 and v2);
 //! - [`user_ns`]: `--private-users`, the pod's user namespace and id range;
 //! - [`syscall`]: the calls that narrow a process, behind a trait with a recording fake.
 //!
@@ -53,7 +54,7 @@ pub struct Isolators {
     /// `--user`, `--group`, `--supplementary-gids`, resolved to numbers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<Identity>,
-    /// `--memory`, `--cpu`.
+    /// `--memory`, `--cpu`, `--pids-limit`.
     #[serde(default, skip_serializing_if = "cgroups::Limits::is_none")]
     pub limits: cgroups::Limits,
     /// `--private-users`.
@@ -101,7 +102,8 @@ pub struct Isolation {
     /// A non-root app keeps `capabilities` as ambient capabilities (`--caps-retain` given).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ambient: bool,
-    /// Resource limits, in the pod's cgroup (`--memory`, `--cpu`).
+    /// Resource limits, in the pod's cgroup (`--memory`, `--cpu`, `--pids-limit`), the pids
+    /// limit always written out (the default, when not given).
     #[serde(default, skip_serializing_if = "cgroups::Limits::is_none")]
     pub limits: cgroups::Limits,
     /// The pod's user namespace and its host ids (`--private-users`); set by the runner
@@ -139,7 +141,8 @@ impl Isolation {
             paths: !disabled.paths,
             readonly_rootfs: isolators.readonly_rootfs,
             identity: isolators.identity.clone(),
-            limits: isolators.limits,
+            // What the pod runs with: the default pids limit written out.
+            limits: isolators.limits.settled(),
             user_ns: None,
         })
     }
@@ -359,7 +362,7 @@ mod tests {
                 readonly_rootfs: false,
                 identity: None,
                 ambient: false,
-                limits: cgroups::Limits::default(),
+                limits: cgroups::Limits::default().settled(),
                 user_ns: None,
             }
         );

@@ -86,6 +86,9 @@ pub enum NetError {
         dir: PathBuf,
         source: Box<cni::conf::ConfError>,
     },
+    /// The built-in network's source-address check could not be set up.
+    #[error(transparent)]
+    RpFilter(#[from] super::rp_filter::RpFilterError),
     /// A built-in configuration failed to parse (a bug).
     #[error("built-in network {net:?}: {source}")]
     Builtin {

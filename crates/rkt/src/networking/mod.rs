@@ -8,6 +8,8 @@
 //!   the binary each plugin resolves to.
 //! - [`record`]: `<pod>/net-info.json` and the configuration copies teardown uses.
 //! - [`admission`]: the host-wide queue every ADD and DEL waits in.
+//! - [`rp_filter`]: strict reverse-path filtering on the host side of the built-in
+//!   networks' links, so that a pod cannot send with another source address.
 //! - `teardown.rs`: teardown and check from the record; `runtime.rs`: the calls into the CNI
 //!   library; `error.rs`: [`NetError`] and [`NetFailure`].
 //!
@@ -24,6 +26,7 @@ pub mod admission;
 pub mod builtin;
 pub mod plan;
 pub mod record;
+pub mod rp_filter;
 pub mod selection;
 
 mod error;
@@ -343,6 +346,19 @@ fn add_all(
                 entry.result = Some(added.result);
                 if let Err(e) = record::update(pod.pod_dir, &entries) {
                     return Err(abort(pod, entries, e.into()));
+                }
+                if net.builtin {
+                    // Before the app runs: no packet of the pod's with another source.
+                    let conf = Path::new(rp_filter::IPV4_CONF);
+                    let result = entries[i]
+                        .result
+                        .as_ref()
+                        .unwrap_or(&serde_json::Value::Null);
+                    match rp_filter::protect(conf, &net.list.name, result) {
+                        Ok(Some(warning)) => eprintln!("rkt: warning: {warning}"),
+                        Ok(None) => {}
+                        Err(e) => return Err(abort(pod, entries, e.into())),
+                    }
                 }
                 if forwarder == Some(i) {
                     // What the configuration could not tell before: the addresses given.

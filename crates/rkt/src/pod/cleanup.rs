@@ -1,6 +1,6 @@
 //! Releasing what a pod holds outside its directory: its networks (torn down from the pod's
 //! own record, so it works after configuration or flags changed), its network namespace,
-//! its cgroup (`--memory`, `--cpu`) and an image pod's overlay mount.
+//! its cgroup (the pids limit, `--memory`, `--cpu`) and an image pod's overlay mount.
 //! Used by `rkt run` at exit, and by gc and rm for pods whose runner died (whose orphaned
 //! plugins are killed first). Every step is
 //! tried; all failures are returned together. Releasing twice is fine.
@@ -77,7 +77,7 @@ pub fn release(
         // fail on: the next teardown or gc tries again.
         let _ = crate::mount_template::remove_if_unused();
     }
-    // The pod's cgroup, if `--memory` or `--cpu` made one (a few rmdir calls otherwise).
+    // The pod's cgroup (every pod has one, for its pids limit).
     if let Err(source) = crate::isolation::cgroups::detect().remove(uuid) {
         errors.push(CleanupError::Cgroup {
             uuid: uuid.to_string(),

@@ -505,15 +505,14 @@ fn start(
         .as_ref()
         .map(|i| i.limits)
         .unwrap_or_default();
-    if !limits.is_none() {
-        // Joined by the stage before it forks the pod's init; removed by `release`.
-        isolation::cgroups::detect()
-            .create(&pod.uuid, &limits)
-            .map_err(|source| RunError::Stage {
-                uuid: uuid(),
-                source: StageError::Isolation(source),
-            })?;
-    }
+    // Every pod's: at least its pids limit. Joined by the stage before it forks the pod's
+    // init; removed by `release`.
+    isolation::cgroups::detect()
+        .create(&pod.uuid, &limits)
+        .map_err(|source| RunError::Stage {
+            uuid: uuid(),
+            source: StageError::Isolation(source),
+        })?;
     stage::start(&StageSpec {
         exe: &opts.exe,
         pod_dir: &pod.dir,

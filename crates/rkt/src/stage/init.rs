@@ -509,17 +509,16 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
         .as_ref()
         .map(|i| i.limits)
         .unwrap_or_default();
-    if !limits.is_none() {
-        // Before the init is forked: every process of the pod starts inside.
-        let uuid = args
-            .pod_dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        isolation::cgroups::detect()
-            .join(&uuid, &limits, std::process::id())
-            .map_err(StageError::Isolation)?;
-    }
+    // Before the init is forked: every process of the pod starts inside (every pod has a
+    // cgroup, for its pids limit at least).
+    let uuid = args
+        .pod_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    isolation::cgroups::detect()
+        .join(&uuid, &limits, std::process::id())
+        .map_err(StageError::Isolation)?;
 
     let first = &apps[0];
     if let Some(netns) = &args.netns {

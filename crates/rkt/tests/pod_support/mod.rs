@@ -216,6 +216,16 @@ pub fn assert_no_netns(uuid: &str) {
     assert!(!path.exists(), "{} was left behind", path.display());
 }
 
+/// The pod's cgroup directory of `controller` (v1) or of the unified hierarchy (v2).
+pub fn pod_cgroup(controller: &str, uuid: &str) -> PathBuf {
+    let root = Path::new("/sys/fs/cgroup");
+    if root.join("cgroup.controllers").exists() {
+        root.join("rkt").join(uuid)
+    } else {
+        root.join(controller).join("rkt").join(uuid)
+    }
+}
+
 /// Polls `f` until it returns something (every 50 ms, for at most 60 s, then panics: a
 /// deadline for a hung test, not a timing assertion).
 pub fn wait_for<T>(mut f: impl FnMut() -> Option<T>) -> T {

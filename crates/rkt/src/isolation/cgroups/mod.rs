@@ -1,14 +1,17 @@
-//! rkt's resource isolators, `--memory=SIZE` and `--cpu=MILLICORES`, applied in a cgroup of
-//! the pod's own: `rkt/<uuid>` below the root of each hierarchy, created by the runner
-//! before the stage starts, joined by the stage before it forks the pod's init (so every
-//! process of the pod is inside), removed with the pod's other resources
-//! ([`crate::pod::cleanup`]) when it is torn down or garbage-collected.
+//! rkt's resource isolators, `--memory=SIZE`, `--cpu=MILLICORES` and `--pids-limit=N`,
+//! applied in a cgroup of the pod's own: `rkt/<uuid>` below the root of each hierarchy,
+//! created by the runner for every pod before the stage starts, joined by the stage before
+//! it forks the pod's init (so every process of the pod is inside), removed with the pod's
+//! other resources ([`crate::pod::cleanup`]) when it is torn down or garbage-collected.
+//!
+//! Every pod has a pids limit, [`DEFAULT_PIDS_LIMIT`] unless `--pids-limit` says otherwise,
+//! so that a pod cannot fork until the host's `pid_max` is reached.
 //!
 //! One [`Manager`] trait, two implementations: [`v1::V1`] (a hierarchy per controller,
-//! `memory.limit_in_bytes`, `cpu.cfs_quota_us`) and [`v2::V2`] (the unified hierarchy,
-//! `memory.max`, `cpu.max`), chosen by [`detect`]. Both work on a root directory given to
-//! them, so their file writes are unit-tested on a temporary directory. A limit the host
-//! cannot enforce (no such controller) is an error, not a silent no-op.
+//! `memory.limit_in_bytes`, `cpu.cfs_quota_us`, `pids.max`) and [`v2::V2`] (the unified
+//! hierarchy, `memory.max`, `cpu.max`, `pids.max`), chosen by [`detect`]. Both work on a root
+//! directory given to them, so their file writes are unit-tested on a temporary directory. A
+//! limit the host cannot enforce (no such controller) is an error, not a silent no-op.
 
 pub mod v1;
 pub mod v2;
@@ -22,7 +25,72 @@ use super::IsolationError;
 /// The period of the CPU quota, in microseconds (the kernel's default).
 pub const CPU_PERIOD_US: u64 = 100_000;
 
-/// The pod's limits; both `None`: no cgroup at all.
+/// The pids limit of a pod without `--pids-limit`: podman's default.
+pub const DEFAULT_PIDS_LIMIT: u64 = 2048;
+
+/// The largest `pids.max` the kernel takes (`PID_MAX_LIMIT` on 64-bit machines).
+pub const MAX_PIDS_LIMIT: u64 = 4 << 20;
+
+/// `--pids-limit`: how many tasks (processes and threads) the pod may hold at once. In the
+/// records and `rkt status` a number, or `"max"` (the kernel's word) for no limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "PidsValue", into = "PidsValue")]
+pub enum PidsLimit {
+    /// At most this many.
+    Tasks(u64),
+    /// No limit (`--pids-limit=0` or `-1`, as podman and Docker take them).
+    Unlimited,
+}
+
+/// How a [`PidsLimit`] is written in JSON.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum PidsValue {
+    Tasks(u64),
+    Word(String),
+}
+
+impl TryFrom<PidsValue> for PidsLimit {
+    type Error = String;
+    fn try_from(v: PidsValue) -> Result<PidsLimit, String> {
+        match v {
+            PidsValue::Tasks(n) => Ok(PidsLimit::Tasks(n)),
+            PidsValue::Word(w) if w == "max" => Ok(PidsLimit::Unlimited),
+            PidsValue::Word(w) => Err(format!("pids limit {w:?}: expected a number or \"max\"")),
+        }
+    }
+}
+
+impl From<PidsLimit> for PidsValue {
+    fn from(l: PidsLimit) -> PidsValue {
+        match l {
+            PidsLimit::Tasks(n) => PidsValue::Tasks(n),
+            PidsLimit::Unlimited => PidsValue::Word("max".into()),
+        }
+    }
+}
+
+impl PidsLimit {
+    /// The value of `pids.max`.
+    pub fn pids_max(&self) -> String {
+        match self {
+            PidsLimit::Tasks(n) => n.to_string(),
+            PidsLimit::Unlimited => "max".into(),
+        }
+    }
+
+    /// The flag that set it, for errors: the default's is the one that changes it.
+    fn origin(explicit: bool) -> &'static str {
+        if explicit {
+            "--pids-limit"
+        } else {
+            "the default pids limit (--pids-limit=0 runs without one)"
+        }
+    }
+}
+
+/// The pod's limits, as flags gave them (`None`: not given). Every pod gets a cgroup, with
+/// at least the pids limit ([`Limits::pids_limit`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Limits {
@@ -32,11 +100,33 @@ pub struct Limits {
     /// `--cpu`, in thousandths of a CPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_millis: Option<u64>,
+    /// `--pids-limit`; `None`: [`DEFAULT_PIDS_LIMIT`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pids: Option<PidsLimit>,
 }
 
 impl Limits {
+    /// No flag given.
     pub fn is_none(&self) -> bool {
-        self.memory.is_none() && self.cpu_millis.is_none()
+        self.memory.is_none() && self.cpu_millis.is_none() && self.pids.is_none()
+    }
+
+    /// The pids limit in effect: `--pids-limit`, or the default.
+    pub fn pids_limit(&self) -> PidsLimit {
+        self.pids.unwrap_or(PidsLimit::Tasks(DEFAULT_PIDS_LIMIT))
+    }
+
+    /// These limits with the pids limit in effect written out (what a pod runs with).
+    pub fn settled(&self) -> Limits {
+        Limits {
+            pids: Some(self.pids_limit()),
+            ..*self
+        }
+    }
+
+    /// What names the pids limit in an error: the flag, or the default.
+    pub fn pids_origin(&self) -> &'static str {
+        PidsLimit::origin(self.pids.is_some())
     }
 
     /// The CPU quota per [`CPU_PERIOD_US`].
@@ -146,6 +236,30 @@ pub fn parse_memory(text: &str) -> Result<u64, IsolationError> {
     Ok(bytes)
 }
 
+/// `--pids-limit=N`: at most N tasks; `0` or `-1` (podman's and Docker's words for it) or
+/// `max`: no limit.
+pub fn parse_pids(text: &str) -> Result<PidsLimit, IsolationError> {
+    let bad = |why: &str| IsolationError::BadValue {
+        flag: "--pids-limit",
+        value: text.to_string(),
+        why: why.to_string(),
+    };
+    match text.trim() {
+        "0" | "-1" | "max" => return Ok(PidsLimit::Unlimited),
+        _ => {}
+    }
+    let n: u64 = text
+        .trim()
+        .parse()
+        .map_err(|_| bad("expected a number of tasks such as 512, or 0 or -1 for no limit"))?;
+    if n > MAX_PIDS_LIMIT {
+        return Err(bad(&format!(
+            "above {MAX_PIDS_LIMIT}, the most the kernel takes (0 or -1: no limit)"
+        )));
+    }
+    Ok(PidsLimit::Tasks(n))
+}
+
 /// `--cpu=MILLICORES`: `500m` (thousandths of a CPU) or a number of CPUs (`2`, `0.5`).
 pub fn parse_cpu(text: &str) -> Result<u64, IsolationError> {
     let bad = |why: &str| IsolationError::BadValue {
@@ -195,9 +309,45 @@ mod tests {
             assert!(e.contains(&format!("--cpu={bad}")), "{e}");
         }
         let l = Limits {
-            memory: None,
             cpu_millis: Some(500),
+            ..Limits::default()
         };
         assert_eq!(l.cpu_quota_us(), Some(50_000));
+    }
+
+    #[test]
+    fn pids_limits_parse_and_default_to_podmans() {
+        assert_eq!(parse_pids("64").unwrap(), PidsLimit::Tasks(64));
+        for unlimited in ["0", "-1", "max"] {
+            assert_eq!(parse_pids(unlimited).unwrap(), PidsLimit::Unlimited);
+        }
+        for bad in ["many", "-2", "1.5", "", "4194305"] {
+            let e = parse_pids(bad).unwrap_err().to_string();
+            assert!(e.contains(&format!("--pids-limit={bad}")), "{e}");
+        }
+        let none = Limits::default();
+        assert_eq!(none.pids_limit(), PidsLimit::Tasks(DEFAULT_PIDS_LIMIT));
+        assert_eq!(none.settled().pids, Some(PidsLimit::Tasks(2048)));
+        assert!(none.pids_origin().contains("--pids-limit=0"));
+        // Recorded as a number, or the kernel's "max".
+        let json = |pids| {
+            serde_json::to_value(Limits {
+                pids,
+                ..Limits::default()
+            })
+            .unwrap()
+        };
+        assert_eq!(
+            json(Some(PidsLimit::Tasks(9))),
+            serde_json::json!({"pids": 9})
+        );
+        assert_eq!(
+            json(Some(PidsLimit::Unlimited)),
+            serde_json::json!({"pids": "max"})
+        );
+        assert_eq!(json(None), serde_json::json!({}));
+        let back: Limits = serde_json::from_str(r#"{"pids":"max","memory":4096}"#).unwrap();
+        assert_eq!(back.pids, Some(PidsLimit::Unlimited));
+        assert!(serde_json::from_str::<Limits>(r#"{"pids":"lots"}"#).is_err());
     }
 }

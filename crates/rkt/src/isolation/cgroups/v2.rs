@@ -1,9 +1,12 @@
 //! cgroup v2: the unified hierarchy at `root`; the pod's cgroup `rkt/<uuid>`, with the
-//! controllers its limits need enabled in `rkt`'s and the root's `cgroup.subtree_control`.
+//! controllers its limits need (`pids` for every pod, `memory` and `cpu` with `--memory` and
+//! `--cpu`) enabled in `rkt`'s and the root's `cgroup.subtree_control`.
 
 use std::path::{Path, PathBuf};
 
-use super::{mkdir, pod_dir, remove_parent_if_empty, rmdir, write, Limits, Manager, CPU_PERIOD_US};
+use super::{
+    mkdir, pod_dir, remove_parent_if_empty, rmdir, write, Limits, Manager, PidsLimit, CPU_PERIOD_US,
+};
 use crate::isolation::IsolationError;
 
 /// The unified hierarchy mounted at `root` (normally `/sys/fs/cgroup`).
@@ -27,14 +30,22 @@ impl V2 {
             source,
         })?;
         let mut wanted = Vec::new();
+        let offered = |name: &str| available.split_whitespace().any(|c| c == name);
+        let pids_limited = matches!(limits.pids_limit(), PidsLimit::Tasks(_));
         for (name, flag, needed) in [
             ("memory", "--memory", limits.memory.is_some()),
             ("cpu", "--cpu", limits.cpu_millis.is_some()),
+            // Without a limit the pod's cgroup still counts its tasks, where it can.
+            (
+                "pids",
+                limits.pids_origin(),
+                pids_limited || offered("pids"),
+            ),
         ] {
             if !needed {
                 continue;
             }
-            if !available.split_whitespace().any(|c| c == name) {
+            if !offered(name) {
                 return Err(IsolationError::Unsupported {
                     what: format!(
                         "{flag}: the cgroup v2 hierarchy at {} offers no {name} controller \
@@ -58,11 +69,16 @@ impl V2 {
         let rkt = self.root.join("rkt");
         mkdir(&rkt)?;
         let enable: Vec<String> = controllers.iter().map(|c| format!("+{c}")).collect();
-        for dir in [&self.root, &rkt] {
-            write(&dir.join("cgroup.subtree_control"), &enable.join(" "))?;
+        if !enable.is_empty() {
+            for dir in [&self.root, &rkt] {
+                write(&dir.join("cgroup.subtree_control"), &enable.join(" "))?;
+            }
         }
         let dir = pod_dir(&self.root, uuid);
         mkdir(&dir)?;
+        if controllers.contains(&"pids") {
+            write(&dir.join("pids.max"), &limits.pids_limit().pids_max())?;
+        }
         if let Some(bytes) = limits.memory {
             write(&dir.join("memory.max"), &bytes.to_string())?;
         }
@@ -120,15 +136,46 @@ mod tests {
         let limits = Limits {
             memory: Some(1 << 30),
             cpu_millis: Some(2000),
+            pids: Some(PidsLimit::Tasks(64)),
         };
         v2.create("u2", &limits).unwrap();
         let read = |p: &str| std::fs::read_to_string(root.path().join(p)).unwrap();
-        assert_eq!(read("cgroup.subtree_control"), "+memory +cpu");
-        assert_eq!(read("rkt/cgroup.subtree_control"), "+memory +cpu");
+        assert_eq!(read("cgroup.subtree_control"), "+memory +cpu +pids");
+        assert_eq!(read("rkt/cgroup.subtree_control"), "+memory +cpu +pids");
         assert_eq!(read("rkt/u2/memory.max"), "1073741824");
         assert_eq!(read("rkt/u2/cpu.max"), "200000 100000");
+        assert_eq!(read("rkt/u2/pids.max"), "64");
         v2.join("u2", &limits, 7).unwrap();
         assert_eq!(read("rkt/u2/cgroup.procs"), "7");
+    }
+
+    #[test]
+    fn every_pod_gets_its_cgroup_with_the_default_pids_limit() {
+        let root = tempfile::tempdir().unwrap();
+        let controllers = root.path().join("cgroup.controllers");
+        std::fs::write(&controllers, "cpu memory pids\n").unwrap();
+        let v2 = V2::new(root.path());
+        v2.create("u5", &Limits::default()).unwrap();
+        let read = |p: &str| std::fs::read_to_string(root.path().join(p)).unwrap();
+        assert_eq!(read("cgroup.subtree_control"), "+pids");
+        assert_eq!(read("rkt/u5/pids.max"), "2048");
+        assert!(!root.path().join("rkt/u5/memory.max").exists());
+        // No limit: "max" where the controller is offered, the bare cgroup where it is not.
+        let unlimited = Limits {
+            pids: Some(PidsLimit::Unlimited),
+            ..Limits::default()
+        };
+        v2.create("u6", &unlimited).unwrap();
+        assert_eq!(read("rkt/u6/pids.max"), "max");
+        std::fs::write(&controllers, "cpu memory\n").unwrap();
+        v2.create("u7", &unlimited).unwrap();
+        assert!(root.path().join("rkt/u7").is_dir());
+        assert!(!root.path().join("rkt/u7/pids.max").exists());
+        let e = v2.create("u8", &Limits::default()).unwrap_err().to_string();
+        assert!(
+            e.contains("--pids-limit=0") && e.contains("no pids controller"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -137,7 +184,7 @@ mod tests {
         std::fs::write(root.path().join("cgroup.controllers"), "pids\n").unwrap();
         let limits = Limits {
             memory: Some(1 << 30),
-            cpu_millis: None,
+            ..Limits::default()
         };
         let e = V2::new(root.path())
             .create("u2", &limits)

@@ -5,8 +5,9 @@
 //! strongest verdict, the first one found among equals):
 //! 1. the spec: a blacklist (`mode=remove`: the set returns the errno, the rest is allowed)
 //!    or a whitelist (`mode=retain`: the reverse), with `clone` checked for
-//!    `CLONE_NEWUSER`; a call of another architecture (a 32-bit call on a 64-bit kernel)
-//!    kills the process, as seccompiler builds every filter;
+//!    `CLONE_NEWUSER` and `personality` allowed only with [`PERSONALITY_ALLOWED`]; a call
+//!    of another architecture (a 32-bit call on a 64-bit kernel) kills the process, as
+//!    seccompiler builds every filter;
 //! 2. the guard: `clone3` returns `ENOSYS` (its flags sit in memory a filter cannot read;
 //!    C libraries then fall back to `clone`), and on x86-64 every x32 call (numbers with
 //!    bit 30 set, which would bypass a blacklist of 64-bit numbers) returns the errno.
@@ -32,6 +33,12 @@ const AUDIT_ARCH: u32 = 0xc000_00f3;
 /// Bit of x32 syscall numbers on x86-64 (`__X32_SYSCALL_BIT`).
 const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 
+/// The `personality(2)` values a filter allows, Docker's: `PER_LINUX` (0), `PER_LINUX32`
+/// (0x8), `UNAME26` (0x20000), `PER_LINUX32 | UNAME26` and the query `0xffffffff`. Others,
+/// `ADDR_NO_RANDOMIZE` (0x40000) or `READ_IMPLIES_EXEC` among them, weaken the app's address
+/// space against exploits. The kernel reads the argument as 32 bits, and so does the check.
+pub const PERSONALITY_ALLOWED: [u32; 5] = [0x0, 0x8, 0x2_0000, 0x2_0008, 0xffff_ffff];
+
 const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
 const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
 
@@ -52,6 +59,27 @@ pub fn compile(resolved: &Resolved) -> Result<Vec<BpfProgram>, IsolationError> {
         .map_err(bad)?;
         Ok(vec![SeccompRule::new(vec![cond]).map_err(bad)?])
     };
+    let personality = syscall_number("personality").expect("every architecture has personality");
+    // One rule per allowed value (rules are or-ed), or one rule of all the inequalities.
+    let personas = |op: SeccompCmpOp, each: bool| {
+        let conds = PERSONALITY_ALLOWED
+            .iter()
+            .map(|&v| SeccompCondition::new(0, SeccompCmpArgLen::Dword, op.clone(), v.into()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(bad)?;
+        let rules = if each {
+            conds
+                .into_iter()
+                .map(|c| SeccompRule::new(vec![c]))
+                .collect()
+        } else {
+            vec![SeccompRule::new(conds)]
+        };
+        rules
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(bad)
+    };
     let errno = SeccompAction::Errno(resolved.errno);
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = resolved
         .syscalls
@@ -62,12 +90,20 @@ pub fn compile(resolved: &Resolved) -> Result<Vec<BpfProgram>, IsolationError> {
         Mode::Remove => {
             // Listed: refused outright. Otherwise refused only for a new user namespace.
             rules.entry(clone).or_insert(flags_are(newuser)?);
+            // Listed: refused outright. Otherwise refused for a value not allowed.
+            rules
+                .entry(personality)
+                .or_insert(personas(SeccompCmpOp::Ne, false)?);
             (SeccompAction::Allow, errno)
         }
         Mode::Retain => {
             // Allowed only when listed, and then never for a new user namespace.
             if let Some(rule) = rules.get_mut(&clone) {
                 *rule = flags_are(0)?;
+            }
+            // Allowed only when listed, and then only with an allowed value.
+            if let Some(rule) = rules.get_mut(&personality) {
+                *rule = personas(SeccompCmpOp::Eq, true)?;
             }
             (errno, SeccompAction::Allow)
         }
@@ -229,6 +265,36 @@ mod tests {
             let userns = (libc::CLONE_NEWUSER | libc::SIGCHLD) as u64;
             assert_eq!(verdict(&progs, &call("clone", userns)), EPERM, "{spec}");
             assert_eq!(verdict(&progs, &call("clone3", 0)), ENOSYS, "{spec}");
+        }
+    }
+
+    #[test]
+    fn io_uring_is_refused_and_personality_takes_dockers_values_only() {
+        let progs = compile(&SeccompSpec::default().resolve().unwrap()).unwrap();
+        for name in ["io_uring_setup", "io_uring_enter", "io_uring_register"] {
+            assert_eq!(verdict(&progs, &call(name, 0)), EPERM, "{name}");
+        }
+        let whitelist = SeccompSpec::parse("mode=retain,@rkt/default-whitelist").unwrap();
+        let listed = compile(&whitelist.resolve().unwrap()).unwrap();
+        for progs in [&progs, &listed] {
+            for value in PERSONALITY_ALLOWED {
+                let got = verdict(progs, &call("personality", value.into()));
+                assert_eq!(got, SECCOMP_RET_ALLOW, "{value:#x}");
+            }
+            // ADDR_NO_RANDOMIZE, READ_IMPLIES_EXEC, and it again behind bits the kernel
+            // does not read (it takes 32 bits).
+            for value in [0x4_0000, 0x40_0000, 0x1_0004_0000] {
+                let got = verdict(progs, &call("personality", value));
+                assert_eq!(got, EPERM, "{value:#x}");
+            }
+        }
+        // Named in a remove list, refused outright; left out of a retain list, too.
+        for spec in [
+            "mode=remove,@rkt/default-blacklist,personality",
+            "mode=retain,read,execve",
+        ] {
+            let progs = compile(&SeccompSpec::parse(spec).unwrap().resolve().unwrap()).unwrap();
+            assert_eq!(verdict(&progs, &call("personality", 0)), EPERM, "{spec}");
         }
     }
 

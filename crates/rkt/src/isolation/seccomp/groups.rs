@@ -11,8 +11,10 @@
 //! Where we differ from rkt, on purpose (see docs/isolation.md):
 //! - [`BLACKLIST_ADDITIONS`]: calls added to the kernel since 2016 that reach what the old
 //!   list guards (the new mount API, `open_tree`, `mount_setattr`, `quotactl_fd`, taking
-//!   another process's descriptors with `pidfd_getfd`, `process_madvise`); Docker's current
-//!   profile refuses them too.
+//!   another process's descriptors with `pidfd_getfd`, `process_madvise`), and io_uring
+//!   (`io_uring_setup`, `io_uring_enter`, `io_uring_register`: a second way into most of the
+//!   kernel's calls, out of the filter's sight, and a frequent source of kernel exploits);
+//!   Docker's current profile (since 25.0) and containerd's refuse them too.
 //! - [`WHITELIST_ADDITIONS`]: everyday calls added since 2016 that current C libraries and
 //!   Rust's standard library make (`statx`, `rseq`, `faccessat2`, `close_range`, ...);
 //!   without them a whitelist breaks `ls` and friends. Docker's current profile allows them.
@@ -106,7 +108,7 @@ pub const BLACKLIST: [&str; 50] = [
 ];
 
 /// Calls since 2016 refused along with [`BLACKLIST`].
-pub const BLACKLIST_ADDITIONS: [&str; 10] = [
+pub const BLACKLIST_ADDITIONS: [&str; 13] = [
     "fsconfig",
     "fsmount",
     "fsopen",
@@ -117,6 +119,10 @@ pub const BLACKLIST_ADDITIONS: [&str; 10] = [
     "quotactl_fd",
     "pidfd_getfd",
     "process_madvise",
+    // io_uring submits reads, writes, opens and socket calls that no seccomp filter sees.
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
 ];
 
 /// Calls since 2016 allowed along with [`WHITELIST`].

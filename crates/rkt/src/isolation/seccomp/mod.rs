@@ -10,7 +10,8 @@
 //! The default is `mode=remove,@rkt/default-blacklist`. Under every filter, `clone` may
 //! not create a user namespace (the one namespace an app without `CAP_SYS_ADMIN` could
 //! still make, and with it a root of its own), and `clone3`, whose flags a filter cannot
-//! read, fails with `ENOSYS` so that the C library falls back to `clone`.
+//! read, fails with `ENOSYS` so that the C library falls back to `clone`; `personality` is
+//! allowed only with Docker's values ([`filter::PERSONALITY_ALLOWED`]).
 
 pub mod filter;
 pub mod groups;
