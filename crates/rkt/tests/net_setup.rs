@@ -303,7 +303,15 @@ fn host_writes_nothing_and_none_writes_only_hosts() {
     opts.hosts.entries = vec!["10.1.1.1=db".into()];
     opts.dns.servers = vec!["8.8.8.8".into()];
     assert!(networking::setup(&pod, &opts).unwrap().is_empty());
-    assert_eq!(fs::read_dir(&pod_dir).unwrap().count(), 0);
+    // Only the pod's own /etc/hostname: the UTS namespace is the pod's even then.
+    let written: Vec<_> = fs::read_dir(pod_dir.join("etc"))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(written.iter().all(|n| n == "hostname"), "{written:?}");
+    assert_eq!(
+        fs::read_dir(&pod_dir).unwrap().count(),
+        written.len().min(1)
+    );
 
     let netns = fake_netns(&w);
     let pod = w.pod(&pod_dir, Some(&netns));

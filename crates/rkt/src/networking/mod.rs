@@ -227,12 +227,16 @@ pub fn setup_planned(
     if !opts.ports.is_empty() && (opts.selection.is_host() || opts.selection.is_none()) {
         check_ports_possible(opts, &[])?;
     }
-    // The pod's UTS namespace is its own even on the host's network.
-    if !opts.hostname.is_empty() {
-        dns::write_hostname(pod.pod_dir, &opts.hostname)?;
-    }
+    // The pod's UTS namespace is its own even on the host's network: its /etc/hostname
+    // too, written with the other pod files (after the ADDs, which a failure rolls back).
+    let write_hostname = || -> Result<(), NetError> {
+        if !opts.hostname.is_empty() {
+            dns::write_hostname(pod.pod_dir, &opts.hostname)?;
+        }
+        Ok(())
+    };
     let nets = match &opts.selection {
-        NetSelection::Host => return Ok(Vec::new()),
+        NetSelection::Host => return write_hostname().map(|()| Vec::new()),
         NetSelection::None => Vec::new(),
         _ => {
             let netns = pod.netns.ok_or_else(|| NetError::NoNetns {
@@ -260,7 +264,9 @@ pub fn setup_planned(
             add_all(pod, netns, opts, &planned, ports_lock)?
         }
     };
-    if let Err(e) = write_dns_files(pod, opts, &dns_mode, &hosts, &nets) {
+    if let Err(e) =
+        write_dns_files(pod, opts, &dns_mode, &hosts, &nets).and_then(|()| write_hostname())
+    {
         return Err(abort(pod, nets, e));
     }
     Ok(nets)
