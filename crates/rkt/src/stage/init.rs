@@ -517,7 +517,7 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     isolation::cgroups::detect()
-        .join(&uuid, &limits, std::process::id())
+        .join(&uuid, &limits)
         .map_err(StageError::Isolation)?;
 
     let first = &apps[0];

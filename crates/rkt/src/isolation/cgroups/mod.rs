@@ -139,8 +139,9 @@ impl Limits {
 pub trait Manager {
     /// Creates the pod's cgroup with `limits`; fails naming the controller the host lacks.
     fn create(&self, uuid: &str, limits: &Limits) -> Result<(), IsolationError>;
-    /// Moves process `pid` into the pod's cgroup.
-    fn join(&self, uuid: &str, limits: &Limits, pid: u32) -> Result<(), IsolationError>;
+    /// Moves the calling process, single-threaded, into the pod's cgroup; what it forks
+    /// afterwards starts inside.
+    fn join(&self, uuid: &str, limits: &Limits) -> Result<(), IsolationError>;
     /// Removes the pod's cgroup (nothing when there is none); its processes must be gone.
     fn remove(&self, uuid: &str) -> Result<(), IsolationError>;
 }

@@ -95,12 +95,13 @@ impl Manager for V1 {
         Ok(())
     }
 
-    fn join(&self, uuid: &str, limits: &Limits, pid: u32) -> Result<(), IsolationError> {
+    /// Writes `0`, the calling thread, to `tasks`: the kernel moves a thread that moves
+    /// itself without the lock that moving a process (`cgroup.procs`) takes, whose writer
+    /// waits for an RCU grace period (several milliseconds, on every pod's start). The
+    /// caller is single-threaded, so its thread is the process.
+    fn join(&self, uuid: &str, limits: &Limits) -> Result<(), IsolationError> {
         for (_, hierarchy) in self.hierarchies(limits)? {
-            write(
-                &pod_dir(&hierarchy, uuid).join("cgroup.procs"),
-                &pid.to_string(),
-            )?;
+            write(&pod_dir(&hierarchy, uuid).join("tasks"), "0")?;
         }
         Ok(())
     }
@@ -148,9 +149,9 @@ mod tests {
         assert_eq!(read("cpu/rkt/u1/cpu.cfs_quota_us"), "50000");
         assert_eq!(read("cpu/rkt/u1/cpu.cfs_period_us"), "100000");
         assert_eq!(read("pids/rkt/u1/pids.max"), "100");
-        v1.join("u1", &limits, 42).unwrap();
-        assert_eq!(read("memory/rkt/u1/cgroup.procs"), "42");
-        assert_eq!(read("pids/rkt/u1/cgroup.procs"), "42");
+        v1.join("u1", &limits).unwrap();
+        assert_eq!(read("memory/rkt/u1/tasks"), "0");
+        assert_eq!(read("pids/rkt/u1/tasks"), "0");
         // The fake's files keep the directories from being removed, as processes would.
         assert!(v1.remove("u1").is_err());
         for f in ["memory/rkt/u1", "cpu/rkt/u1", "pids/rkt/u1"] {
@@ -176,8 +177,8 @@ mod tests {
         assert_eq!(read("pids/rkt/u3/pids.max"), "2048");
         assert!(!root.path().join("memory/rkt/u3").exists());
         assert!(!root.path().join("cpu/rkt/u3").exists());
-        v1.join("u3", &Limits::default(), 9).unwrap();
-        assert_eq!(read("pids/rkt/u3/cgroup.procs"), "9");
+        v1.join("u3", &Limits::default()).unwrap();
+        assert_eq!(read("pids/rkt/u3/tasks"), "0");
         let unlimited = Limits {
             pids: Some(PidsLimit::Unlimited),
             ..Limits::default()

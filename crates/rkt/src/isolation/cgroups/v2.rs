@@ -106,11 +106,9 @@ impl Manager for V2 {
         }
     }
 
-    fn join(&self, uuid: &str, _limits: &Limits, pid: u32) -> Result<(), IsolationError> {
-        write(
-            &pod_dir(&self.root, uuid).join("cgroup.procs"),
-            &pid.to_string(),
-        )
+    /// Writes `0`, the calling process, to `cgroup.procs` (v2 moves processes only).
+    fn join(&self, uuid: &str, _limits: &Limits) -> Result<(), IsolationError> {
+        write(&pod_dir(&self.root, uuid).join("cgroup.procs"), "0")
     }
 
     fn remove(&self, uuid: &str) -> Result<(), IsolationError> {
@@ -145,8 +143,8 @@ mod tests {
         assert_eq!(read("rkt/u2/memory.max"), "1073741824");
         assert_eq!(read("rkt/u2/cpu.max"), "200000 100000");
         assert_eq!(read("rkt/u2/pids.max"), "64");
-        v2.join("u2", &limits, 7).unwrap();
-        assert_eq!(read("rkt/u2/cgroup.procs"), "7");
+        v2.join("u2", &limits).unwrap();
+        assert_eq!(read("rkt/u2/cgroup.procs"), "0");
     }
 
     #[test]
