@@ -735,6 +735,21 @@ fn every_pod_has_a_pids_limit_and_forking_past_it_is_refused() {
         world.status_json(&uuid)["isolation"]["limits"]["pids"],
         2048
     );
+    // A command `rkt enter` runs counts against the pod's limit too: it is in its cgroup.
+    let entered = world
+        .rkt(&["enter", &uuid, "cat", "/proc/self/cgroup"])
+        .run();
+    entered.assert_success();
+    let pids_line = entered.stdout();
+    let pids_line = pids_line
+        .lines()
+        .find(|l| l.contains(":pids:"))
+        .unwrap_or("");
+    assert!(
+        pids_line.ends_with(&format!("/rkt/{uuid}")),
+        "{}",
+        entered.stdout()
+    );
     world.rkt(&["stop", &uuid]).run().assert_success();
     world.wait_child(index);
     assert!(!pids.exists(), "the pod's pids cgroup was left behind");

@@ -121,9 +121,16 @@ pub fn run(global: &GlobalArgs, args: &EnterArgs) -> anyhow::Result<ExitCode> {
         env.push(("TERM".into(), term));
     }
     let isolation = status.record.app_isolation(index);
+    let limits = status
+        .record
+        .isolation
+        .as_ref()
+        .map(|i| i.limits)
+        .unwrap_or_default();
     let spec = EnterSpec {
         exe: Path::new("/proc/self/exe"),
         pid,
+        cgroup: Some((&pod.uuid, limits)),
         argv: &command,
         env: &env,
         isolation: &isolation,

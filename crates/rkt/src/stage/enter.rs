@@ -96,6 +96,9 @@ pub struct EnterSpec<'a> {
     pub exe: &'a std::path::Path,
     /// The host PID of the process whose namespaces and root are entered.
     pub pid: i32,
+    /// The pod's UUID and limits: the command runs in the pod's cgroup, counted against
+    /// its pids and memory limits like the pod's own processes.
+    pub cgroup: Option<(&'a str, crate::isolation::cgroups::Limits)>,
     pub argv: &'a [String],
     /// The command's whole environment.
     pub env: &'a [(OsString, OsString)],
@@ -138,6 +141,11 @@ pub fn enter(spec: &EnterSpec) -> Result<i32, StageError> {
         .args(["--status-fd", &inherited.as_raw_fd().to_string()])
         .args(["--pid", &pid.to_string()])
         .args(["--isolation", &isolation]);
+    if let Some((uuid, limits)) = &spec.cgroup {
+        let limits = serde_json::to_string(limits)
+            .map_err(|e| StageError::Reported(format!("cannot pass the pod's limits: {e}")))?;
+        cmd.args(["--cgroup", uuid, "--limits", &limits]);
+    }
     for (key, value) in spec.env {
         let mut kv = key.clone();
         kv.push("=");
@@ -181,6 +189,8 @@ struct HelperArgs {
     status_fd: i32,
     pid: i32,
     isolation: Isolation,
+    /// The pod's cgroup: its UUID and limits.
+    cgroup: Option<(String, crate::isolation::cgroups::Limits)>,
     env: Vec<(OsString, OsString)>,
     argv: Vec<String>,
 }
@@ -188,6 +198,7 @@ struct HelperArgs {
 impl HelperArgs {
     fn parse(args: impl IntoIterator<Item = OsString>) -> Result<HelperArgs, String> {
         let (mut status_fd, mut pid, mut isolation) = (None, None, None);
+        let (mut cgroup, mut limits) = (None, None);
         let mut env = Vec::new();
         let mut args = args.into_iter();
         while let Some(flag) = args.next() {
@@ -208,6 +219,11 @@ impl HelperArgs {
                     isolation =
                         Some(serde_json::from_str(&text).map_err(|e| format!("--isolation: {e}"))?)
                 }
+                "--cgroup" => cgroup = Some(text.clone()),
+                "--limits" => {
+                    limits =
+                        Some(serde_json::from_str(&text).map_err(|e| format!("--limits: {e}"))?)
+                }
                 "--env" => {
                     let (k, v) = text
                         .split_once('=')
@@ -223,6 +239,7 @@ impl HelperArgs {
             status_fd: status_fd.ok_or_else(|| missing("status-fd"))?,
             pid: pid.ok_or_else(|| missing("pid"))?,
             isolation: isolation.ok_or_else(|| missing("isolation"))?,
+            cgroup: cgroup.map(|uuid| (uuid, limits.unwrap_or_default())),
             env,
             argv,
         })
@@ -248,7 +265,9 @@ pub fn helper_main_from_args(args: impl IntoIterator<Item = OsString>) -> i32 {
         args.status_fd,
         nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
     );
-    let child = join(args.pid, &args.isolation).and_then(|()| spawn(&args.argv, &args.env));
+    let child = join_cgroup(args.cgroup.as_ref())
+        .and_then(|()| join(args.pid, &args.isolation))
+        .and_then(|()| spawn(&args.argv, &args.env));
     match child {
         Ok(mut child) => {
             drop(status);
@@ -264,6 +283,25 @@ pub fn helper_main_from_args(args: impl IntoIterator<Item = OsString>) -> i32 {
             super::app::report(&mut status, &err);
             super::init::SETUP_FAILED
         }
+    }
+}
+
+/// In the helper, first: moves into the pod's cgroup, so that the command is counted
+/// against the pod's limits. A pod started by an rkt that made no cgroup for every pod has
+/// none to join.
+fn join_cgroup(
+    cgroup: Option<&(String, crate::isolation::cgroups::Limits)>,
+) -> Result<(), StageError> {
+    let Some((uuid, limits)) = cgroup else {
+        return Ok(());
+    };
+    match crate::isolation::cgroups::detect().join(uuid, limits) {
+        Err(crate::isolation::IsolationError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            Ok(())
+        }
+        other => other.map_err(StageError::Isolation),
     }
 }
 
