@@ -214,10 +214,17 @@ fn shells_in_a_pod_have_job_control_and_follow_the_terminals_size() {
         "{}; echo outer-$((1+1))",
         rkt_line(&world, "run --net=none -- sh -i")
     ));
-    term.type_line("sleep 30 & jobs; kill %1; wait; echo jobs-$((1+1))");
+    // (A SIGTERM sent right after `&` is lost: the job's child ignores it, as the
+    // interactive shell does, until it has set up its signals; so the kill waits.)
+    term.type_line("sleep 30 & sleep 1; jobs; kill %1; wait; echo jobs-$((1+1))");
     let out = term.wait_for("jobs-2");
     assert!(!out.contains("job control turned off"), "{out}");
-    assert!(out.contains("[1]"), "no job listed:\n{out}");
+    assert!(out.contains("[1] + Running"), "no job listed:\n{out}");
+    let out = term.wait_for("Terminated");
+    assert!(
+        out.contains("[1] + Terminated"),
+        "the job was not killed:\n{out}"
+    );
     term.type_line("exit");
     term.wait_for("outer-2");
     // The pod's terminal has the caller's size, and follows when it changes.
@@ -329,19 +336,30 @@ fn the_callers_descriptors_do_not_reach_the_pod() {
         .arg("-c")
         .arg(format!(
             "exec {} <>{}",
-            rkt_line(&world, &format!("enter {uuid} sleep 5")),
+            rkt_line(&world, &format!("enter {uuid} sleep 20")),
             secret.display()
         ))
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    let look = "for p in /proc/[0-9]*; do readlink $p/fd/0; done; \
+    // Each process's name and stdin, once the entered `sleep` shows; then a write through
+    // every stdin.
+    let look = "for p in /proc/[0-9]*; do echo $(cat $p/comm) $(readlink $p/fd/0); done; \
                 for p in /proc/[0-9]*; do echo tampered >> $p/fd/0; done 2>/dev/null; true";
-    let out = world.rkt(&["enter", &uuid, "sh", "-c", look]).run();
-    out.assert_success();
-    assert!(!out.stdout().contains("secret"), "{}", out.stdout());
-    assert!(out.stdout().contains("pipe:"), "{}", out.stdout());
+    let seen = pod_support::wait_for(|| {
+        let out = world.rkt(&["enter", &uuid, "sh", "-c", look]).run();
+        out.assert_success();
+        let stdout = out.stdout();
+        let entered = stdout
+            .lines()
+            .any(|l| l.starts_with("sleep ") && !l.ends_with("/dev/null"));
+        entered.then_some(stdout)
+    });
+    assert!(!seen.contains("secret"), "{seen}");
+    assert!(
+        seen.lines().any(|l| l.starts_with("sleep pipe:")),
+        "the entered command's stdin is not a pipe: {seen}"
+    );
     let _ = held.kill();
     let _ = held.wait();
     assert_eq!(

@@ -197,15 +197,41 @@ fn remove_parent_if_empty(root: &Path) {
 }
 
 /// Removes a cgroup directory; gone already is fine.
+///
+/// The pod's processes are gone when it is released, but a process that joined its cgroup
+/// from outside its PID namespace may still be there a moment longer: `rkt enter`'s helper,
+/// whose command died with the pod. What is left in the cgroup (`EBUSY`) is killed, and
+/// the removal retried for up to a second while it exits.
 fn rmdir(path: &Path) -> Result<(), IsolationError> {
-    match std::fs::remove_dir(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(source) => Err(IsolationError::Io {
-            what: "remove the cgroup",
-            path: path.to_path_buf(),
-            source,
-        }),
+    let mut tries = 0;
+    loop {
+        match std::fs::remove_dir(path) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) && tries < 100 => {
+                if tries == 0 {
+                    kill_members(path);
+                }
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(source) => {
+                return Err(IsolationError::Io {
+                    what: "remove the cgroup",
+                    path: path.to_path_buf(),
+                    source,
+                })
+            }
+        }
+    }
+}
+
+/// SIGKILL to every process still in the cgroup at `path`.
+fn kill_members(path: &Path) {
+    let procs = std::fs::read_to_string(path.join("cgroup.procs")).unwrap_or_default();
+    for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+        // SAFETY: kill(2) has no memory-safety preconditions.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
     }
 }
 
