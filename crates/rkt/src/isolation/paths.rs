@@ -184,7 +184,7 @@ pub fn read_only_mount_fd(mount_fd: BorrowedFd<'_>, path: &Path) -> Result<(), I
         // Before Linux 5.12: a bind remount through the descriptor's link in /proc, which
         // resolves to the mount itself, with the flags it has (a remount replaces them).
         Err(Errno::ENOSYS) => {
-            let flags = nix::sys::statvfs::fstatvfs(&mount_fd)
+            let flags = nix::sys::statvfs::fstatvfs(mount_fd)
                 .map_err(mount_err(path))?
                 .flags();
             let mut keep = MsFlags::MS_RDONLY;
