@@ -67,11 +67,18 @@ fn fetch_list_inspect_rm_and_gc() {
     out.assert_success()
         .assert_stdout_contains("ID")
         .assert_stdout_contains("IMPORT TIME")
-        .assert_stdout_contains(&format!("sha256:{}", &id[7..19]))
         .assert_stdout_contains(&format!("{}/test/busybox:v1", registry.addr));
     assert_eq!(out.stdout().lines().count(), 2);
     let out = rkt(&dir).args(&["image", "list", "--no-legend"]).run();
     assert_eq!(out.stdout().lines().count(), 1);
+    // Issue 22, defect 10: the ID column is 12 hex digits, no `sha256:`, as podman's, and
+    // works as an image's name.
+    let short = out.stdout().split_whitespace().next().unwrap().to_string();
+    assert_eq!(short, id[7..19]);
+    rkt(&dir)
+        .args(&["image", "inspect", &short])
+        .run()
+        .assert_success();
     let json = rkt(&dir)
         .args(&["image", "list", "--format=json"])
         .run()

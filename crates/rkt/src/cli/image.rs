@@ -142,7 +142,7 @@ fn list(store: &Store, args: &ListArgs) -> anyhow::Result<ExitCode> {
     }
     for r in &images {
         rows.push([
-            format!("sha256:{}", r.id.short()),
+            r.id.short().to_string(),
             if r.names.is_empty() {
                 "-".into()
             } else {
