@@ -22,4 +22,4 @@ pub use fetch::{fetch, FetchError, FetchOptions, PullPolicy};
 pub use partial::{NoProgress, Progress};
 pub use platform::Platform;
 pub use reference::{DockerRef, ImageRef, ReferenceError, Target};
-pub use store::{ImageRecord, Store, StoreError};
+pub use store::{ImageRecord, Removed, Store, StoreError};

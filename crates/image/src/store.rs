@@ -7,7 +7,7 @@
 //! blobs/sha256/<hex>   every blob (layers, configs, manifests), named by its digest
 //! tmp/                 partial writes; `<hex>.partial` is a download a retry continues
 //!                      (see `partial`); gc removes everything here
-//! images.json          the index: one record per image (ID, manifest, names, times)
+//! images.json          the index: one record per image (ID, manifests, names, times)
 //! layers/<hex>/        each layer unpacked on its own for overlay mounts (see `layers`)
 //! lock                 shared while fetching or reading, exclusive for rm and gc
 //! index.lock           exclusive while images.json is read, changed and replaced
@@ -75,6 +75,8 @@ pub enum StoreError {
     BlobMissing { digest: Digest },
     #[error("image {image}: cannot tell its layers: {reason}")]
     Layer { image: Digest, reason: String },
+    #[error("image {image} is in use; it stays")]
+    InUse { image: Digest },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
@@ -89,16 +91,54 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
 pub struct ImageRecord {
     /// The digest of the image's config: the image ID.
     pub id: Digest,
-    /// The digest of its (single-platform) manifest.
+    /// The digest of its (single-platform) manifest: the one it was last fetched with, or,
+    /// from [`Store::resolve`] by name, the one that name was fetched with.
     pub manifest: Digest,
     /// Names it was fetched under (`docker.io/library/busybox:latest`, `oci:/path:tag`).
     pub names: Vec<String>,
+    /// The manifest each of `names` was fetched with: the same image (config) can come
+    /// with other manifests from other sources (layers compressed otherwise). An index
+    /// written before this field has none; each name then has `manifest` (see
+    /// [`ImageRecord::settle`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub name_manifests: BTreeMap<String, Digest>,
     /// Bytes of the manifest, config and layers as stored.
     pub size: u64,
     /// When it was first stored, seconds since the epoch.
     pub imported: u64,
     /// When it was last fetched or used, seconds since the epoch.
     pub last_used: u64,
+}
+
+impl ImageRecord {
+    /// Gives each name a manifest (the record's, for an index written before names had
+    /// their own) and drops those of names it no longer has.
+    fn settle(&mut self) {
+        for name in &self.names {
+            if !self.name_manifests.contains_key(name) {
+                self.name_manifests
+                    .insert(name.clone(), self.manifest.clone());
+            }
+        }
+        let names = &self.names;
+        self.name_manifests.retain(|name, _| names.contains(name));
+    }
+
+    /// Every manifest the image is stored with: its own and its names'.
+    pub fn manifests(&self) -> BTreeSet<Digest> {
+        let mut all: BTreeSet<Digest> = self.name_manifests.values().cloned().collect();
+        all.insert(self.manifest.clone());
+        all
+    }
+}
+
+/// What [`Store::remove`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Removed {
+    /// The name is gone; the image stays with its other names.
+    Untagged { name: String, image: Digest },
+    /// The image is gone (asked by ID, or its last name), with the names it had.
+    Image(ImageRecord),
 }
 
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -307,8 +347,12 @@ impl Store {
     fn read_index(&self) -> Result<Index, StoreError> {
         let path = self.index_path();
         match fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map_err(|source| StoreError::CorruptIndex { path, source }),
+            Ok(bytes) => {
+                let mut index: Index = serde_json::from_slice(&bytes)
+                    .map_err(|source| StoreError::CorruptIndex { path, source })?;
+                index.images.iter_mut().for_each(ImageRecord::settle);
+                Ok(index)
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Index::default()),
             Err(e) => Err(io_err(&path)(e)),
         }
@@ -329,8 +373,10 @@ impl Store {
         Ok(out)
     }
 
-    /// Records an image (its blobs must be stored). A name moves to this image from any
-    /// other that had it; an image already recorded gets the new names and `last_used` now.
+    /// Records an image (its blobs must be stored) fetched with `manifest` under `names`. A
+    /// name moves to this image from any other that had it; an image already recorded gets
+    /// the new names and `last_used` now. Each of `names` now has `manifest`; the image's
+    /// other names keep theirs.
     pub fn add_image(
         &self,
         id: &Digest,
@@ -342,6 +388,7 @@ impl Store {
         self.update_index(|index| {
             for other in index.images.iter_mut().filter(|r| &r.id != id) {
                 other.names.retain(|n| !names.contains(n));
+                other.settle();
             }
             let record = match index.images.iter_mut().find(|r| &r.id == id) {
                 Some(r) => {
@@ -355,6 +402,7 @@ impl Store {
                         id: id.clone(),
                         manifest: manifest.clone(),
                         names: Vec::new(),
+                        name_manifests: BTreeMap::new(),
                         size,
                         imported: now,
                         last_used: now,
@@ -366,6 +414,7 @@ impl Store {
                 if !record.names.contains(name) {
                     record.names.push(name.clone());
                 }
+                record.name_manifests.insert(name.clone(), manifest.clone());
             }
             Ok(record.clone())
         })
@@ -388,20 +437,48 @@ impl Store {
         })
     }
 
-    /// Finds an image by ID, unique ID prefix (12+ hex digits) or name.
+    /// Finds an image by ID, unique ID prefix (12+ hex digits) or name. Found by name, its
+    /// `manifest` is the one that name was fetched with.
     pub fn resolve(&self, query: &str) -> Result<ImageRecord, StoreError> {
         let images = self.images()?;
-        find(&images, query).cloned()
+        let (record, name) = find(&images, query)?;
+        let mut record = record.clone();
+        if let Some(manifest) = name.and_then(|n| record.name_manifests.get(&n)) {
+            record.manifest = manifest.clone();
+        }
+        Ok(record)
     }
 
-    /// Removes an image from the index (its blobs go at the next gc). Takes the store lock
+    /// Removes what `query` names, as podman's `rmi` does: a name of an image that has
+    /// others is untagged (the image stays); an image ID, ID prefix or an image's last name
+    /// removes the image, unless it is in `in_use` ([`StoreError::InUse`]). Blobs no
+    /// remaining image or name refers to go at the next gc. Takes the store lock
     /// exclusively, so it waits for fetches in progress.
-    pub fn remove_image(&self, query: &str) -> Result<ImageRecord, StoreError> {
+    pub fn remove(&self, query: &str, in_use: &BTreeSet<Digest>) -> Result<Removed, StoreError> {
         let _lock = self.lock(LockKind::Exclusive)?;
         self.update_index(|index| {
-            let id = find(&index.images, query)?.id.clone();
+            let (found, name) = find(&index.images, query)?;
+            let id = found.id.clone();
             let pos = index.images.iter().position(|r| r.id == id).expect("found");
-            Ok(index.images.remove(pos))
+            let record = &mut index.images[pos];
+            if let Some(name) = name.filter(|_| record.names.len() > 1) {
+                record.names.retain(|n| *n != name);
+                record.settle();
+                // The image's own manifest follows its names: the untagged name's may go.
+                if !record
+                    .name_manifests
+                    .values()
+                    .any(|m| *m == record.manifest)
+                {
+                    let other = record.name_manifests.values().next().expect("a name left");
+                    record.manifest = other.clone();
+                }
+                return Ok(Removed::Untagged { name, image: id });
+            }
+            if in_use.contains(&id) {
+                return Err(StoreError::InUse { image: id });
+            }
+            Ok(Removed::Image(index.images.remove(pos)))
         })
     }
 
@@ -507,13 +584,21 @@ impl Store {
         report
     }
 
-    /// The blobs an image needs: its manifest, config and layers.
+    /// The blobs an image needs: its config, and every manifest it is stored with (its
+    /// own and its names') with their layers.
     pub fn referenced_blobs(&self, image: &ImageRecord) -> Result<Vec<Digest>, StoreError> {
-        let manifest = self.manifest(image)?;
-        let mut blobs = vec![image.manifest.clone(), image.id.clone()];
-        for layer in manifest.layers() {
-            if let Ok(d) = Digest::try_from(layer.digest()) {
-                blobs.push(d);
+        let mut blobs = vec![image.id.clone()];
+        for digest in image.manifests() {
+            let with = ImageRecord {
+                manifest: digest.clone(),
+                ..image.clone()
+            };
+            let manifest = self.manifest(&with)?;
+            blobs.push(digest);
+            for layer in manifest.layers() {
+                if let Ok(d) = Digest::try_from(layer.digest()) {
+                    blobs.push(d);
+                }
             }
         }
         Ok(blobs)
@@ -556,14 +641,23 @@ impl Store {
 }
 
 /// Finds `query` among `images`: a full ID, a unique prefix of 12+ hex digits
-/// (`sha256:` optional), or a name (normalised like a `docker://` name, or exact).
-fn find<'a>(images: &'a [ImageRecord], query: &str) -> Result<&'a ImageRecord, StoreError> {
+/// (`sha256:` optional), or a name (normalised like a `docker://` name, or exact). Returns
+/// the image and, when found by name, the name as stored.
+fn find<'a>(
+    images: &'a [ImageRecord],
+    query: &str,
+) -> Result<(&'a ImageRecord, Option<String>), StoreError> {
     let not_found = || StoreError::NotFound {
         query: query.to_string(),
     };
-    let by_name = |name: &str| images.iter().find(|r| r.names.iter().any(|n| n == name));
-    if let Some(r) = by_name(query) {
-        return Ok(r);
+    let by_name = |name: &str| {
+        images
+            .iter()
+            .find(|r| r.names.iter().any(|n| n == name))
+            .map(|r| (r, Some(name.to_string())))
+    };
+    if let Some(found) = by_name(query) {
+        return Ok(found);
     }
     match ImageRef::parse(query) {
         Ok(ImageRef::Id(prefix)) if prefix.len() >= MIN_ID_PREFIX => {
@@ -572,7 +666,7 @@ fn find<'a>(images: &'a [ImageRecord], query: &str) -> Result<&'a ImageRecord, S
                 .filter(|r| r.id.hex().starts_with(&prefix))
                 .collect();
             match matches.as_slice() {
-                [one] => Ok(one),
+                [one] => Ok((one, None)),
                 [] => Err(not_found()),
                 many => Err(StoreError::Ambiguous {
                     query: query.to_string(),
@@ -731,6 +825,81 @@ mod tests {
         assert!(store.resolve(&a.id.to_string()).unwrap().names.is_empty());
     }
 
+    /// Issue 22, defect 5: the same image (config) under two names fetched with different
+    /// manifests keeps each name's manifest, and gc keeps both; removing a name untags it,
+    /// the last name (or the ID) removes the image, refused while it is in use.
+    #[test]
+    fn image_rm_of_a_name_untags_it_and_each_name_keeps_its_manifest() {
+        let (_d, store) = store();
+        let a = add(&store, b"{\"c\":1}", b"l1", &["a"]);
+        let b = add(&store, b"{\"c\":1}", b"l2", &["b"]);
+        assert_eq!(a.id, b.id);
+        assert_ne!(a.manifest, b.manifest);
+        assert_eq!(store.resolve("a").unwrap().manifest, a.manifest);
+        assert_eq!(store.resolve("b").unwrap().manifest, b.manifest);
+        let report = store.gc(Duration::from_secs(3600), &BTreeSet::new());
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        assert!(report.blobs.is_empty(), "gc removed {:?}", report.blobs);
+
+        assert_eq!(
+            store.remove("a", &BTreeSet::new()).unwrap(),
+            Removed::Untagged {
+                name: "a".into(),
+                image: a.id.clone()
+            }
+        );
+        assert_eq!(store.resolve(&a.id.to_string()).unwrap().names, ["b"]);
+        let report = store.gc(Duration::from_secs(3600), &BTreeSet::new());
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        assert!(!store.has_blob(&a.manifest) && !store.has_blob(&Digest::of(b"l1")));
+        assert!(store.has_blob(&b.manifest) && store.has_blob(&Digest::of(b"l2")));
+
+        let in_use = BTreeSet::from([a.id.clone()]);
+        let err = store.remove("b", &in_use).unwrap_err();
+        assert!(matches!(err, StoreError::InUse { .. }), "{err}");
+        match store.remove("b", &BTreeSet::new()).unwrap() {
+            Removed::Image(r) => assert_eq!((r.id, r.names), (a.id.clone(), vec!["b".into()])),
+            other => panic!("{other:?}"),
+        }
+        assert!(store.images().unwrap().is_empty());
+    }
+
+    /// An `images.json` of the version before names had their own manifests (no
+    /// `name_manifests`) is read: every name has the image's manifest, and rm and gc work
+    /// on it.
+    #[test]
+    fn an_index_written_before_names_had_manifests_is_read() {
+        let (_d, store) = store();
+        let a = add(&store, b"{\"c\":1}", b"l1", &[]);
+        let old = serde_json::json!({"images": [{
+            "id": a.id.to_string(),
+            "manifest": a.manifest.to_string(),
+            "names": ["a", "b"],
+            "size": 1,
+            "imported": now_secs(),
+            "last_used": now_secs(),
+        }]});
+        fs::write(store.index_path(), serde_json::to_vec_pretty(&old).unwrap()).unwrap();
+        let record = store.resolve("b").unwrap();
+        assert_eq!(
+            (record.id.clone(), record.manifest.clone()),
+            (a.id.clone(), a.manifest.clone())
+        );
+        assert_eq!(record.name_manifests.len(), 2);
+        assert!(matches!(
+            store.remove("a", &BTreeSet::new()).unwrap(),
+            Removed::Untagged { .. }
+        ));
+        let report = store.gc(Duration::from_secs(3600), &BTreeSet::new());
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        assert!(store.has_blob(&a.manifest) && store.has_blob(&Digest::of(b"l1")));
+        assert_eq!(store.resolve("b").unwrap().manifest, a.manifest);
+        assert!(matches!(
+            store.remove("b", &BTreeSet::new()).unwrap(),
+            Removed::Image(_)
+        ));
+    }
+
     #[test]
     fn gc_removes_unused_images_unreferenced_blobs_and_partials() {
         let (_d, store) = store();
@@ -743,7 +912,7 @@ mod tests {
         assert!(report.errors.is_empty(), "{:?}", report.errors);
         assert!(report.images.is_empty());
         assert_eq!(report.partials, 1);
-        store.remove_image("a").unwrap();
+        store.remove("a", &BTreeSet::new()).unwrap();
         let in_use = BTreeSet::from([b.id.clone()]);
         // Zero grace removes c, but b is in use and a is already out of the index.
         std::thread::sleep(Duration::from_millis(1100));

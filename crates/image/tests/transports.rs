@@ -280,7 +280,9 @@ fn registry_tag_digest_index_and_concurrency() {
         &FetchOptions::default(),
     )
     .unwrap();
-    store.remove_image(&local.id.to_string()).unwrap();
+    store
+        .remove(&local.id.to_string(), &BTreeSet::new())
+        .unwrap();
     assert!(store.gc(Duration::ZERO, &BTreeSet::new()).errors.is_empty());
 
     // Two fetches of the same image at once both succeed and store it once.

@@ -67,11 +67,18 @@ fn fetch_list_inspect_rm_and_gc() {
     out.assert_success()
         .assert_stdout_contains("ID")
         .assert_stdout_contains("IMPORT TIME")
-        .assert_stdout_contains(&format!("sha256:{}", &id[7..19]))
         .assert_stdout_contains(&format!("{}/test/busybox:v1", registry.addr));
     assert_eq!(out.stdout().lines().count(), 2);
     let out = rkt(&dir).args(&["image", "list", "--no-legend"]).run();
     assert_eq!(out.stdout().lines().count(), 1);
+    // Issue 22, defect 10: the ID column is 12 hex digits, no `sha256:`, as podman's, and
+    // works as an image's name.
+    let short = out.stdout().split_whitespace().next().unwrap().to_string();
+    assert_eq!(short, id[7..19]);
+    rkt(&dir)
+        .args(&["image", "inspect", &short])
+        .run()
+        .assert_success();
     let json = rkt(&dir)
         .args(&["image", "list", "--format=json"])
         .run()
@@ -541,5 +548,101 @@ fn a_progress_line_on_a_terminal_and_none_in_a_pipe() {
     assert!(
         screen.ends_with("\r\x1b[K"),
         "erased at the end: {screen:?}"
+    );
+}
+
+fn blob_count(data: &std::path::Path) -> usize {
+    std::fs::read_dir(data.join("images/blobs/sha256"))
+        .unwrap()
+        .count()
+}
+
+/// Issue 22, defect 5: `rkt image rm NAME` removes that name only, as in podman and
+/// Docker; the image goes with its last name (or by ID), refused while a pod uses it. The
+/// same image fetched under two names with different manifests (gzip and zstd layers)
+/// keeps each name's manifest, which `image gc` keeps too.
+#[test]
+fn image_rm_of_a_name_untags_it_and_its_last_name_removes_the_image() {
+    if !ready(
+        "image_rm_of_a_name_untags_it_and_its_last_name_removes_the_image",
+        &["umoci", "skopeo"],
+    ) {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let layout = busybox_layout(work.path());
+    let gzip = format!("oci:{}:v1", layout.display());
+    let zstd_layout = work.path().join("zstd");
+    let zstd = format!("oci:{}:v1", zstd_layout.display());
+    image_common::run(std::process::Command::new("skopeo").args([
+        "copy",
+        "--quiet",
+        "--dest-compress-format=zstd",
+        &gzip,
+        &zstd,
+    ]));
+    let data_dir = work.path().join("data");
+    let data = data_dir.to_str().unwrap();
+    let dir = ["--dir", data];
+    let out = rkt(&dir).args(&["fetch", &gzip, &zstd]).run();
+    out.assert_success();
+    let ids: Vec<&str> = out.stdout().leak().lines().collect();
+    assert_eq!(ids[0], ids[1], "one image, two manifests");
+    let id = ids[0];
+    let manifest = |name: &str| {
+        rkt(&dir)
+            .args(&["image", "cat-manifest", name])
+            .run()
+            .json()
+    };
+    let media = |m: &serde_json::Value| m["layers"][0]["mediaType"].as_str().unwrap().to_string();
+    assert!(media(&manifest(&gzip)).ends_with("gzip"));
+    assert!(media(&manifest(&zstd)).ends_with("zstd"));
+    // Config, two manifests and their two layers each, all kept by gc.
+    assert_eq!(blob_count(&data_dir), 7);
+    rkt(&dir).args(&["image", "gc"]).run().assert_success();
+    assert_eq!(blob_count(&data_dir), 7);
+    assert!(media(&manifest(&gzip)).ends_with("gzip"));
+
+    rkt(&dir)
+        .args(&["image", "rm", &gzip])
+        .run()
+        .assert_success()
+        .assert_stdout_contains(&format!("untagged {gzip}\n"));
+    let list = rkt(&dir)
+        .args(&["image", "list", "--format=json"])
+        .run()
+        .json();
+    assert_eq!(list[0]["id"], id);
+    assert_eq!(list[0]["names"], serde_json::json!([zstd]));
+    rkt(&dir)
+        .args(&["image", "gc"])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("removed 3 unreferenced blob(s)");
+    assert!(media(&manifest(&zstd)).ends_with("zstd"));
+
+    // The last name is the image: refused while a pod uses it.
+    let out = rkt(&dir).args(&["prepare", &zstd]).run();
+    out.assert_success();
+    let uuid = out.stdout().trim().to_string();
+    rkt(&dir)
+        .args(&["image", "rm", &zstd])
+        .run()
+        .assert_exit_code(254)
+        .assert_stderr_contains(&uuid);
+    rkt(&dir).args(&["rm", &uuid]).run().assert_success();
+    let out = rkt(&dir).args(&["image", "rm", &zstd]).run();
+    out.assert_success();
+    assert_eq!(
+        out.stdout(),
+        format!("untagged {zstd}\nremoved image {id}\n")
+    );
+    assert_eq!(
+        rkt(&dir)
+            .args(&["image", "list", "--no-legend"])
+            .run()
+            .stdout(),
+        ""
     );
 }

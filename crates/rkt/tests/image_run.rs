@@ -721,3 +721,95 @@ fn etc_hostname_of_an_image_pod_is_its_hostname() {
         .assert_success()
         .assert_stdout_contains("web1\nweb1\n");
 }
+
+/// Regular files under `dir`, relative to it (what a pod wrote into its upper directory or
+/// its copy of the image).
+fn files_under(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in fs::read_dir(&d).unwrap().flatten() {
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() {
+                todo.push(entry.path());
+            } else if kind.is_file() {
+                let rel = entry.path().strip_prefix(dir).unwrap().to_path_buf();
+                found.push(rel.display().to_string());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Issue 22, defect 2: `--readonly-rootfs` on an image pod makes its whole root read-only:
+/// `/`, the image's own directories (`/bin`, `/etc`, which the stage binds into a tmpfs to
+/// add the pod's `/etc` files and mount points) and its files, with `rkt run` and with
+/// `prepare` + `run-prepared`, on the overlay, with `--no-overlay` and with
+/// `--private-users`. Nothing lands in the overlay's upper directory (or the copy), while a
+/// volume and `/dev/shm` stay writable.
+#[test]
+fn readonly_rootfs_of_an_image_pod_is_read_only_and_its_upper_untouched() {
+    if !ready_for_images("readonly_rootfs_of_an_image_pod_is_read_only_and_its_upper_untouched") {
+        return;
+    }
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let layout = busybox_layout(world.root.path());
+    let v1 = format!("oci:{}:v1", layout.display());
+    let script = "for f in /new /bin/new /etc/new /etc/greeting; do \
+                    echo x 2>/dev/null >> $f && echo wrote $f; done; \
+                  rm /etc/second 2>/dev/null && echo removed /etc/second; \
+                  mkdir /bin/d 2>/dev/null && echo made /bin/d; \
+                  echo v > /data/v && echo shm > /dev/shm/s && echo writable ok";
+    let volume = [
+        "--volume=data,kind=empty",
+        "--mount=volume=data,target=/data",
+    ];
+    for extra in [&[][..], &["--no-overlay"], &["--private-users"]] {
+        for verb in ["run", "prepare"] {
+            let mut args = vec![verb, "--readonly-rootfs"];
+            if verb == "run" {
+                args.push("--net=none");
+            }
+            args.extend_from_slice(extra);
+            args.extend_from_slice(&volume);
+            args.extend([v1.as_str(), "--", script]);
+            let (out, uuid) = if verb == "run" {
+                world.run_uuid(&args[1..])
+            } else {
+                let out = world.rkt(&args).run();
+                out.assert_success();
+                let uuid = out.stdout().trim().to_string();
+                (
+                    world.rkt(&["run-prepared", "--net=none", &uuid]).run(),
+                    uuid,
+                )
+            };
+            let what = format!("{verb} {extra:?}");
+            out.assert_success();
+            assert_eq!(out.stdout(), "writable ok\n", "{what}");
+            let pod = world.path(&format!("data/pods/{uuid}"));
+            let written = if extra.is_empty() {
+                files_under(&pod.join("overlay/upper"))
+            } else {
+                let copy = pod.join("rootfs");
+                assert_eq!(
+                    fs::read_to_string(copy.join("etc/greeting")).unwrap(),
+                    "hello\n",
+                    "{what}"
+                );
+                ["new", "bin/new", "etc/new", "bin/d"]
+                    .into_iter()
+                    .filter(|f| copy.join(f).exists())
+                    .map(String::from)
+                    .collect()
+            };
+            assert!(written.is_empty(), "{what}: the pod wrote {written:?}");
+        }
+    }
+    world
+        .rkt(&["gc", "--grace-period=0s"])
+        .run()
+        .assert_success();
+}

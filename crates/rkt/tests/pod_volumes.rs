@@ -547,3 +547,27 @@ fn volumes_stay_writable_under_a_read_only_rootfs() {
     // The target was made before the root became read-only.
     assert!(rootfs.join("data").is_dir());
 }
+
+/// Issue 22, defect 2 (as a `--rootfs` pod hits it): a rootfs whose `/etc` lacks `hosts`
+/// and `resolv.conf` has its `/etc` replaced in the pod by a tmpfs of binds of its entries;
+/// under `--readonly-rootfs` those are read-only too: no new file in `/etc`, no change to
+/// its files, nothing written into DIR.
+#[test]
+fn a_read_only_rootfs_keeps_etc_read_only_when_the_pod_adds_its_etc_files() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let rootfs = busybox_rootfs(&world);
+    fs::write(rootfs.join("etc/motd"), "hi\n").unwrap();
+    let (out, _) = run_sh(
+        &world,
+        &rootfs,
+        &["--readonly-rootfs"],
+        "echo x 2>/dev/null > /etc/new && echo wrote new; \
+         echo x 2>/dev/null >> /etc/motd && echo wrote motd; cat /etc/motd",
+    );
+    out.assert_success();
+    assert_eq!(out.stdout(), "hi\n");
+    assert!(!rootfs.join("etc/new").exists());
+    assert_eq!(fs::read_to_string(rootfs.join("etc/motd")).unwrap(), "hi\n");
+}

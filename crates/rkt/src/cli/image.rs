@@ -8,7 +8,7 @@ use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 
 use ::image::store::now_secs;
-use ::image::{ImageRecord, Store};
+use ::image::{ImageRecord, Removed, Store, StoreError};
 
 use super::fetch::image_store;
 use super::on_off::OnOff;
@@ -30,8 +30,8 @@ pub struct ImageArgs {
 pub enum ImageCommand {
     /// List images: ID, NAME, SIZE, IMPORT TIME, LAST USED.
     List(ListArgs),
-    /// Remove images from the store by ID, ID prefix or name; their blobs go at the next
-    /// `rkt image gc`.
+    /// Remove a name (untag), or an image by ID, ID prefix or its last name; blobs go at the
+    /// next `rkt image gc`.
     Rm(RmArgs),
     /// Remove images unused for longer than the grace period, blobs no image refers to, and
     /// partial downloads.
@@ -142,7 +142,7 @@ fn list(store: &Store, args: &ListArgs) -> anyhow::Result<ExitCode> {
     }
     for r in &images {
         rows.push([
-            format!("sha256:{}", r.id.short()),
+            r.id.short().to_string(),
             if r.names.is_empty() {
                 "-".into()
             } else {
@@ -179,22 +179,28 @@ fn in_use(global: &GlobalArgs) -> anyhow::Result<BTreeMap<String, Vec<String>>> 
 
 fn rm(global: &GlobalArgs, store: &Store, args: &RmArgs) -> anyhow::Result<ExitCode> {
     let used = in_use(global)?;
+    // As rkt did: an image a pod uses stays until the pod is removed (its other names
+    // can still be untagged).
+    let used_ids: BTreeSet<::image::Digest> =
+        used.keys().filter_map(|id| id.parse().ok()).collect();
     let mut failed = 0;
     for query in &args.images {
-        // As rkt did: an image a pod uses stays until the pod is removed.
-        if let Ok(record) = store.resolve(query) {
-            if let Some(pods) = used.get(&record.id.to_string()) {
+        match store.remove(query, &used_ids) {
+            Ok(Removed::Untagged { name, .. }) => println!("untagged {name}"),
+            Ok(Removed::Image(record)) => {
+                for name in &record.names {
+                    println!("untagged {name}");
+                }
+                println!("removed image {}", record.id);
+            }
+            Err(StoreError::InUse { image }) => {
+                let pods = used.get(&image.to_string()).cloned().unwrap_or_default();
                 eprintln!(
-                    "rkt: image rm: image {} is used by pod(s) {}; remove them first (`rkt rm`, or `rkt gc` once they exited)",
-                    record.id,
+                    "rkt: image rm: image {image} is used by pod(s) {}; remove them first (`rkt rm`, or `rkt gc` once they exited)",
                     pods.join(", ")
                 );
                 failed += 1;
-                continue;
             }
-        }
-        match store.remove_image(query) {
-            Ok(record) => println!("removed image {}", record.id),
             Err(e) => {
                 eprintln!("rkt: image rm: {e}");
                 failed += 1;

@@ -20,9 +20,9 @@ pub struct VersionArgs {}
 
 pub fn run(_global: &GlobalArgs, _args: &VersionArgs) -> anyhow::Result<ExitCode> {
     println!("rkt Version: {}", env!("CARGO_PKG_VERSION"));
-    // rkt 1.30 said which appc spec its images follow; this rkt runs no images (a host
-    // command or a --rootfs directory), and the spec it implements is CNI's, below.
-    println!("appc Version: none (no images; networking follows the CNI spec below)");
+    // rkt 1.30 said which appc spec its images follow; this rkt runs OCI and Docker images
+    // (see `rkt image`), not appc's ACIs, and its networking follows CNI's spec, below.
+    println!("appc Version: none (images are OCI and Docker schema 2, not ACI; networking follows the CNI spec below)");
     println!("Features: {FEATURES}");
     println!("CNI Spec Version: {}", cni::version::CURRENT);
     println!(

@@ -21,10 +21,12 @@
 //! Mount flags change with mount_setattr(2) (Linux 5.12); on older kernels each mount is
 //! remounted instead, with its own flags read from `/proc/self/mountinfo`.
 
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
 use nix::mount::{mount, MsFlags};
+use nix::sys::statvfs::FsFlags;
 
 use super::IsolationError;
 
@@ -150,6 +152,66 @@ pub fn nodev_tree(path: &Path) -> Result<(), IsolationError> {
 /// `--readonly-rootfs`, once the pod's `/dev`, `/sys` and files are mounted on it.
 pub fn read_only_mount(path: &Path) -> Result<(), IsolationError> {
     set_attr(path, MOUNT_ATTR_RDONLY, Change::Set, false, "read-only")
+}
+
+/// Makes the mount `mount_fd` was opened on (an `O_PATH` descriptor of its root, taken when
+/// it was mounted) read-only, keeping its other flags, wherever it is now and whatever has
+/// been mounted over it since: under `--readonly-rootfs`, the binds of a rootfs's own
+/// entries that the stage made to add mount points without writing into it
+/// ([`crate::stage::mounts`]). By path, such a bind could by then be a volume mounted over
+/// it. `path` names it in errors.
+pub fn read_only_mount_fd(mount_fd: BorrowedFd<'_>, path: &Path) -> Result<(), IsolationError> {
+    let attr_struct = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: a live descriptor, an empty NUL-terminated path (AT_EMPTY_PATH: the
+    // descriptor's own mount) and a mount_attr of the size passed, alive for the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            mount_fd.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH as libc::c_uint,
+            &attr_struct as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    match Errno::result(rc) {
+        Ok(_) => Ok(()),
+        // Before Linux 5.12: a bind remount through the descriptor's link in /proc, which
+        // resolves to the mount itself, with the flags it has (a remount replaces them).
+        Err(Errno::ENOSYS) => {
+            let flags = nix::sys::statvfs::fstatvfs(mount_fd)
+                .map_err(mount_err(path))?
+                .flags();
+            let mut keep = MsFlags::MS_RDONLY;
+            for (has, flag) in [
+                (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+                (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+                (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+            ] {
+                if flags.contains(has) {
+                    keep |= flag;
+                }
+            }
+            let link = PathBuf::from(format!("/proc/self/fd/{}", mount_fd.as_raw_fd()));
+            mount(
+                None::<&str>,
+                &link,
+                None::<&str>,
+                MsFlags::MS_REMOUNT | MsFlags::MS_BIND | keep,
+                None::<&str>,
+            )
+            .map_err(mount_err(path))
+        }
+        Err(source) => Err(IsolationError::Mount {
+            target: path.to_path_buf(),
+            source,
+        }),
+    }
 }
 
 /// Makes `path` and every mount below it read-only: the host's tree for a host-command pod

@@ -222,8 +222,8 @@ impl PodStatus {
         if let Some(t) = self.record.started {
             pod.insert("started_at".into(), json!(t.unix_secs()));
         }
-        pod.insert("pid".into(), json!(self.shown_pid()));
-        pod.insert("hostname".into(), json!(self.record.hostname));
+        insert_present(&mut pod, "pid", json!(self.shown_pid()));
+        insert_present(&mut pod, "hostname", json!(self.record.hostname));
         let ports = if self.state == State::Running {
             self.ports.clone()
         } else {
@@ -231,8 +231,8 @@ impl PodStatus {
         };
         pod.insert("ports".into(), json!(ports));
         pod.insert("runner_died".into(), json!(self.runner_died));
-        pod.insert("error".into(), json!(self.record.error));
-        pod.insert("isolation".into(), json!(self.record.isolation));
+        insert_present(&mut pod, "error", json!(self.record.error));
+        insert_present(&mut pod, "isolation", json!(self.record.isolation));
         if !self.manifest.exit_policy.is_default() {
             pod.insert(
                 "exit_policy".into(),
@@ -245,7 +245,7 @@ impl PodStatus {
         Value::Object(pod)
     }
 
-    /// App `index` in rkt's API v1 app object, plus our `exec` and `rootfs`.
+    /// App `index` in rkt's API v1 app object, plus our `exec` and `rootfs` (when it has one).
     fn app_json(&self, index: usize) -> serde_json::Map<String, serde_json::Value> {
         use serde_json::{json, Map};
         let app = &self.manifest.apps[index];
@@ -282,7 +282,7 @@ impl PodStatus {
             a.insert("user_labels".into(), json!(app.user_labels));
         }
         a.insert("exec".into(), json!(app.exec));
-        a.insert("rootfs".into(), json!(app.rootfs));
+        insert_present(&mut a, "rootfs", json!(app.rootfs));
         if !app.mounts.is_empty() {
             a.insert("mounts".into(), json!(self.api_mounts(app)));
         }
@@ -314,6 +314,18 @@ impl PodStatus {
                 mount
             })
             .collect()
+    }
+}
+
+/// Inserts `value` unless it is `null`: as rkt's API (Go's `omitempty`), a field the pod or
+/// app does not have is left out.
+fn insert_present(
+    map: &mut serde_json::Map<String, serde_json::Value>,
+    key: &str,
+    value: serde_json::Value,
+) {
+    if !value.is_null() {
+        map.insert(key.into(), value);
     }
 }
 
@@ -580,6 +592,27 @@ mod tests {
         for key in ["started_at", "finished_at", "exit_code"] {
             assert!(app.get(key).is_none(), "{key} in {app}");
         }
+    }
+
+    /// Issue 22, defect 10: no `null` in `status --format=json` for what a pod lacks (a
+    /// prepared host-command pod has no PID, error or rootfs), as pods.md says.
+    #[test]
+    fn status_json_has_no_nulls_for_absent_fields() {
+        let (_tmp, status) = pod_in(State::Prepared, |_| {});
+        let json = status.to_json();
+        let app = &json["apps"][0];
+        for (object, key) in [(&json, "pid"), (&json, "error"), (app, "rootfs")] {
+            assert!(object.get(key).is_none(), "{key} in {object}");
+        }
+        let nulls: Vec<&String> = json
+            .as_object()
+            .unwrap()
+            .iter()
+            .chain(app.as_object().unwrap())
+            .filter(|(_, v)| v.is_null())
+            .map(|(k, _)| k)
+            .collect();
+        assert!(nulls.is_empty(), "null fields {nulls:?} in {json}");
     }
 
     #[test]

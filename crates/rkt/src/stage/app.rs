@@ -7,7 +7,7 @@
 use std::ffi::{CString, OsString};
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
@@ -90,12 +90,12 @@ pub(super) fn mount_app_root(
             private_tmp: !isolation.readonly_rootfs,
             hide_rkt_state: isolation.paths,
         });
-    let own_tmp = match host_view {
-        Some(view) => mounts::read_only_host(pod_dir, view)?,
-        None => {
-            mounts::bind_etc_files(pod_dir, &root, app.rootfs.is_some())?;
-            Vec::new()
-        }
+    let (own_tmp, shadows) = match host_view {
+        Some(view) => (mounts::read_only_host(pod_dir, view)?, Vec::new()),
+        None => (
+            Vec::new(),
+            mounts::bind_etc_files(pod_dir, &root, app.rootfs.is_some())?,
+        ),
     };
     if own_netns {
         mounts::mount_sysfs(&root)?;
@@ -116,6 +116,12 @@ pub(super) fn mount_app_root(
             source,
         })?;
         isolation::paths::read_only_mount(&root).map_err(StageError::Isolation)?;
+        // The root's own entries the stage bound into a tmpfs, to add the pod's /etc files
+        // and mount points without writing into the root, are the root too.
+        for shadow in &shadows {
+            isolation::paths::read_only_mount_fd(shadow.fd.as_fd(), &shadow.path)
+                .map_err(StageError::Isolation)?;
+        }
     }
     if host_view.is_some() {
         mounts::reenter_cwd();

@@ -111,7 +111,14 @@ const ETC_FILES: [&str; 3] = ["resolv.conf", "hosts", "hostname"];
 /// is replaced in the pod's mount namespace by a tmpfs holding a bind mount of each of its
 /// entries (`shadow_dir`), in which the pod's files are mounted; a rootfs without `/etc`
 /// gets one that way on its root.
-pub fn bind_etc_files(pod_dir: &Path, root: &Path, is_rootfs: bool) -> Result<(), StageError> {
+///
+/// Returns the mounts of the rootfs's own content made that way (the tmpfs and its binds),
+/// which `--readonly-rootfs` makes read-only with the root.
+pub fn bind_etc_files(
+    pod_dir: &Path,
+    root: &Path,
+    is_rootfs: bool,
+) -> Result<Vec<ShadowMount>, StageError> {
     if !is_rootfs {
         for name in ETC_FILES {
             let source = pod_dir.join("etc").join(name);
@@ -120,7 +127,7 @@ pub fn bind_etc_files(pod_dir: &Path, root: &Path, is_rootfs: bool) -> Result<()
                 do_mount(Some(&source), &target, None, MsFlags::MS_BIND, None)?;
             }
         }
-        return Ok(());
+        return Ok(Vec::new());
     }
     let pod_etc = pod_dir.join("etc");
     fs::create_dir_all(&pod_etc).map_err(io_err("create", &pod_etc))?;
@@ -138,10 +145,11 @@ pub fn bind_etc_files(pod_dir: &Path, root: &Path, is_rootfs: bool) -> Result<()
     }
     let etc = root.join("etc");
     let is_file = |p: &Path| fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file());
+    let mut shadows = Vec::new();
     match fs::symlink_metadata(&etc) {
         Ok(m) if m.file_type().is_dir() => {
             if !ETC_FILES.iter().all(|name| is_file(&etc.join(name))) {
-                shadow_dir(&etc, &pod_dir.join("rootfs-etc"), &ETC_FILES, None)?;
+                shadows = shadow_dir(&etc, &pod_dir.join("rootfs-etc"), &ETC_FILES, None)?;
             }
         }
         Ok(_) => {
@@ -152,7 +160,7 @@ pub fn bind_etc_files(pod_dir: &Path, root: &Path, is_rootfs: bool) -> Result<()
             })
         }
         Err(_) => {
-            shadow_dir(root, &pod_dir.join("rootfs-root"), &[], Some("etc"))?;
+            shadows = shadow_dir(root, &pod_dir.join("rootfs-root"), &[], Some("etc"))?;
             // `etc` is now a directory of the shadow's tmpfs: the targets go there.
             for name in ETC_FILES {
                 let to = etc.join(name);
@@ -169,19 +177,45 @@ pub fn bind_etc_files(pod_dir: &Path, root: &Path, is_rootfs: bool) -> Result<()
             None,
         )?;
     }
-    Ok(())
+    Ok(shadows)
+}
+
+/// A mount the stage made of a rootfs's own content ([`shadow_dir`]): where it is, and an
+/// `O_PATH` descriptor of its root, which names that mount even once another is mounted
+/// over it.
+#[derive(Debug)]
+pub struct ShadowMount {
+    pub path: PathBuf,
+    pub fd: fs::File,
+}
+
+impl ShadowMount {
+    /// The mount whose root `path` is, now.
+    fn open(path: &Path) -> Result<ShadowMount, StageError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let fd = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)
+            .map_err(io_err("open", path))?;
+        Ok(ShadowMount {
+            path: path.to_path_buf(),
+            fd,
+        })
+    }
 }
 
 /// Replaces directory `dir`, in this mount namespace only, by a tmpfs (built at `staging`)
 /// holding a bind mount of each of its entries (symlinks copied as symlinks), so that
 /// entries can be added without writing into `dir`. Entries named in `files` become empty
-/// files to mount over; `new_dir` is added as an empty directory.
+/// files to mount over; `new_dir` is added as an empty directory. Returns the mounts made
+/// (the binds, then the tmpfs), each named by its place under `dir`.
 fn shadow_dir(
     dir: &Path,
     staging: &Path,
     files: &[&str],
     new_dir: Option<&str>,
-) -> Result<(), StageError> {
+) -> Result<Vec<ShadowMount>, StageError> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let meta = fs::metadata(dir).map_err(io_err("read", dir))?;
     fs::create_dir_all(staging).map_err(io_err("create", staging))?;
@@ -197,6 +231,7 @@ fn shadow_dir(
             meta.gid()
         )),
     )?;
+    let mut made = Vec::new();
     let entries = fs::read_dir(dir).map_err(io_err("read", dir))?;
     for entry in entries {
         let entry = entry.map_err(io_err("read", dir))?;
@@ -223,6 +258,9 @@ fn shadow_dir(
             MsFlags::MS_BIND | MsFlags::MS_REC,
             None,
         )?;
+        let mut bind = ShadowMount::open(&to)?;
+        bind.path = dir.join(&name);
+        made.push(bind);
     }
     for name in files {
         let to = staging.join(name);
@@ -234,7 +272,9 @@ fn shadow_dir(
         fs::set_permissions(&to, fs::Permissions::from_mode(0o755))
             .map_err(io_err("create", &to))?;
     }
-    do_mount(Some(staging), dir, None, MsFlags::MS_MOVE, None)
+    do_mount(Some(staging), dir, None, MsFlags::MS_MOVE, None)?;
+    made.push(ShadowMount::open(dir)?);
+    Ok(made)
 }
 
 /// Directories of the host's tree on which a host-command pod gets a private, empty,
