@@ -30,8 +30,8 @@ fn unknown_or_misplaced_option_before_the_command_is_a_usage_error_and_creates_n
         world
             .rkt(args)
             .run()
-            .assert_failure()
-            .assert_stderr_contains(&format!("'{word}'"));
+            .assert_exit_code(254)
+            .assert_stderr_contains(&format!("{word} is not an option of `rkt "));
         assert_eq!(
             world.pods(),
             Vec::<String>::new(),
@@ -63,6 +63,68 @@ fn unknown_or_misplaced_option_the_command_starts_at_double_dash_or_first_word()
     let manifest =
         std::fs::read_to_string(world.path(&format!("data/pods/{uuid}/pod.json"))).unwrap();
     assert!(manifest.contains("\"--weird\""), "{manifest}");
+}
+
+/// Issue 22, defect 7: a command line rkt refuses gets one `rkt: …` line and exit status
+/// 254, like rkt's other errors: the nearest real option of that command only when it is
+/// really near (`--nte` is `--net`, not clap's `--interactive`), where an option belongs when
+/// another command has it (a prepared pod's networks are chosen at `run-prepared`, not clap's
+/// `--inherit-env`), the nearest command, the value missing or refused; `--help` is as it was.
+#[test]
+fn usage_errors_are_one_rkt_line_with_the_nearest_option_and_where_an_option_belongs() {
+    let world = World::new();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["run", "--nte", "--", "true"],
+            "rkt: run: --nte is not an option of `rkt run`; did you mean --net?",
+        ),
+        (
+            &["prepare", "--net=default", "--", "true"],
+            "rkt: prepare: --net is not an option of `rkt prepare`; networks are chosen at \
+             `rkt run-prepared --net=…`",
+        ),
+        (
+            &["list", "--net=default"],
+            "rkt: list: --net is not an option of `rkt list`; it is an option of `rkt run`, \
+             `rkt run-prepared`",
+        ),
+        (
+            &["run", "--bogus", "--", "true"],
+            "rkt: run: --bogus is not an option of `rkt run` (see `rkt run --help`)",
+        ),
+        (
+            &["run", "--uuid-file-save"],
+            "rkt: run: --uuid-file-save needs a value: --uuid-file-save=FILE",
+        ),
+        (
+            &["runn", "--", "true"],
+            "rkt: runn is not a command of `rkt`; did you mean `rkt run`?",
+        ),
+        (
+            &["net", "lst"],
+            "rkt: net: lst is not a command of `rkt net`; did you mean `rkt net list`?",
+        ),
+        (
+            &["list", "--format=xml"],
+            "rkt: list: --format=xml: invalid value (expected text, json, json-pretty)",
+        ),
+        (
+            &["status"],
+            "rkt: status: UUID is missing (see `rkt status --help`)",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = world.rkt(args).run();
+        out.assert_exit_code(254);
+        assert_eq!(out.stderr(), format!("{expected}\n"), "rkt {args:?}");
+        assert_eq!(out.stdout(), "", "rkt {args:?}");
+    }
+    assert_eq!(world.pods(), Vec::<String>::new());
+    let out = world.rkt(&["run", "--help"]).run();
+    out.assert_success()
+        .assert_stdout_contains("Usage: rkt run [OPTIONS] <COMMAND>...")
+        .assert_stdout_contains("--net[=<LIST>]");
+    assert_eq!(out.stderr(), "");
 }
 
 /// A user network on the real `bridge` plugin (bridge and network names unique to the test,
