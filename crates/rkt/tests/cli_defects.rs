@@ -764,3 +764,139 @@ fn ping_group_range_is_the_pods_groups_so_unprivileged_ping_works() {
     assert_eq!(out.stdout(), host_range);
     assert_eq!(fs::read_to_string(range).unwrap(), host_range);
 }
+
+/// Every path below `dir` (itself included) with its type, mode, size, modification time
+/// and, for a file its bytes' hash, for a symlink its target: what must not change.
+fn tree_listing(dir: &std::path::Path) -> Vec<String> {
+    use std::hash::{Hash, Hasher};
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(path) = todo.pop() {
+        let meta = fs::symlink_metadata(&path).unwrap();
+        let rel = path.strip_prefix(dir).unwrap().display().to_string();
+        let what = if meta.file_type().is_symlink() {
+            format!("-> {}", fs::read_link(&path).unwrap().display())
+        } else if meta.is_file() {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            fs::read(&path).unwrap().hash(&mut h);
+            format!("{:x}", h.finish())
+        } else {
+            for entry in fs::read_dir(&path).unwrap() {
+                todo.push(entry.unwrap().path());
+            }
+            String::new()
+        };
+        out.push(format!(
+            "/{rel} {:o} {} {}.{} {what}",
+            meta.mode(),
+            meta.len(),
+            meta.mtime(),
+            meta.mtime_nsec()
+        ));
+    }
+    out.sort();
+    out
+}
+
+/// Issue 22, defect 4: a `--rootfs` directory holding only `bin/` (busybox) and `etc/` runs
+/// with its /dev, /proc, /sys and /etc files, and nothing is written into it (not even the
+/// missing mount points): on no network, on the default one, with `--readonly-rootfs` (its
+/// entries read-only too), with volumes whose targets are missing at its top level; one
+/// missing deeper is refused naming the path and the directory. What the app writes into
+/// the directory's own entries still goes to it.
+#[test]
+fn rootfs_dir_is_never_written_missing_mount_points_come_from_elsewhere() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
+    let rootfs = world.path("rootfs");
+    fs::create_dir_all(rootfs.join("bin")).unwrap();
+    fs::create_dir_all(rootfs.join("etc")).unwrap();
+    fs::copy("/bin/busybox", rootfs.join("bin/busybox")).unwrap();
+    std::os::unix::fs::symlink("busybox", rootfs.join("bin/sh")).unwrap();
+    let before = tree_listing(&rootfs);
+    let host = world.path("host-data");
+    fs::create_dir(&host).unwrap();
+    fs::write(host.join("in"), "from the host\n").unwrap();
+    let root_flag = format!("--rootfs={}", rootfs.display());
+    let volume = format!("--volume=data,kind=host,source={}", host.display());
+    let see = "busybox ls -d /dev/null /proc/self /etc/resolv.conf /etc/hosts /etc/hostname \
+               && busybox test -c /dev/null && echo ok > /dev/null && busybox cat /proc/1/comm";
+    let net_see = format!("{see} && busybox ls /sys/class/net");
+    let cases: Vec<(Vec<&str>, String, &str)> = vec![
+        (vec!["--net=none"], net_see.clone(), "lo"),
+        (vec!["--net=default"], net_see.clone(), "eth0"),
+        (vec!["--net=host"], see.to_string(), "/etc/hostname"),
+        (
+            vec!["--net=none", "--readonly-rootfs"],
+            format!(
+                "{net_see} && ! busybox touch /bin/x 2>/dev/null && ! busybox mkdir /new \
+                 2>/dev/null && ! busybox touch /etc/x 2>/dev/null && echo read-only"
+            ),
+            "read-only",
+        ),
+        (
+            vec![
+                "--net=none",
+                &volume,
+                "--mount=volume=data,target=/srv/data",
+            ],
+            "busybox cat /srv/data/in".to_string(),
+            "from the host",
+        ),
+    ];
+    for (flags, script, expected) in &cases {
+        let mut args = vec!["run", root_flag.as_str()];
+        args.extend(flags.iter().copied());
+        args.extend(["--", "/bin/sh", "-c", script.as_str()]);
+        let out = world.rkt(&args).run();
+        out.assert_success().assert_stdout_contains(expected);
+        assert_eq!(
+            tree_listing(&rootfs),
+            before,
+            "rkt {args:?} wrote into the rootfs"
+        );
+    }
+    // A target missing below an entry of the rootfs would have to be made in it: refused.
+    world
+        .rkt(&[
+            "run",
+            "--net=none",
+            &root_flag,
+            &volume,
+            "--mount=volume=data,target=/etc/app/data",
+            "--",
+            "/bin/sh",
+            "-c",
+            "true",
+        ])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains(&format!(
+            "the target /etc/app/data does not exist in --rootfs {} (/etc/app is missing)",
+            rootfs.display()
+        ));
+    assert_eq!(tree_listing(&rootfs), before);
+    // The app's own writes into the rootfs's entries still go to it.
+    world
+        .rkt(&[
+            "run",
+            "--net=none",
+            &root_flag,
+            "--",
+            "/bin/sh",
+            "-c",
+            "echo mine > /bin/written",
+        ])
+        .run()
+        .assert_success();
+    assert_eq!(
+        fs::read_to_string(rootfs.join("bin/written")).unwrap(),
+        "mine\n"
+    );
+    world
+        .rkt(&["gc", "--grace-period=0s"])
+        .run()
+        .assert_success();
+}

@@ -16,6 +16,7 @@ use nix::sys::wait::WaitStatus;
 use nix::unistd::execve;
 
 use super::env::find_executable;
+use super::volumes::Creatable;
 use super::{mounts, signals, StageError};
 use crate::isolation;
 use crate::isolation::user::Identity;
@@ -75,8 +76,23 @@ pub(super) fn mount_app_root(
 ) -> Result<(), StageError> {
     let (app, isolation) = (&prepared.app, &prepared.isolation);
     let root = app.rootfs.clone().unwrap_or_else(|| PathBuf::from("/"));
+    // A `--rootfs` directory is the user's, never written: the mount points it lacks (and
+    // room for volume targets missing at its top level) come from a tmpfs over it. An
+    // image's root is the pod's own overlay, where they are made.
+    let user_rootfs = app.rootfs.is_some() && app.image.is_none();
+    let mut own_dev = None;
     if app.rootfs.is_some() {
         mounts::bind_rootfs(&root)?;
+    }
+    if user_rootfs {
+        let top_level_missing = super::volumes::top_level_missing(&root, &app.mounts);
+        own_dev = mounts::provide_mount_points(
+            pod_dir,
+            &root,
+            &mounts::rootfs_mount_points(own_netns),
+            top_level_missing,
+            isolation.readonly_rootfs,
+        )?;
     }
     if isolation.paths {
         // No device node of the app's own making opens; the pod's /dev gets the few the
@@ -93,7 +109,12 @@ pub(super) fn mount_app_root(
     let own_tmp = match host_view {
         Some(view) => mounts::read_only_host(pod_dir, view)?,
         None => {
-            mounts::bind_etc_files(pod_dir, &root, app.rootfs.is_some())?;
+            mounts::bind_etc_files(
+                pod_dir,
+                &root,
+                app.rootfs.is_some(),
+                isolation.readonly_rootfs,
+            )?;
             Vec::new()
         }
     };
@@ -105,8 +126,13 @@ pub(super) fn mount_app_root(
     if app.rootfs.is_some() || isolation.paths {
         mounts::populate_dev(&root)?;
     }
-    let host_root = app.rootfs.is_none().then_some(own_tmp.as_slice());
-    super::volumes::mount_app_volumes(&root, host_root, &app.mounts, sources, isolation.paths)?;
+    let own_dev: Vec<u64> = own_dev.into_iter().collect();
+    let creatable = match (&app.rootfs, user_rootfs) {
+        (None, _) => Creatable::HostRoot(&own_tmp),
+        (Some(rootfs), true) => Creatable::Rootfs(rootfs, &own_dev),
+        (Some(_), false) => Creatable::Anywhere,
+    };
+    super::volumes::mount_app_volumes(&root, creatable, &app.mounts, sources, isolation.paths)?;
     if isolation.readonly_rootfs && app.rootfs.is_some() {
         // /proc is mounted here later: the mount point must exist before.
         let proc_dir = root.join("proc");
@@ -152,7 +178,8 @@ pub(super) fn enter_app(
         .or(image_dir)
         .filter(|d| !d.is_empty())
     {
-        enter_working_dir(dir, app.rootfs.is_some())?;
+        // Created in an image's root (the pod's overlay), never in a --rootfs or the host's.
+        enter_working_dir(dir, app.image.is_some())?;
     }
     // The image's User, unless --user/--group chose the identity: the isolation switches
     // to it in the app's process, in its order (bounding set first, then the user).
@@ -170,8 +197,8 @@ pub(super) fn enter_app(
     ))
 }
 
-/// The app's working directory: created when missing in the app's own root (an image's or
-/// `--rootfs`, as Docker does for an image's WorkingDir), never on the host's.
+/// The app's working directory: created when missing in the app's own root (an image's,
+/// as Docker does for an image's WorkingDir), never in a `--rootfs` or on the host's.
 fn enter_working_dir(dir: &str, own_root: bool) -> Result<(), StageError> {
     let path = Path::new("/").join(dir);
     let err = |what| {

@@ -17,7 +17,10 @@
 //!   ([`crate::isolation::paths`]): a `nodev` tmpfs `/dev` holding bind mounts of the host's
 //!   `null`, `zero`, `full`, `random`, `urandom` and `tty` (the only device nodes that open
 //!   in the pod), a new `devpts` instance on `/dev/pts` and a private tmpfs `/dev/shm`;
-//!   with `--rootfs`, the directory is first bind-mounted onto itself (to become the root);
+//!   with `--rootfs`, the directory is first bind-mounted onto itself (to become the root),
+//!   and when it lacks a mount point (`dev`, `proc`, `sys`, `etc`) replaced by a tmpfs with
+//!   a bind of each of its entries and the missing ones, so nothing is written into it
+//!   (see [`provide_mount_points`]);
 //! - in the pod's PID namespace (by its init): a new `/proc`, then `pivot_root` into the
 //!   rootfs.
 
@@ -111,7 +114,15 @@ const ETC_FILES: [&str; 3] = ["resolv.conf", "hosts", "hostname"];
 /// is replaced in the pod's mount namespace by a tmpfs holding a bind mount of each of its
 /// entries (`shadow_dir`), in which the pod's files are mounted; a rootfs without `/etc`
 /// gets one that way on its root.
-pub fn bind_etc_files(pod_dir: &Path, root: &Path, is_rootfs: bool) -> Result<(), StageError> {
+///
+/// `read_only` (`--readonly-rootfs`): the bind mounts of the rootfs's `/etc` entries in such
+/// a tmpfs are read-only, as the root will be.
+pub fn bind_etc_files(
+    pod_dir: &Path,
+    root: &Path,
+    is_rootfs: bool,
+    read_only: bool,
+) -> Result<(), StageError> {
     if !is_rootfs {
         for name in ETC_FILES {
             let source = pod_dir.join("etc").join(name);
@@ -138,10 +149,18 @@ pub fn bind_etc_files(pod_dir: &Path, root: &Path, is_rootfs: bool) -> Result<()
     }
     let etc = root.join("etc");
     let is_file = |p: &Path| fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file());
+    let mut shadowed = true;
     match fs::symlink_metadata(&etc) {
         Ok(m) if m.file_type().is_dir() => {
-            if !ETC_FILES.iter().all(|name| is_file(&etc.join(name))) {
-                shadow_dir(&etc, &pod_dir.join("rootfs-etc"), &ETC_FILES, None)?;
+            shadowed = !ETC_FILES.iter().all(|name| is_file(&etc.join(name)));
+            if shadowed {
+                shadow_dir(
+                    &etc,
+                    &pod_dir.join("rootfs-etc"),
+                    &ETC_FILES,
+                    &[],
+                    read_only,
+                )?;
             }
         }
         Ok(_) => {
@@ -152,7 +171,7 @@ pub fn bind_etc_files(pod_dir: &Path, root: &Path, is_rootfs: bool) -> Result<()
             })
         }
         Err(_) => {
-            shadow_dir(root, &pod_dir.join("rootfs-root"), &[], Some("etc"))?;
+            shadow_dir(root, &pod_dir.join("rootfs-root"), &[], &["etc"], read_only)?;
             // `etc` is now a directory of the shadow's tmpfs: the targets go there.
             for name in ETC_FILES {
                 let to = etc.join(name);
@@ -169,18 +188,70 @@ pub fn bind_etc_files(pod_dir: &Path, root: &Path, is_rootfs: bool) -> Result<()
             None,
         )?;
     }
+    if read_only && shadowed {
+        // The tmpfs in place of /etc, as the root will be; the pod's own files stay writable.
+        crate::isolation::paths::read_only_mount(&etc).map_err(StageError::Isolation)?;
+    }
     Ok(())
+}
+
+/// The mount points a `--rootfs` pod's root gets: `/dev`, `/proc` and `/etc` always, `/sys`
+/// with the pod's own network namespace.
+pub fn rootfs_mount_points(own_netns: bool) -> Vec<&'static str> {
+    let mut names = vec!["dev", "proc", "etc"];
+    if own_netns {
+        names.push("sys");
+    }
+    names
+}
+
+/// Provides, without writing into `rootfs` (a `--rootfs` directory, already a mount point
+/// of its own: [`bind_rootfs`]), the top-level `mount_points` it lacks: when any is missing,
+/// or `shadow` asks for room at the top level anyway (a volume target whose first component
+/// is missing), the rootfs is replaced in this mount namespace by a tmpfs holding a bind
+/// mount of each of its entries and the missing mount points as empty directories
+/// ([`shadow_dir`]). What the app writes into the entries still goes to the rootfs; only a
+/// new entry at the top level would stay in the tmpfs. Returns the tmpfs's device, where
+/// volume targets may be created, or `None` when the rootfs had everything.
+///
+/// `read_only` (`--readonly-rootfs`): the entries' bind mounts are read-only (the tmpfs
+/// itself turns read-only with the root).
+pub fn provide_mount_points(
+    pod_dir: &Path,
+    rootfs: &Path,
+    mount_points: &[&str],
+    shadow: bool,
+    read_only: bool,
+) -> Result<Option<u64>, StageError> {
+    use std::os::unix::fs::MetadataExt;
+    let missing: Vec<&str> = mount_points
+        .iter()
+        .copied()
+        .filter(|name| {
+            fs::symlink_metadata(rootfs.join(name))
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        })
+        .collect();
+    if missing.is_empty() && !shadow {
+        return Ok(None);
+    }
+    let staging = pod_dir.join("rootfs-mount-points");
+    shadow_dir(rootfs, &staging, &[], &missing, read_only)?;
+    let meta = fs::metadata(rootfs).map_err(io_err("read", rootfs))?;
+    Ok(Some(meta.dev()))
 }
 
 /// Replaces directory `dir`, in this mount namespace only, by a tmpfs (built at `staging`)
 /// holding a bind mount of each of its entries (symlinks copied as symlinks), so that
 /// entries can be added without writing into `dir`. Entries named in `files` become empty
-/// files to mount over; `new_dir` is added as an empty directory.
+/// files to mount over; `new_dirs` are added as empty directories (0755). `read_only`: the
+/// bind mounts of the entries (and every mount below them) are read-only.
 fn shadow_dir(
     dir: &Path,
     staging: &Path,
     files: &[&str],
-    new_dir: Option<&str>,
+    new_dirs: &[&str],
+    read_only: bool,
 ) -> Result<(), StageError> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let meta = fs::metadata(dir).map_err(io_err("read", dir))?;
@@ -223,12 +294,15 @@ fn shadow_dir(
             MsFlags::MS_BIND | MsFlags::MS_REC,
             None,
         )?;
+        if read_only {
+            crate::isolation::paths::read_only_tree(&to).map_err(StageError::Isolation)?;
+        }
     }
     for name in files {
         let to = staging.join(name);
         fs::write(&to, b"").map_err(io_err("create", &to))?;
     }
-    if let Some(name) = new_dir {
+    for name in new_dirs {
         let to = staging.join(name);
         fs::create_dir(&to).map_err(io_err("create", &to))?;
         fs::set_permissions(&to, fs::Permissions::from_mode(0o755))
