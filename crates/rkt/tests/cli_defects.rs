@@ -1,8 +1,10 @@
 //! The command-line defects of issue 16, each tried as a user would through the binary: an
 //! unknown option taken for the command, `--rootfs` pods without resolv.conf/hosts, a port
 //! of a family the pod has no address of, `rkt net` disagreeing with `rkt run`, CNI_ARGS
-//! that real plugins refuse, and the smaller ones. Tests that run pods need root (skipped
-//! otherwise) and end with the leak checker.
+//! that real plugins refuse, and the smaller ones; and issue 22's found following the docs
+//! (names resolved in the rootfs, usage errors in one line, a `--rootfs` never written, its
+//! own /etc/hostname, ping, setting up in two commands). Tests that run pods need root
+//! (skipped otherwise) and end with the leak checker.
 
 mod leaks;
 mod pod_support;
@@ -899,4 +901,81 @@ fn rootfs_dir_is_never_written_missing_mount_points_come_from_elsewhere() {
         .rkt(&["gc", "--grace-period=0s"])
         .run()
         .assert_success();
+}
+
+/// The fenced `sh` blocks of `text` between the headings `from` and `to`, their lines.
+fn sh_lines_between(text: &str, from: &str, to: &str) -> Vec<String> {
+    let start = text.find(from).unwrap_or_else(|| panic!("no {from:?}"));
+    let end = start
+        + text[start..]
+            .find(to)
+            .unwrap_or_else(|| panic!("no {to:?}"));
+    let mut lines = Vec::new();
+    let mut inside = false;
+    for line in text[start..end].lines() {
+        if line.starts_with("```") {
+            inside = !inside && line.starts_with("```sh");
+            continue;
+        }
+        if inside && !line.trim().is_empty() {
+            lines.push(line.trim().to_string());
+        }
+    }
+    lines
+}
+
+/// Issue 22, defect 12: setting up took eight commands. The README's Quick start is one
+/// script and its Tests section another, the one CI runs; both scripts parse, say why the
+/// install needs root, and refuse to start without it.
+#[test]
+fn setup_takes_two_commands_an_install_script_and_the_test_script_ci_runs() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = fs::read_to_string(repo.join("README.md")).unwrap();
+    assert_eq!(
+        sh_lines_between(&readme, "## Quick start", "### A first pod"),
+        ["tools/install.sh"]
+    );
+    assert_eq!(
+        sh_lines_between(&readme, "### Tests", "## Layout"),
+        ["tools/test.sh"]
+    );
+    let ci = fs::read_to_string(repo.join(".ci/run")).unwrap();
+    let commands: Vec<&str> = ci
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    assert_eq!(commands.last(), Some(&"tools/test.sh"), "{ci}");
+    assert!(
+        !ci.contains("cargo test"),
+        "CI runs its own test command: {ci}"
+    );
+    for script in ["tools/install.sh", "tools/test.sh", ".ci/run"] {
+        let path = repo.join(script);
+        let mode =
+            std::os::unix::fs::PermissionsExt::mode(&fs::metadata(&path).unwrap().permissions());
+        assert!(mode & 0o111 != 0, "{script} is not executable");
+        let check = std::process::Command::new("bash")
+            .arg("-n")
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(check.status.success(), "{script}: {check:?}");
+    }
+    let install = fs::read_to_string(repo.join("tools/install.sh")).unwrap();
+    assert!(
+        install.contains("It needs root"),
+        "install.sh says why it needs root"
+    );
+    // Without root it stops before doing anything, saying so.
+    let mut cmd = std::process::Command::new(repo.join("tools/install.sh"));
+    if nix::unistd::geteuid().is_root() {
+        cmd = std::process::Command::new("setpriv");
+        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(repo.join("tools/install.sh"));
+    }
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("install.sh: needs root"), "{stderr}");
 }
