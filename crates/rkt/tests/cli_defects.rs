@@ -1,8 +1,10 @@
 //! The command-line defects of issue 16, each tried as a user would through the binary: an
 //! unknown option taken for the command, `--rootfs` pods without resolv.conf/hosts, a port
 //! of a family the pod has no address of, `rkt net` disagreeing with `rkt run`, CNI_ARGS
-//! that real plugins refuse, and the smaller ones. Tests that run pods need root (skipped
-//! otherwise) and end with the leak checker.
+//! that real plugins refuse, and the smaller ones; and issue 22's found following the docs
+//! (names resolved in the rootfs, usage errors in one line, a `--rootfs` never written, its
+//! own /etc/hostname, ping, setting up in two commands). Tests that run pods need root
+//! (skipped otherwise) and end with the leak checker.
 
 mod leaks;
 mod pod_support;
@@ -30,8 +32,8 @@ fn unknown_or_misplaced_option_before_the_command_is_a_usage_error_and_creates_n
         world
             .rkt(args)
             .run()
-            .assert_failure()
-            .assert_stderr_contains(&format!("'{word}'"));
+            .assert_exit_code(254)
+            .assert_stderr_contains(&format!("{word} is not an option of `rkt "));
         assert_eq!(
             world.pods(),
             Vec::<String>::new(),
@@ -63,6 +65,68 @@ fn unknown_or_misplaced_option_the_command_starts_at_double_dash_or_first_word()
     let manifest =
         std::fs::read_to_string(world.path(&format!("data/pods/{uuid}/pod.json"))).unwrap();
     assert!(manifest.contains("\"--weird\""), "{manifest}");
+}
+
+/// Issue 22, defect 7: a command line rkt refuses gets one `rkt: …` line and exit status
+/// 254, like rkt's other errors: the nearest real option of that command only when it is
+/// really near (`--nte` is `--net`, not clap's `--interactive`), where an option belongs when
+/// another command has it (a prepared pod's networks are chosen at `run-prepared`, not clap's
+/// `--inherit-env`), the nearest command, the value missing or refused; `--help` is as it was.
+#[test]
+fn usage_errors_are_one_rkt_line_with_the_nearest_option_and_where_an_option_belongs() {
+    let world = World::new();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["run", "--nte", "--", "true"],
+            "rkt: run: --nte is not an option of `rkt run`; did you mean --net?",
+        ),
+        (
+            &["prepare", "--net=default", "--", "true"],
+            "rkt: prepare: --net is not an option of `rkt prepare`; networks are chosen at \
+             `rkt run-prepared --net=…`",
+        ),
+        (
+            &["list", "--net=default"],
+            "rkt: list: --net is not an option of `rkt list`; it is an option of `rkt run`, \
+             `rkt run-prepared`",
+        ),
+        (
+            &["run", "--bogus", "--", "true"],
+            "rkt: run: --bogus is not an option of `rkt run` (see `rkt run --help`)",
+        ),
+        (
+            &["run", "--uuid-file-save"],
+            "rkt: run: --uuid-file-save needs a value: --uuid-file-save=FILE",
+        ),
+        (
+            &["runn", "--", "true"],
+            "rkt: runn is not a command of `rkt`; did you mean `rkt run`?",
+        ),
+        (
+            &["net", "lst"],
+            "rkt: net: lst is not a command of `rkt net`; did you mean `rkt net list`?",
+        ),
+        (
+            &["list", "--format=xml"],
+            "rkt: list: --format=xml: invalid value (expected text, json, json-pretty)",
+        ),
+        (
+            &["status"],
+            "rkt: status: UUID is missing (see `rkt status --help`)",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = world.rkt(args).run();
+        out.assert_exit_code(254);
+        assert_eq!(out.stderr(), format!("{expected}\n"), "rkt {args:?}");
+        assert_eq!(out.stdout(), "", "rkt {args:?}");
+    }
+    assert_eq!(world.pods(), Vec::<String>::new());
+    let out = world.rkt(&["run", "--help"]).run();
+    out.assert_success()
+        .assert_stdout_contains("Usage: rkt run [OPTIONS] <COMMAND>...")
+        .assert_stdout_contains("--net[=<LIST>]");
+    assert_eq!(out.stderr(), "");
 }
 
 /// A user network on the real `bridge` plugin (bridge and network names unique to the test,
@@ -701,4 +765,217 @@ fn ping_group_range_is_the_pods_groups_so_unprivileged_ping_works() {
     out.assert_success();
     assert_eq!(out.stdout(), host_range);
     assert_eq!(fs::read_to_string(range).unwrap(), host_range);
+}
+
+/// Every path below `dir` (itself included) with its type, mode, size, modification time
+/// and, for a file its bytes' hash, for a symlink its target: what must not change.
+fn tree_listing(dir: &std::path::Path) -> Vec<String> {
+    use std::hash::{Hash, Hasher};
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(path) = todo.pop() {
+        let meta = fs::symlink_metadata(&path).unwrap();
+        let rel = path.strip_prefix(dir).unwrap().display().to_string();
+        let what = if meta.file_type().is_symlink() {
+            format!("-> {}", fs::read_link(&path).unwrap().display())
+        } else if meta.is_file() {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            fs::read(&path).unwrap().hash(&mut h);
+            format!("{:x}", h.finish())
+        } else {
+            for entry in fs::read_dir(&path).unwrap() {
+                todo.push(entry.unwrap().path());
+            }
+            String::new()
+        };
+        out.push(format!(
+            "/{rel} {:o} {} {}.{} {what}",
+            meta.mode(),
+            meta.len(),
+            meta.mtime(),
+            meta.mtime_nsec()
+        ));
+    }
+    out.sort();
+    out
+}
+
+/// Issue 22, defect 4: a `--rootfs` directory holding only `bin/` (busybox) and `etc/` runs
+/// with its /dev, /proc, /sys and /etc files, and nothing is written into it (not even the
+/// missing mount points): on no network, on the default one, with `--readonly-rootfs` (its
+/// entries read-only too), with volumes whose targets are missing at its top level; one
+/// missing deeper is refused naming the path and the directory. What the app writes into
+/// the directory's own entries still goes to it.
+#[test]
+fn rootfs_dir_is_never_written_missing_mount_points_come_from_elsewhere() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
+    let rootfs = world.path("rootfs");
+    fs::create_dir_all(rootfs.join("bin")).unwrap();
+    fs::create_dir_all(rootfs.join("etc")).unwrap();
+    fs::copy("/bin/busybox", rootfs.join("bin/busybox")).unwrap();
+    std::os::unix::fs::symlink("busybox", rootfs.join("bin/sh")).unwrap();
+    let before = tree_listing(&rootfs);
+    let host = world.path("host-data");
+    fs::create_dir(&host).unwrap();
+    fs::write(host.join("in"), "from the host\n").unwrap();
+    let root_flag = format!("--rootfs={}", rootfs.display());
+    let volume = format!("--volume=data,kind=host,source={}", host.display());
+    let see = "busybox ls -d /dev/null /proc/self /etc/resolv.conf /etc/hosts /etc/hostname \
+               && busybox test -c /dev/null && echo ok > /dev/null && busybox cat /proc/1/comm";
+    let net_see = format!("{see} && busybox ls /sys/class/net");
+    let cases: Vec<(Vec<&str>, String, &str)> = vec![
+        (vec!["--net=none"], net_see.clone(), "lo"),
+        (vec!["--net=default"], net_see.clone(), "eth0"),
+        (vec!["--net=host"], see.to_string(), "/etc/hostname"),
+        (
+            vec!["--net=none", "--readonly-rootfs"],
+            format!(
+                "{net_see} && ! busybox touch /bin/x 2>/dev/null && ! busybox mkdir /new \
+                 2>/dev/null && ! busybox touch /etc/x 2>/dev/null && echo read-only"
+            ),
+            "read-only",
+        ),
+        (
+            vec![
+                "--net=none",
+                &volume,
+                "--mount=volume=data,target=/srv/data",
+            ],
+            "busybox cat /srv/data/in".to_string(),
+            "from the host",
+        ),
+    ];
+    for (flags, script, expected) in &cases {
+        let mut args = vec!["run", root_flag.as_str()];
+        args.extend(flags.iter().copied());
+        args.extend(["--", "/bin/sh", "-c", script.as_str()]);
+        let out = world.rkt(&args).run();
+        out.assert_success().assert_stdout_contains(expected);
+        assert_eq!(
+            tree_listing(&rootfs),
+            before,
+            "rkt {args:?} wrote into the rootfs"
+        );
+    }
+    // A target missing below an entry of the rootfs would have to be made in it: refused.
+    world
+        .rkt(&[
+            "run",
+            "--net=none",
+            &root_flag,
+            &volume,
+            "--mount=volume=data,target=/etc/app/data",
+            "--",
+            "/bin/sh",
+            "-c",
+            "true",
+        ])
+        .run()
+        .assert_failure()
+        .assert_stderr_contains(&format!(
+            "the target /etc/app/data does not exist in --rootfs {} (/etc/app is missing)",
+            rootfs.display()
+        ));
+    assert_eq!(tree_listing(&rootfs), before);
+    // The app's own writes into the rootfs's entries still go to it.
+    world
+        .rkt(&[
+            "run",
+            "--net=none",
+            &root_flag,
+            "--",
+            "/bin/sh",
+            "-c",
+            "echo mine > /bin/written",
+        ])
+        .run()
+        .assert_success();
+    assert_eq!(
+        fs::read_to_string(rootfs.join("bin/written")).unwrap(),
+        "mine\n"
+    );
+    world
+        .rkt(&["gc", "--grace-period=0s"])
+        .run()
+        .assert_success();
+}
+
+/// The fenced `sh` blocks of `text` between the headings `from` and `to`, their lines.
+fn sh_lines_between(text: &str, from: &str, to: &str) -> Vec<String> {
+    let start = text.find(from).unwrap_or_else(|| panic!("no {from:?}"));
+    let end = start
+        + text[start..]
+            .find(to)
+            .unwrap_or_else(|| panic!("no {to:?}"));
+    let mut lines = Vec::new();
+    let mut inside = false;
+    for line in text[start..end].lines() {
+        if line.starts_with("```") {
+            inside = !inside && line.starts_with("```sh");
+            continue;
+        }
+        if inside && !line.trim().is_empty() {
+            lines.push(line.trim().to_string());
+        }
+    }
+    lines
+}
+
+/// Issue 22, defect 12: setting up took eight commands. The README's Quick start is one
+/// script and its Tests section another, the one CI runs; both scripts parse, say why the
+/// install needs root, and refuse to start without it.
+#[test]
+fn setup_takes_two_commands_an_install_script_and_the_test_script_ci_runs() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = fs::read_to_string(repo.join("README.md")).unwrap();
+    assert_eq!(
+        sh_lines_between(&readme, "## Quick start", "### A first pod"),
+        ["tools/install.sh"]
+    );
+    assert_eq!(
+        sh_lines_between(&readme, "### Tests", "## Layout"),
+        ["tools/test.sh"]
+    );
+    let ci = fs::read_to_string(repo.join(".ci/run")).unwrap();
+    let commands: Vec<&str> = ci
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    assert_eq!(commands.last(), Some(&"tools/test.sh"), "{ci}");
+    assert!(
+        !ci.contains("cargo test"),
+        "CI runs its own test command: {ci}"
+    );
+    for script in ["tools/install.sh", "tools/test.sh", ".ci/run"] {
+        let path = repo.join(script);
+        let mode =
+            std::os::unix::fs::PermissionsExt::mode(&fs::metadata(&path).unwrap().permissions());
+        assert!(mode & 0o111 != 0, "{script} is not executable");
+        let check = std::process::Command::new("bash")
+            .arg("-n")
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(check.status.success(), "{script}: {check:?}");
+    }
+    let install = fs::read_to_string(repo.join("tools/install.sh")).unwrap();
+    assert!(
+        install.contains("It needs root"),
+        "install.sh says why it needs root"
+    );
+    // Without root it stops before doing anything, saying so.
+    let mut cmd = std::process::Command::new(repo.join("tools/install.sh"));
+    if nix::unistd::geteuid().is_root() {
+        cmd = std::process::Command::new("setpriv");
+        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(repo.join("tools/install.sh"));
+    }
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("install.sh: needs root"), "{stderr}");
 }

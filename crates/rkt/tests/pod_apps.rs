@@ -491,7 +491,7 @@ fn kill_9_of_the_runner_of_two_image_apps_then_gc_leaves_nothing() {
 fn mistakes_in_the_grammar_are_errors_naming_the_word_and_create_nothing() {
     let world = World::new();
     for (args, says) in [
-        (&["---", "true"][..], "'---'"),
+        (&["---", "true"][..], "--- is not an option of `rkt"),
         (&["true", "---"][..], "--- must be followed by an app"),
         (
             &["true", "---", "--memory=64M", "true"][..],

@@ -32,6 +32,7 @@ mod run;
 mod run_prepared;
 mod status;
 mod stop;
+mod usage_error;
 mod version;
 mod volume_args;
 
@@ -309,19 +310,35 @@ pub fn main() -> ExitCode {
     });
     let cli = match parsed.and_then(|cli| cli) {
         Ok(cli) => cli,
-        Err(err) => {
-            let _ = err.print();
-            return if err.use_stderr() {
-                ExitCode::from(FAILURE)
-            } else {
-                ExitCode::SUCCESS
-            };
-        }
+        Err(err) => return usage_failure(&err),
     };
     match dispatch(&cli) {
         Ok(code) => code,
         Err(err) => {
             eprintln!("rkt: {}", describe(&err));
+            ExitCode::from(FAILURE)
+        }
+    }
+}
+
+/// A command line clap refused, as one `rkt: …` line with exit status [`FAILURE`]; help and
+/// version (and the help a bare `rkt` or `rkt net` gets) are clap's, as they are.
+fn usage_failure(err: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match err.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = err.print();
+            ExitCode::SUCCESS
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = err.print();
+            ExitCode::from(FAILURE)
+        }
+        _ => {
+            let mut root = <Cli as clap::CommandFactory>::command();
+            root.build();
+            let argv: Vec<OsString> = std::env::args_os().collect();
+            eprintln!("rkt: {}", usage_error::one_line(err, &root, &argv));
             ExitCode::from(FAILURE)
         }
     }

@@ -16,6 +16,7 @@ use nix::sys::wait::WaitStatus;
 use nix::unistd::execve;
 
 use super::env::find_executable;
+use super::volumes::Creatable;
 use super::{mounts, signals, StageError};
 use crate::isolation;
 use crate::isolation::user::Identity;
@@ -75,8 +76,28 @@ pub(super) fn mount_app_root(
 ) -> Result<(), StageError> {
     let (app, isolation) = (&prepared.app, &prepared.isolation);
     let root = app.rootfs.clone().unwrap_or_else(|| PathBuf::from("/"));
+    // A `--rootfs` directory is the user's, never written: the mount points it lacks (and
+    // room for volume targets missing at its top level) come from a tmpfs over it. An
+    // image's root is the pod's own overlay, where they are made.
+    let user_rootfs = app.rootfs.is_some() && app.image.is_none();
+    let mut own_dev = None;
+    // The root's own entries the stage binds into a tmpfs (to add mount points and the
+    // pod's /etc files without writing into the root) are the root too for
+    // `--readonly-rootfs`: their mounts, by descriptor (a volume may be mounted over one).
+    let mut shadows = Vec::new();
     if app.rootfs.is_some() {
         mounts::bind_rootfs(&root)?;
+    }
+    if user_rootfs {
+        let top_level_missing = super::volumes::top_level_missing(&root, &app.mounts);
+        let (dev, made) = mounts::provide_mount_points(
+            pod_dir,
+            &root,
+            &mounts::rootfs_mount_points(own_netns),
+            top_level_missing,
+        )?;
+        own_dev = dev;
+        shadows.extend(made);
     }
     if isolation.paths {
         // No device node of the app's own making opens; the pod's /dev gets the few the
@@ -90,12 +111,16 @@ pub(super) fn mount_app_root(
             private_tmp: !isolation.readonly_rootfs,
             hide_rkt_state: isolation.paths,
         });
-    let (own_tmp, shadows) = match host_view {
-        Some(view) => (mounts::read_only_host(pod_dir, view)?, Vec::new()),
-        None => (
-            Vec::new(),
-            mounts::bind_etc_files(pod_dir, &root, app.rootfs.is_some())?,
-        ),
+    let own_tmp = match host_view {
+        Some(view) => mounts::read_only_host(pod_dir, view)?,
+        None => {
+            shadows.extend(mounts::bind_etc_files(
+                pod_dir,
+                &root,
+                app.rootfs.is_some(),
+            )?);
+            Vec::new()
+        }
     };
     if own_netns {
         mounts::mount_sysfs(&root)?;
@@ -105,8 +130,13 @@ pub(super) fn mount_app_root(
     if app.rootfs.is_some() || isolation.paths {
         mounts::populate_dev(&root)?;
     }
-    let host_root = app.rootfs.is_none().then_some(own_tmp.as_slice());
-    super::volumes::mount_app_volumes(&root, host_root, &app.mounts, sources, isolation.paths)?;
+    let own_dev: Vec<u64> = own_dev.into_iter().collect();
+    let creatable = match (&app.rootfs, user_rootfs) {
+        (None, _) => Creatable::HostRoot(&own_tmp),
+        (Some(rootfs), true) => Creatable::Rootfs(rootfs, &own_dev),
+        (Some(_), false) => Creatable::Anywhere,
+    };
+    super::volumes::mount_app_volumes(&root, creatable, &app.mounts, sources, isolation.paths)?;
     if isolation.readonly_rootfs && app.rootfs.is_some() {
         // /proc is mounted here later: the mount point must exist before.
         let proc_dir = root.join("proc");
@@ -116,8 +146,6 @@ pub(super) fn mount_app_root(
             source,
         })?;
         isolation::paths::read_only_mount(&root).map_err(StageError::Isolation)?;
-        // The root's own entries the stage bound into a tmpfs, to add the pod's /etc files
-        // and mount points without writing into the root, are the root too.
         for shadow in &shadows {
             isolation::paths::read_only_mount_fd(shadow.fd.as_fd(), &shadow.path)
                 .map_err(StageError::Isolation)?;
@@ -158,7 +186,8 @@ pub(super) fn enter_app(
         .or(image_dir)
         .filter(|d| !d.is_empty())
     {
-        enter_working_dir(dir, app.rootfs.is_some())?;
+        // Created in an image's root (the pod's overlay), never in a --rootfs or the host's.
+        enter_working_dir(dir, app.image.is_some())?;
     }
     // The image's User, unless --user/--group chose the identity: the isolation switches
     // to it in the app's process, in its order (bounding set first, then the user).
@@ -176,8 +205,8 @@ pub(super) fn enter_app(
     ))
 }
 
-/// The app's working directory: created when missing in the app's own root (an image's or
-/// `--rootfs`, as Docker does for an image's WorkingDir), never on the host's.
+/// The app's working directory: created when missing in the app's own root (an image's,
+/// as Docker does for an image's WorkingDir), never in a `--rootfs` or on the host's.
 fn enter_working_dir(dir: &str, own_root: bool) -> Result<(), StageError> {
     let path = Path::new("/").join(dir);
     let err = |what| {

@@ -17,7 +17,10 @@
 //!   ([`crate::isolation::paths`]): a `nodev` tmpfs `/dev` holding bind mounts of the host's
 //!   `null`, `zero`, `full`, `random`, `urandom` and `tty` (the only device nodes that open
 //!   in the pod), a new `devpts` instance on `/dev/pts` and a private tmpfs `/dev/shm`;
-//!   with `--rootfs`, the directory is first bind-mounted onto itself (to become the root);
+//!   with `--rootfs`, the directory is first bind-mounted onto itself (to become the root),
+//!   and when it lacks a mount point (`dev`, `proc`, `sys`, `etc`) replaced by a tmpfs with
+//!   a bind of each of its entries and the missing ones, so nothing is written into it
+//!   (see [`provide_mount_points`]);
 //! - in the pod's PID namespace (by its init): a new `/proc`, then `pivot_root` into the
 //!   rootfs.
 
@@ -149,7 +152,7 @@ pub fn bind_etc_files(
     match fs::symlink_metadata(&etc) {
         Ok(m) if m.file_type().is_dir() => {
             if !ETC_FILES.iter().all(|name| is_file(&etc.join(name))) {
-                shadows = shadow_dir(&etc, &pod_dir.join("rootfs-etc"), &ETC_FILES, None)?;
+                shadows = shadow_dir(&etc, &pod_dir.join("rootfs-etc"), &ETC_FILES, &[])?;
             }
         }
         Ok(_) => {
@@ -160,7 +163,7 @@ pub fn bind_etc_files(
             })
         }
         Err(_) => {
-            shadows = shadow_dir(root, &pod_dir.join("rootfs-root"), &[], Some("etc"))?;
+            shadows = shadow_dir(root, &pod_dir.join("rootfs-root"), &[], &["etc"])?;
             // `etc` is now a directory of the shadow's tmpfs: the targets go there.
             for name in ETC_FILES {
                 let to = etc.join(name);
@@ -205,16 +208,59 @@ impl ShadowMount {
     }
 }
 
+/// The mount points a `--rootfs` pod's root gets: `/dev`, `/proc` and `/etc` always, `/sys`
+/// with the pod's own network namespace.
+pub fn rootfs_mount_points(own_netns: bool) -> Vec<&'static str> {
+    let mut names = vec!["dev", "proc", "etc"];
+    if own_netns {
+        names.push("sys");
+    }
+    names
+}
+
+/// Provides, without writing into `rootfs` (a `--rootfs` directory, already a mount point
+/// of its own: [`bind_rootfs`]), the top-level `mount_points` it lacks: when any is missing,
+/// or `shadow` asks for room at the top level anyway (a volume target whose first component
+/// is missing), the rootfs is replaced in this mount namespace by a tmpfs holding a bind
+/// mount of each of its entries and the missing mount points as empty directories
+/// ([`shadow_dir`]). What the app writes into the entries still goes to the rootfs; only a
+/// new entry at the top level would stay in the tmpfs. Returns the tmpfs's device, where
+/// volume targets may be created (`None` when the rootfs had everything), and the mounts
+/// made, which `--readonly-rootfs` makes read-only with the root.
+pub fn provide_mount_points(
+    pod_dir: &Path,
+    rootfs: &Path,
+    mount_points: &[&str],
+    shadow: bool,
+) -> Result<(Option<u64>, Vec<ShadowMount>), StageError> {
+    use std::os::unix::fs::MetadataExt;
+    let missing: Vec<&str> = mount_points
+        .iter()
+        .copied()
+        .filter(|name| {
+            fs::symlink_metadata(rootfs.join(name))
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        })
+        .collect();
+    if missing.is_empty() && !shadow {
+        return Ok((None, Vec::new()));
+    }
+    let staging = pod_dir.join("rootfs-mount-points");
+    let made = shadow_dir(rootfs, &staging, &[], &missing)?;
+    let meta = fs::metadata(rootfs).map_err(io_err("read", rootfs))?;
+    Ok((Some(meta.dev()), made))
+}
+
 /// Replaces directory `dir`, in this mount namespace only, by a tmpfs (built at `staging`)
 /// holding a bind mount of each of its entries (symlinks copied as symlinks), so that
 /// entries can be added without writing into `dir`. Entries named in `files` become empty
-/// files to mount over; `new_dir` is added as an empty directory. Returns the mounts made
+/// files to mount over; `new_dirs` are added as empty directories (0755). Returns the mounts made
 /// (the binds, then the tmpfs), each named by its place under `dir`.
 fn shadow_dir(
     dir: &Path,
     staging: &Path,
     files: &[&str],
-    new_dir: Option<&str>,
+    new_dirs: &[&str],
 ) -> Result<Vec<ShadowMount>, StageError> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let meta = fs::metadata(dir).map_err(io_err("read", dir))?;
@@ -266,7 +312,7 @@ fn shadow_dir(
         let to = staging.join(name);
         fs::write(&to, b"").map_err(io_err("create", &to))?;
     }
-    if let Some(name) = new_dir {
+    for name in new_dirs {
         let to = staging.join(name);
         fs::create_dir(&to).map_err(io_err("create", &to))?;
         fs::set_permissions(&to, fs::Permissions::from_mode(0o755))

@@ -6,10 +6,12 @@
 //! `RESOLVE_IN_ROOT`, one component at a time, so a symlink in the root (absolute, or with
 //! `..`) resolves as it would for the app, inside the root, never to the host's files.
 //! Missing components are created (directories 0755, a last component that receives a file
-//! an empty 0644 file) in a `--rootfs` or image root only (a symlink to a missing path is
-//! followed from the root, its `..` stopping there, and what it names is created): on the
-//! host's root a missing target is an error, nothing of the host is created (only in the
-//! pod's own tmpfs `/tmp` and `/var/tmp`). The mount is attached onto the resolved
+//! an empty 0644 file; a symlink to a missing path is followed from the root, its `..`
+//! stopping there, and what it names is created) in an image's root, the pod's own overlay;
+//! elsewhere only in the pod's own tmpfs mounts: on the host's root its `/tmp` and
+//! `/var/tmp`, in a `--rootfs` the tmpfs that provides what the directory lacks at its top
+//! level ([`super::mounts::provide_mount_points`]). Anything else missing is an error: rkt
+//! creates nothing on the host, and writes nothing into a `--rootfs` directory. The mount is attached onto the resolved
 //! descriptor, so nothing can swap the path in between.
 //!
 //! Each source is cloned first ([`take_sources`], open_tree(2)), with its submounts unless
@@ -54,6 +56,17 @@ pub enum VolumeMountError {
         volume: String,
         target: String,
         missing: String,
+    },
+    #[error(
+        "volume {volume}: the target {target} does not exist in --rootfs {rootfs} ({missing} \
+         is missing): rkt writes nothing into the rootfs; create it there, or mount at an \
+         existing path or one whose first component is missing at the rootfs's top level"
+    )]
+    MissingInRootfs {
+        volume: String,
+        target: String,
+        missing: String,
+        rootfs: PathBuf,
     },
     #[error("--mount of volume {volume}: the pod declares no such volume")]
     Undeclared { volume: String },
@@ -165,15 +178,44 @@ pub fn take_sources(
     Ok(sources)
 }
 
+/// Where the missing components of a mount target may be created.
+#[derive(Debug, Clone, Copy)]
+pub enum Creatable<'a> {
+    /// Anywhere in the root: an image's root, the pod's own overlay.
+    Anywhere,
+    /// The host's root: only on these devices (the pod's own tmpfs mounts).
+    HostRoot(&'a [u64]),
+    /// A `--rootfs` directory, never written: only on these devices (the tmpfs that
+    /// provides its missing top-level entries, see
+    /// [`super::mounts::provide_mount_points`]).
+    Rootfs(&'a Path, &'a [u64]),
+}
+
+/// Whether the first component of some target of `mounts` is missing in `rootfs` (a
+/// symlink there counts as present: it resolves in the root), so that the root needs room
+/// of its own at the top level ([`super::mounts::provide_mount_points`]).
+pub fn top_level_missing(rootfs: &Path, mounts: &[Mount]) -> bool {
+    mounts.iter().any(|m| {
+        let first = m
+            .relative_target()
+            .components()
+            .find(|c| matches!(c, Component::Normal(_)));
+        first.is_some_and(|c| {
+            fs::symlink_metadata(rootfs.join(c))
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        })
+    })
+}
+
 /// Mounts each of an app's `mounts`, whose [`take_sources`] are `sources`, under `root`,
-/// the app's root directory, in the current mount namespace. `host_root`: the root is the
-/// host's, where a missing target is created only on these devices (the pod's own tmpfs
-/// mounts), nowhere else. `nodev` makes every volume mount `nodev` (protected kernel
-/// paths). Call it per app in the app's own mount namespace once the root's own mounts
-/// (`/dev`, `/etc` files) are in place, before the root is made read-only or entered.
+/// the app's root directory, in the current mount namespace. `creatable`: where a missing
+/// target may be created (on the host's root and in a `--rootfs`, only in the pod's own
+/// tmpfs mounts). `nodev` makes every volume mount `nodev` (protected kernel paths). Call
+/// it per app in the app's own mount namespace once the root's own mounts (`/dev`, `/etc`
+/// files) are in place, before the root is made read-only or entered.
 pub fn mount_app_volumes(
     root: &Path,
-    host_root: Option<&[u64]>,
+    creatable: Creatable<'_>,
     mounts: &[Mount],
     sources: Vec<Source>,
     nodev: bool,
@@ -188,14 +230,14 @@ pub fn mount_app_volumes(
         source,
     })?;
     for (m, source) in mounts.iter().zip(sources) {
-        mount_one(&root_fd, host_root, source, m, nodev)?;
+        mount_one(&root_fd, creatable, source, m, nodev)?;
     }
     Ok(())
 }
 
 fn mount_one(
     root_fd: &OwnedFd,
-    host_root: Option<&[u64]>,
+    creatable: Creatable<'_>,
     source: Source,
     m: &Mount,
     nodev: bool,
@@ -211,7 +253,7 @@ fn mount_one(
         }
     };
     let target = Path::new(&m.target);
-    let target_fd = resolve_target(root_fd, m, source.is_dir, host_root, name)?;
+    let target_fd = resolve_target(root_fd, m, source.is_dir, creatable, name)?;
     crate::netns::attach_tree(source.tree, target_fd.as_fd(), None)
         .map_err(sys("bind-mount the source onto", target))?;
     drop(target_fd);
@@ -246,14 +288,14 @@ fn mount_one(
 }
 
 /// The target of `m` beneath the root, opened `O_PATH`; missing components are created
-/// (not `on_host_root`): directories, and the last one a file when the source is not a
+/// where `creatable` allows: directories, and the last one a file when the source is not a
 /// directory. A component that is a symlink to a missing path is followed as the app would
 /// follow it, from the root (its `..` never above it), and what it names is created.
 fn resolve_target(
     root_fd: &OwnedFd,
     m: &Mount,
     source_is_dir: bool,
-    host_root: Option<&[u64]>,
+    creatable: Creatable<'_>,
     name: &str,
 ) -> Result<OwnedFd, VolumeMountError> {
     let sys = |what: &'static str, path: &Path| {
@@ -292,15 +334,29 @@ fn resolve_target(
                 continue;
             }
             Err(Errno::ENOENT) => {
-                if let Some(own) = host_root {
-                    // On the host's root, only in the pod's own tmpfs mounts.
+                let own = match creatable {
+                    Creatable::Anywhere => None,
+                    Creatable::HostRoot(own) | Creatable::Rootfs(_, own) => Some(own),
+                };
+                if let Some(own) = own {
+                    // Only in the pod's own tmpfs mounts.
                     let parent_fd = open_in_root(root_fd.as_raw_fd(), &parent, libc::O_DIRECTORY);
                     let device = parent_fd.and_then(|fd| fstat(fd.as_raw_fd()));
                     if !device.is_ok_and(|st| own.contains(&st.st_dev)) {
-                        return Err(VolumeMountError::MissingOnHost {
-                            volume: name.to_string(),
-                            target: m.target.clone(),
-                            missing: shown.display().to_string(),
+                        let (volume, target) = (name.to_string(), m.target.clone());
+                        let missing = shown.display().to_string();
+                        return Err(match creatable {
+                            Creatable::Rootfs(rootfs, _) => VolumeMountError::MissingInRootfs {
+                                volume,
+                                target,
+                                missing,
+                                rootfs: rootfs.to_path_buf(),
+                            },
+                            _ => VolumeMountError::MissingOnHost {
+                                volume,
+                                target,
+                                missing,
+                            },
                         });
                     }
                 }

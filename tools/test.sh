@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs what the tests need on Debian or Ubuntu (only the packages missing), then runs the
+# whole test suite, `cargo test --workspace`; with arguments, `cargo test ARGS` instead, to
+# run less (tools/test.sh -p rkt --test cli_defects). .ci/run calls it without any.
+#   containernetworking-plugins, iptables, iproute2: the real plugins and what they call;
+#   golang-go, golang-github-appc-cni-dev: build the reference libcni driver the conformance
+#     tests compare against;
+#   docker-registry, skopeo, umoci, busybox-static: the image tests build their images from
+#     busybox-static and serve them on loopback;
+#   dnsmasq-base: the DHCP server of the multi-host tests.
+# Installing needs root; so do many tests, which skip themselves without it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf 'test.sh: %s\n' "$*"; }
+
+packages=(containernetworking-plugins iptables iproute2 golang-go golang-github-appc-cni-dev
+    docker-registry skopeo umoci busybox-static dnsmasq-base ca-certificates)
+missing=()
+if command -v dpkg-query >/dev/null; then
+    for p in "${packages[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+            missing+=("$p")
+    done
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        say "missing packages: ${missing[*]}; install them as root (sudo $0), or the tests that need them fail"
+    else
+        say "installing ${missing[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        # A fresh machine has no package lists yet (.ci/run updates them first).
+        apt-get install -y --no-install-recommends "${missing[@]}" ||
+            { apt-get update && apt-get install -y --no-install-recommends "${missing[@]}"; }
+    fi
+fi
+
+if [ $# -eq 0 ]; then
+    set -- --workspace
+fi
+say "cargo test $*"
+exec cargo test "$@"
