@@ -702,3 +702,106 @@ fn ping_group_range_is_the_pods_groups_so_unprivileged_ping_works() {
     assert_eq!(out.stdout(), host_range);
     assert_eq!(fs::read_to_string(range).unwrap(), host_range);
 }
+
+/// Issue 22, defect 3: `--port` of a host port a host process serves is refused, naming the
+/// port, its protocol and the process, before any pod exists: on the address asked for, on
+/// any address when none is given, and a wildcard listener against a specific address.
+/// The host's service keeps its port.
+#[test]
+fn port_a_host_process_serves_is_refused_naming_it_and_leaves_no_pod() {
+    use std::net::{TcpListener, TcpStream, UdpSocket};
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
+    let me = format!("process {} (", std::process::id());
+    let local = TcpListener::bind("127.0.0.1:0").unwrap();
+    let p = local.local_addr().unwrap().port();
+    let any = TcpListener::bind("0.0.0.0:0").unwrap();
+    let q = any.local_addr().unwrap().port();
+    let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let u = udp.local_addr().unwrap().port();
+    let cases = [
+        (
+            format!("{p}:80"),
+            format!("tcp:{p} is in use"),
+            format!("listening on 127.0.0.1:{p}"),
+        ),
+        (
+            format!("127.0.0.1:{p}:80"),
+            format!("tcp:127.0.0.1:{p} is in use"),
+            format!("listening on 127.0.0.1:{p}"),
+        ),
+        (
+            format!("127.0.0.1:{q}:80"),
+            format!("tcp:127.0.0.1:{q} is in use"),
+            format!("listening on 0.0.0.0:{q}"),
+        ),
+        (
+            format!("{u}:53/udp"),
+            format!("udp:{u} is in use"),
+            format!("bound on 127.0.0.1:{u}"),
+        ),
+    ];
+    for (value, port, holder) in cases {
+        world
+            .rkt(&["run", &format!("--port={value}"), "--", "true"])
+            .run()
+            .assert_exit_code(254)
+            .assert_stderr_contains(&format!("--port={value}: host port {port}"))
+            .assert_stderr_contains(&me)
+            .assert_stderr_contains(&holder);
+        assert_eq!(
+            world.pods(),
+            Vec::<String>::new(),
+            "--port={value} left a pod"
+        );
+    }
+    // Still the host's: a connection reaches the test's listener.
+    let _conn = TcpStream::connect(("127.0.0.1", p)).unwrap();
+    local.accept().unwrap();
+}
+
+/// Issue 22, defect 3: a forwarded host port is held on the host for the pod's life (no host
+/// process can bind it meanwhile, on any address), the pod is still reached through it on
+/// 127.0.0.1, and the port is free again once the pod has ended.
+#[test]
+fn port_forwarded_is_held_on_the_host_while_the_pod_runs_and_still_reaches_the_pod() {
+    use std::net::{TcpListener, UdpSocket};
+    require_root!();
+    let mut world = World::new();
+    let g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
+    let port = TcpListener::bind("0.0.0.0:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (uuid, index) = world.spawn_run(&[
+        &format!("--port={port}:80"),
+        &format!("--port={port}:53/udp"),
+        "--",
+        "busybox",
+        "httpd",
+        "-f",
+        "-p",
+        "80",
+        "-h",
+        "/etc",
+    ]);
+    world.wait_running(&uuid);
+    // The pod's own /etc/hostname: it is the pod that answers, not the host.
+    let got = pod_support::http_get_forwarded(port, "/hostname");
+    assert!(got.contains(&format!("rkt-{uuid}")), "{got}");
+    for addr in ["127.0.0.1", "0.0.0.0"] {
+        let e = TcpListener::bind((addr, port)).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::AddrInUse, "tcp {addr}:{port}");
+        let e = UdpSocket::bind((addr, port)).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::AddrInUse, "udp {addr}:{port}");
+    }
+    let e = TcpListener::bind(("::1", port)).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::AddrInUse, "tcp [::1]:{port}");
+    world.rkt(&["stop", &uuid]).run().assert_success();
+    world.wait_child(index);
+    TcpListener::bind(("127.0.0.1", port)).unwrap();
+    UdpSocket::bind(("0.0.0.0", port)).unwrap();
+    g.check();
+}
