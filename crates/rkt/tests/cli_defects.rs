@@ -57,12 +57,19 @@ fn unknown_or_misplaced_option_the_command_starts_at_double_dash_or_first_word()
         manifest["apps"][0]["exec"],
         serde_json::json!(["sh", "-c", "--debug"])
     );
-    let out = world.rkt(&["prepare", "--", "--weird"]).run();
+    // Taken for the command (which no PATH directory has, so no pod is made: issue 22,
+    // defect 6), not for an option.
+    world
+        .rkt(&["prepare", "--", "--weird"])
+        .run()
+        .assert_exit_code(254)
+        .assert_stderr_contains("\"--weird\" is neither a stored image nor a program");
+    let out = world.rkt(&["prepare", "--", "/bin/--weird"]).run();
     out.assert_success();
     let uuid = out.stdout().trim().to_string();
     let manifest =
         std::fs::read_to_string(world.path(&format!("data/pods/{uuid}/pod.json"))).unwrap();
-    assert!(manifest.contains("\"--weird\""), "{manifest}");
+    assert!(manifest.contains("\"/bin/--weird\""), "{manifest}");
 }
 
 /// A user network on the real `bridge` plugin (bridge and network names unique to the test,
@@ -540,7 +547,7 @@ fn smaller_defects_a_failed_pod_shows_as_failed_in_list() {
     let world = World::new();
     let _g = leaks::Guard::new(world.leak_ctx());
     world
-        .rkt(&["run", "--net=none", "--", "no-such-command-xyz"])
+        .rkt(&["run", "--net=none", "--", "/no-such-command-xyz"])
         .run()
         .assert_failure();
     world
@@ -804,4 +811,86 @@ fn port_forwarded_is_held_on_the_host_while_the_pod_runs_and_still_reaches_the_p
     TcpListener::bind(("127.0.0.1", port)).unwrap();
     UdpSocket::bind(("0.0.0.0", port)).unwrap();
     g.check();
+}
+
+/// Issue 22, defect 6: a typo'd or unfetched image name is an error saying it is neither a
+/// stored image nor a program, and how to fetch it, never a host command that fails to
+/// execute; no pod is made. A bare name on PATH that no stored image has stays a host
+/// command, and so does a relative path that exists.
+#[test]
+fn typoed_image_name_is_neither_image_nor_program_not_a_host_command() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    for word in [
+        "nc/web:v2",
+        "nc/web",
+        "busybox:latest",
+        "no-such-program-xyz",
+    ] {
+        world
+            .rkt(&["run", "--net=none", word])
+            .run()
+            .assert_exit_code(254)
+            .assert_stderr_contains(&format!("{word:?} is neither a stored image nor a program"))
+            .assert_stderr_contains(&format!("`rkt fetch docker://{word}`"))
+            .assert_stderr_lacks("cannot execute");
+        assert_eq!(
+            world.pods(),
+            Vec::<String>::new(),
+            "rkt run {word} made a pod"
+        );
+    }
+    world
+        .rkt(&["run", "--net=none", "true"])
+        .run()
+        .assert_success();
+    world
+        .rkt(&["run", "--net=none", "bin/true"])
+        .current_dir(std::path::Path::new("/usr"))
+        .run()
+        .assert_success();
+}
+
+/// Issue 22, defect 6: failures found before anything runs (a bad `IP=` in `--net`'s
+/// arguments, a `--mount` target the host lacks, a busy host port) leave no `exited
+/// (failed)` pod behind for gc.
+#[test]
+fn typoed_image_name_and_other_early_failures_leave_no_failed_pod() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().port();
+    let port_flag = format!("--port={port}:80");
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["run", "--net=default:IP=10.0.0.300", "--", "true"],
+            "IP=\"10.0.0.300\", which is not an IP address",
+        ),
+        (
+            &[
+                "run",
+                "--net=none",
+                "--volume=v,kind=empty",
+                "--mount=volume=v,target=/no-such-dir-xyz/x",
+                "--",
+                "true",
+            ],
+            "/no-such-dir-xyz is missing",
+        ),
+        (&["run", &port_flag, "--", "true"], "is in use on the host"),
+    ];
+    for (args, error) in cases {
+        world
+            .rkt(args)
+            .run()
+            .assert_exit_code(254)
+            .assert_stderr_contains(error);
+        assert_eq!(
+            world.pods(),
+            Vec::<String>::new(),
+            "rkt {args:?} left a pod"
+        );
+    }
 }
