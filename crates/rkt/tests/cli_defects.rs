@@ -59,12 +59,19 @@ fn unknown_or_misplaced_option_the_command_starts_at_double_dash_or_first_word()
         manifest["apps"][0]["exec"],
         serde_json::json!(["sh", "-c", "--debug"])
     );
-    let out = world.rkt(&["prepare", "--", "--weird"]).run();
+    // Taken for the command (which no PATH directory has, so no pod is made: issue 22,
+    // defect 6), not for an option.
+    world
+        .rkt(&["prepare", "--", "--weird"])
+        .run()
+        .assert_exit_code(254)
+        .assert_stderr_contains("\"--weird\" is neither a stored image nor a program");
+    let out = world.rkt(&["prepare", "--", "/bin/--weird"]).run();
     out.assert_success();
     let uuid = out.stdout().trim().to_string();
     let manifest =
         std::fs::read_to_string(world.path(&format!("data/pods/{uuid}/pod.json"))).unwrap();
-    assert!(manifest.contains("\"--weird\""), "{manifest}");
+    assert!(manifest.contains("\"/bin/--weird\""), "{manifest}");
 }
 
 /// Issue 22, defect 7: a command line rkt refuses gets one `rkt: …` line and exit status
@@ -604,7 +611,7 @@ fn smaller_defects_a_failed_pod_shows_as_failed_in_list() {
     let world = World::new();
     let _g = leaks::Guard::new(world.leak_ctx());
     world
-        .rkt(&["run", "--net=none", "--", "no-such-command-xyz"])
+        .rkt(&["run", "--net=none", "--", "/no-such-command-xyz"])
         .run()
         .assert_failure();
     world
@@ -978,4 +985,189 @@ fn setup_takes_two_commands_an_install_script_and_the_test_script_ci_runs() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("install.sh: needs root"), "{stderr}");
+}
+
+/// Issue 22, defect 3: `--port` of a host port a host process serves is refused, naming the
+/// port, its protocol and the process, before any pod exists: on the address asked for, on
+/// any address when none is given, and a wildcard listener against a specific address.
+/// The host's service keeps its port.
+#[test]
+fn port_a_host_process_serves_is_refused_naming_it_and_leaves_no_pod() {
+    use std::net::{TcpListener, TcpStream, UdpSocket};
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
+    let me = format!("process {} (", std::process::id());
+    let local = TcpListener::bind("127.0.0.1:0").unwrap();
+    let p = local.local_addr().unwrap().port();
+    let any = TcpListener::bind("0.0.0.0:0").unwrap();
+    let q = any.local_addr().unwrap().port();
+    let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let u = udp.local_addr().unwrap().port();
+    let cases = [
+        (
+            format!("{p}:80"),
+            format!("tcp:{p} is in use"),
+            format!("listening on 127.0.0.1:{p}"),
+        ),
+        (
+            format!("127.0.0.1:{p}:80"),
+            format!("tcp:127.0.0.1:{p} is in use"),
+            format!("listening on 127.0.0.1:{p}"),
+        ),
+        (
+            format!("127.0.0.1:{q}:80"),
+            format!("tcp:127.0.0.1:{q} is in use"),
+            format!("listening on 0.0.0.0:{q}"),
+        ),
+        (
+            format!("{u}:53/udp"),
+            format!("udp:{u} is in use"),
+            format!("bound on 127.0.0.1:{u}"),
+        ),
+    ];
+    for (value, port, holder) in cases {
+        world
+            .rkt(&["run", &format!("--port={value}"), "--", "true"])
+            .run()
+            .assert_exit_code(254)
+            .assert_stderr_contains(&format!("--port={value}: host port {port}"))
+            .assert_stderr_contains(&me)
+            .assert_stderr_contains(&holder);
+        assert_eq!(
+            world.pods(),
+            Vec::<String>::new(),
+            "--port={value} left a pod"
+        );
+    }
+    // Still the host's: a connection reaches the test's listener.
+    let _conn = TcpStream::connect(("127.0.0.1", p)).unwrap();
+    local.accept().unwrap();
+}
+
+/// Issue 22, defect 3: a forwarded host port is held on the host for the pod's life (no host
+/// process can bind it meanwhile, on any address), the pod is still reached through it on
+/// 127.0.0.1, and the port is free again once the pod has ended.
+#[test]
+fn port_forwarded_is_held_on_the_host_while_the_pod_runs_and_still_reaches_the_pod() {
+    use std::net::{TcpListener, UdpSocket};
+    require_root!();
+    let mut world = World::new();
+    let g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
+    let port = TcpListener::bind("0.0.0.0:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (uuid, index) = world.spawn_run(&[
+        &format!("--port={port}:80"),
+        &format!("--port={port}:53/udp"),
+        "--",
+        "busybox",
+        "httpd",
+        "-f",
+        "-p",
+        "80",
+        "-h",
+        "/etc",
+    ]);
+    world.wait_running(&uuid);
+    // The pod's own /etc/hostname: it is the pod that answers, not the host.
+    let got = pod_support::http_get_forwarded(port, "/hostname");
+    assert!(got.contains(&format!("rkt-{uuid}")), "{got}");
+    for addr in ["127.0.0.1", "0.0.0.0"] {
+        let e = TcpListener::bind((addr, port)).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::AddrInUse, "tcp {addr}:{port}");
+        let e = UdpSocket::bind((addr, port)).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::AddrInUse, "udp {addr}:{port}");
+    }
+    let e = TcpListener::bind(("::1", port)).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::AddrInUse, "tcp [::1]:{port}");
+    world.rkt(&["stop", &uuid]).run().assert_success();
+    world.wait_child(index);
+    TcpListener::bind(("127.0.0.1", port)).unwrap();
+    UdpSocket::bind(("0.0.0.0", port)).unwrap();
+    g.check();
+}
+
+/// Issue 22, defect 6: a typo'd or unfetched image name is an error saying it is neither a
+/// stored image nor a program, and how to fetch it, never a host command that fails to
+/// execute; no pod is made. A bare name on PATH that no stored image has stays a host
+/// command, and so does a relative path that exists.
+#[test]
+fn typoed_image_name_is_neither_image_nor_program_not_a_host_command() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx());
+    for word in [
+        "nc/web:v2",
+        "nc/web",
+        "busybox:latest",
+        "no-such-program-xyz",
+    ] {
+        world
+            .rkt(&["run", "--net=none", word])
+            .run()
+            .assert_exit_code(254)
+            .assert_stderr_contains(&format!("{word:?} is neither a stored image nor a program"))
+            .assert_stderr_contains(&format!("`rkt fetch docker://{word}`"))
+            .assert_stderr_lacks("cannot execute");
+        assert_eq!(
+            world.pods(),
+            Vec::<String>::new(),
+            "rkt run {word} made a pod"
+        );
+    }
+    world
+        .rkt(&["run", "--net=none", "true"])
+        .run()
+        .assert_success();
+    world
+        .rkt(&["run", "--net=none", "bin/true"])
+        .current_dir(std::path::Path::new("/usr"))
+        .run()
+        .assert_success();
+}
+
+/// Issue 22, defect 6: failures found before anything runs (a bad `IP=` in `--net`'s
+/// arguments, a `--mount` target the host lacks, a busy host port) leave no `exited
+/// (failed)` pod behind for gc.
+#[test]
+fn typoed_image_name_and_other_early_failures_leave_no_failed_pod() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().port();
+    let port_flag = format!("--port={port}:80");
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["run", "--net=default:IP=10.0.0.300", "--", "true"],
+            "IP=\"10.0.0.300\", which is not an IP address",
+        ),
+        (
+            &[
+                "run",
+                "--net=none",
+                "--volume=v,kind=empty",
+                "--mount=volume=v,target=/no-such-dir-xyz/x",
+                "--",
+                "true",
+            ],
+            "/no-such-dir-xyz is missing",
+        ),
+        (&["run", &port_flag, "--", "true"], "is in use on the host"),
+    ];
+    for (args, error) in cases {
+        world
+            .rkt(args)
+            .run()
+            .assert_exit_code(254)
+            .assert_stderr_contains(error);
+        assert_eq!(
+            world.pods(),
+            Vec::<String>::new(),
+            "rkt {args:?} left a pod"
+        );
+    }
 }

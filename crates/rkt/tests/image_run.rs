@@ -454,8 +454,8 @@ fn port_by_the_name_of_an_exposed_port() {
     let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
     let layout = busybox_layout(world.root.path());
     let served = image_common::tag_exposing(&layout, "served", &["80/tcp", "53/udp"]);
-    let held = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
-    let port = held.local_addr().unwrap().port();
+    let held = pod_support::held_port();
+    let port = held.port;
 
     world
         .rkt(&[

@@ -11,7 +11,7 @@ use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
-use pod_support::{assert_no_netns, World};
+use pod_support::{assert_no_netns, held_port, World};
 use serde_json::{json, Value};
 
 /// The world's default network configuration directory, created.
@@ -33,22 +33,6 @@ fn plugin_dir(world: &World, names: &[&str]) -> PathBuf {
 
 fn write(dir: &Path, file: &str, text: &str) {
     fs::write(dir.join(file), text).unwrap();
-}
-
-/// A host port for a test, reserved for as long as the value lives: a listener on every
-/// address holds it, so no other test (of any process) is handed the same port. Forwarded
-/// connections never reach the listener: portmap's DNAT rewrites them first.
-struct HeldPort {
-    port: u16,
-    _listener: std::net::TcpListener,
-}
-
-fn free_port() -> HeldPort {
-    let listener = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
-    HeldPort {
-        port: listener.local_addr().unwrap().port(),
-        _listener: listener,
-    }
 }
 
 /// Whether the built-in networks' plugins are installed (then `default` is usable).
@@ -284,7 +268,7 @@ fn net_check_passes_on_a_healthy_pod_and_fails_without_its_interface() {
     require_root!();
     let mut world = World::new();
     let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
-    let held = free_port();
+    let held = held_port();
     let port = held.port;
     let (uuid, index) = world.spawn_run(&[&format!("--port={port}:80"), "--", "sleep", "100"]);
     world.wait_running(&uuid);

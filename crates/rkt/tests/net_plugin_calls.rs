@@ -48,7 +48,7 @@ fn the_binary_planned_is_the_binary_run_and_recorded() {
     fs::set_permissions(&impostor, fs::Permissions::from_mode(0o755)).unwrap();
 
     let guard = net_support::TeardownGuard(w.pod(&pod_dir, Some(&netns)));
-    let nets = networking::setup_planned(&pod, &opts, planned).unwrap();
+    let nets = networking::setup_planned(&pod, &opts, planned, None).unwrap();
     assert!(!ran.exists(), "the binary found after planning ran");
     let calls: Vec<String> = w.calls().iter().map(|c| c.short()).collect();
     assert_eq!(calls, ["ADD pa eth0"]);

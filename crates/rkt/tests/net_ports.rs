@@ -19,7 +19,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use net_support::{HostLocalDirs, TeardownGuard, TestNetns};
-use pod_support::{assert_no_lease, assert_no_netns, wait_for, World};
+use pod_support::{assert_no_lease, assert_no_netns, held_port, wait_for, World};
 use rkt::networking::{self, NetError, NetFailure, PortMapping};
 use serde_json::json;
 
@@ -46,22 +46,6 @@ threading.Thread(target=serve, args=(8080,), daemon=True).start()
 threading.Thread(target=echo_udp, args=(53,), daemon=True).start()
 serve(80)
 "#;
-
-/// A host port for a test, reserved for as long as the value lives: a listener on every
-/// address holds it, so no other test (of any process) is handed the same port. Forwarded
-/// connections never reach the listener: portmap's DNAT rewrites them first.
-struct HeldPort {
-    port: u16,
-    _listener: std::net::TcpListener,
-}
-
-fn free_port() -> HeldPort {
-    let listener = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
-    HeldPort {
-        port: listener.local_addr().unwrap().port(),
-        _listener: listener,
-    }
-}
 
 /// What the service behind `addr` says, retrying until the pod's server listens.
 fn fetch(addr: SocketAddr) -> String {
@@ -139,7 +123,7 @@ fn port_on_default_reaches_the_pod_shows_in_status_and_is_exclusive() {
     require_root!();
     let mut world = World::new();
     let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
-    let (held_local, held_any, held_udp) = (free_port(), free_port(), free_port());
+    let (held_local, held_any, held_udp) = (held_port(), held_port(), held_port());
     let (local, any, udp) = (held_local.port, held_any.port, held_udp.port);
     let (uuid, index) = world.spawn_run(&[
         &format!("--port=127.0.0.1:{local}:80"),
@@ -276,7 +260,7 @@ fn port_on_a_user_bridge_network_with_portmap_through_run_prepared() {
         .to_string(),
     )
     .unwrap();
-    let held = free_port();
+    let held = held_port();
     let port = held.port;
     // Through prepare and run-prepared, which takes the network options.
     let prepared = world.rkt(&["prepare", "--", "python3", "-c", SERVER]).run();
@@ -405,7 +389,7 @@ fn teardown_removes_portmap_rules_even_when_portmap_is_gone() {
     let _guard = TeardownGuard(pod);
     let g = leaks::Guard::new(w.leak_ctx().network(&net).subnet(subnet));
     let mut opts = w.opts(&[&net]);
-    let held = free_port();
+    let held = held_port();
     let port = held.port;
     opts.ports = vec![PortMapping::parse(&format!("127.0.0.1:{port}:80")).unwrap()];
     let nets = networking::setup(&pod, &opts).unwrap();
@@ -453,7 +437,7 @@ fn pods_started_at_once_on_one_host_port_get_it_once() {
     require_root!();
     let world = World::new();
     let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
-    let held = free_port();
+    let held = held_port();
     let port = held.port;
     let port_flag = format!("--port={port}:80");
     let mut children = Runs(
@@ -580,7 +564,7 @@ fn a_dead_runners_ports_stay_taken_until_gc_removes_its_rules() {
     require_root!();
     let mut world = World::new();
     let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
-    let held = free_port();
+    let held = held_port();
     let port = held.port;
     let (uuid, index) = world.spawn_run(&[&format!("--port={port}:80"), "--", "sleep", "1000"]);
     let init = world.wait_running(&uuid);

@@ -526,11 +526,8 @@ fn a_port_name_refers_to_any_apps_exposed_port() {
     let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
     let layout = image_common::busybox_layout(world.root.path());
     let served = image_common::tag_exposing(&layout, "served", &["80/tcp"]);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let held = pod_support::held_port();
+    let port = held.port;
     let mut web = vec!["---", served.as_str(), "--name=web"];
     web.extend(image_common::HTTPD_ETC);
     let mut bad = vec![

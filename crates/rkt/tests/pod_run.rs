@@ -247,7 +247,8 @@ fn a_missing_command_fails_and_leaves_an_exited_pod_without_namespace() {
     require_root!();
     let world = World::new();
     let _g = leaks::Guard::new(world.leak_ctx());
-    let (out, uuid) = world.run_uuid(&["--net=none", "--", "no-such-command-xyz"]);
+    // A path: a bare name on no PATH directory is refused before any pod exists.
+    let (out, uuid) = world.run_uuid(&["--net=none", "--", "/no-such-command-xyz"]);
     out.assert_failure()
         .assert_stderr_contains("no-such-command-xyz")
         .assert_stderr_contains(&uuid);

@@ -19,7 +19,9 @@ use super::pod_args::AppArgs;
 use super::GlobalArgs;
 
 /// Whether `first` (the first positional argument) names an image: a transport, an ID, or
-/// a name the store of the data directory `data` holds.
+/// a name the store of the data directory `data` holds (a stored name wins over a host
+/// program of the same name: the host's is then run by its path). A path (`/…`, `./…`,
+/// `../…`) never is. What is no image is a host command if [`check_host_command`] finds it.
 pub fn is_image(data: &Path, first: &str) -> anyhow::Result<bool> {
     // A transport prefix makes it an image even when the rest is bad: the reference's
     // error then names it, instead of a host command "docker://…" not being found.
@@ -33,7 +35,7 @@ pub fn is_image(data: &Path, first: &str) -> anyhow::Result<bool> {
     if ImageRef::is_explicit(first) || PREFIXES.iter().any(|p| first.starts_with(p)) {
         return Ok(true);
     }
-    if first.contains('/') && !first.contains(':') || first.starts_with(['/', '.']) {
+    if first.starts_with(['/', '.']) {
         return Ok(false);
     }
     // Never create a store just to look: a host command stays one when there is none.
@@ -53,7 +55,9 @@ pub fn app(global: &GlobalArgs, data: &Path, args: &AppArgs) -> anyhow::Result<A
         if image.exec.is_some() {
             bail!("--exec needs an IMAGE (docker://, oci:, oci-archive:, docker-archive:, an image ID or a stored name), but {first:?} is a host command");
         }
-        return args.app();
+        let app = args.app()?;
+        check_host_command(&app)?;
+        return Ok(app);
     }
     if args.rootfs.is_some() {
         bail!(
@@ -126,6 +130,44 @@ pub fn app(global: &GlobalArgs, data: &Path, args: &AppArgs) -> anyhow::Result<A
         exposed_ports: config.exposed_ports().clone().unwrap_or_default(),
     });
     Ok(app)
+}
+
+/// Refuses a host-command app whose program is no program: a word with a `/` (not a path
+/// from `/` or `.`) that names no file from the current directory, a word with a `:tag` or
+/// `@digest`, or a name on no directory of the app's `PATH`; such a word is a mistyped or
+/// unfetched image far more often than a program, and the error says how to fetch it. An
+/// app with `--rootfs` finds its program in DIR, as the stage does, unchecked here.
+fn check_host_command(app: &App) -> anyhow::Result<()> {
+    let Some(word) = app.exec.first() else {
+        return Ok(());
+    };
+    if app.rootfs.is_some() || word.starts_with(['/', '.']) {
+        return Ok(());
+    }
+    let path = rkt::stage::env::app_env(app, std::env::vars_os())
+        .into_iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v);
+    let why = if word.contains('/') {
+        if Path::new(word).is_file() {
+            return Ok(());
+        }
+        "no such file from the current directory".to_string()
+    } else if word.contains([':', '@']) {
+        "a program has no tag or digest".to_string()
+    } else if rkt::stage::env::find_executable(word, path.as_ref()).is_some() {
+        return Ok(());
+    } else {
+        format!(
+            "none on the app's PATH {}",
+            path.as_deref().unwrap_or_default().to_string_lossy()
+        )
+    };
+    bail!(
+        "{word:?} is neither a stored image nor a program ({why}): fetch the image with \
+         `rkt fetch docker://{word}`, or run `docker://{word}` (fetched per --pull-policy); \
+         a host program is run by its path or its name on PATH"
+    )
 }
 
 /// What follows the IMAGE: `--exec=PATH` (or `--exec PATH`), then optionally `--` and the

@@ -11,7 +11,9 @@
 //! A host port is taken when another pod's record forwards the same protocol and port on an
 //! overlapping host address (a missing host IP means every address). The check and the
 //! writing of the new pod's record happen under one lock file in the pods directory
-//! ([`PortsLock`]), so two pods started at once cannot both take a port.
+//! ([`PortsLock`]), so two pods started at once cannot both take a port. A host port a host
+//! process serves is refused, and the pod's runner holds the port while the pod runs
+//! ([`super::host_ports`]).
 
 use std::fmt;
 use std::fs::{File, OpenOptions};
@@ -99,6 +101,22 @@ pub enum PortError {
         port: String,
         uuid: String,
         running: bool,
+    },
+    /// A host process already serves the host port: forwarding it would take the port
+    /// over (see [`super::host_ports`]).
+    #[error("--port={port}: host port {host_side} is in use on the host by {holder}: stop it, or forward another host port")]
+    InUse {
+        port: String,
+        host_side: String,
+        /// `process 1234 (busybox), listening on 127.0.0.1:8082`.
+        holder: String,
+    },
+    /// The host port could not be held for the pod.
+    #[error("--port={port}: cannot hold host port {host_side} for the pod: {source}")]
+    Reserve {
+        port: String,
+        host_side: String,
+        source: nix::errno::Errno,
     },
     /// The pods directory or a lock could not be used.
     #[error("cannot {action} {path}: {source}")]
@@ -322,14 +340,23 @@ pub struct PortsLock {
 }
 
 impl PortsLock {
-    /// Waits for the lock of the pods directory `pods_dir`.
+    /// Waits for the lock of the pods directory `pods_dir`, which is made (as the pod store
+    /// makes it, mode 0700) when the first pod of the host forwards ports.
     pub fn acquire(pods_dir: &Path) -> Result<PortsLock, PortError> {
+        use std::os::unix::fs::DirBuilderExt;
         let path = pods_dir.join(LOCK_FILE);
         let io = |action, source| PortError::Io {
             action,
             path: path.clone(),
             source,
         };
+        if !pods_dir.is_dir() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(pods_dir)
+                .map_err(|e| io("create the directory of", e))?;
+        }
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)

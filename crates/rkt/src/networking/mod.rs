@@ -42,7 +42,8 @@ use crate::firewall::ports;
 use crate::security;
 
 pub use crate::etc_files::{DnsError, DnsOptions, HostsOptions};
-pub use crate::firewall::ports::{PortError, PortMapping};
+pub use crate::firewall::host_ports::HostPorts;
+pub use crate::firewall::ports::{PortError, PortMapping, PortsLock};
 pub use error::{NetError, NetFailure};
 pub use plan::PlannedNet;
 pub use record::{NetInfo, RecordError};
@@ -95,6 +96,27 @@ pub fn preflight(opts: &NetOptions) -> Result<Vec<PlannedNet>, NetError> {
     )?;
     check_ports_possible(opts, &planned)?;
     Ok(planned)
+}
+
+/// Holds the host ports `opts.ports` forwards, for the pod's runner to keep until the pod's
+/// networks are torn down ([`crate::firewall::host_ports`]). Called before the pod exists, so
+/// that a busy port leaves nothing behind: a port another pod of `pods_dir` (other than
+/// `own_uuid`) forwards names that pod; one a host process serves names the process. The
+/// ports lock taken for the check comes with the ports, for [`setup_planned`] to keep until
+/// the pod's record names them: a pod started at the same time then finds that record.
+pub fn reserve_ports(
+    opts: &NetOptions,
+    pods_dir: &Path,
+    own_uuid: &str,
+) -> Result<HostPorts, NetError> {
+    if opts.ports.is_empty() {
+        return Ok(HostPorts::default());
+    }
+    let lock = ports::PortsLock::acquire(pods_dir)?;
+    ports::check_taken(pods_dir, own_uuid, &opts.ports, |dir| {
+        Some(record::forwarded_ports(&record::load(dir).ok()?))
+    })?;
+    Ok(crate::firewall::host_ports::reserve(&opts.ports)?.with_lock(lock))
 }
 
 /// The ownership checks of [`preflight`] on their own, for the networks `selection` names
@@ -212,15 +234,17 @@ pub struct PodNet<'a> {
 /// Returns the recorded networks (empty for `host` and `none`).
 pub fn setup(pod: &PodNet, opts: &NetOptions) -> Result<Vec<NetInfo>, NetError> {
     let planned = plan::plan(&opts.selection, &opts.conf_dir, &opts.plugin_path)?;
-    setup_planned(pod, opts, planned)
+    setup_planned(pod, opts, planned, None)
 }
 
 /// [`setup`] with the networks [`preflight`] planned for the same options, so that the
-/// configuration directory is read once per pod.
+/// configuration directory is read once per pod. `ports_lock`: the lock [`reserve_ports`]
+/// checked other pods' ports under, held since (the check is then not repeated).
 pub fn setup_planned(
     pod: &PodNet,
     opts: &NetOptions,
     planned: Vec<PlannedNet>,
+    ports_lock: Option<ports::PortsLock>,
 ) -> Result<Vec<NetInfo>, NetError> {
     let dns_mode = opts.dns.mode()?;
     let hosts = opts.hosts.parse()?;
@@ -252,6 +276,7 @@ pub fn setup_planned(
             check_ports_possible(opts, &planned)?;
             // Held from the check of other pods' ports until our record names ours.
             let ports_lock = match (opts.ports.is_empty(), pod.pod_dir.parent()) {
+                _ if ports_lock.is_some() => ports_lock,
                 (false, Some(pods_dir)) => {
                     let lock = ports::PortsLock::acquire(pods_dir)?;
                     ports::check_taken(pods_dir, pod.uuid, &opts.ports, |dir| {

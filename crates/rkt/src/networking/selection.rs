@@ -34,6 +34,9 @@ pub enum SelectionError {
     /// `host` or `none` combined with other items.
     #[error("--net: {name:?} must be the only network, but {other:?} is also given")]
     MustBeAlone { name: String, other: String },
+    /// `IP=` that is not an IP address (`ADDR` or `ADDR/PREFIX`).
+    #[error("--net: network {net:?} has IP={value:?}, which is not an IP address")]
+    BadIp { net: String, value: String },
     /// A CNI argument that is not `KEY=VALUE`.
     #[error("--net: network {net:?} has an invalid argument {pair:?}: expected KEY=VALUE pairs separated by ';'")]
     InvalidArgs { net: String, pair: String },
@@ -112,7 +115,15 @@ impl NetSelection {
                         args: args.to_string(),
                     });
                 }
-                split_args(name, args)?;
+                for (key, value) in split_args(name, args)? {
+                    let addr = value.split_once('/').map_or(value.as_str(), |(a, _)| a);
+                    if key == "IP" && addr.parse::<std::net::IpAddr>().is_err() {
+                        return Err(SelectionError::BadIp {
+                            net: name.to_string(),
+                            value,
+                        });
+                    }
+                }
                 requests.push(NetRequest {
                     name: name.to_string(),
                     args: args.to_string(),

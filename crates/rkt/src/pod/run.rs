@@ -5,6 +5,9 @@
 //! [`crate::image_pod::rootfs`]) → create the network namespace (not for
 //! `--net=host`) → set up the networks → start the stage and record the init's PID → wait →
 //! tear the networks down → delete the namespace → record `exited` with the app's status.
+//! Before the pod is recorded, what can be checked without it is (the networks, the host's
+//! `--mount` targets) and the `--port` host ports are bound, held by this runner until the
+//! pod's networks are torn down; a failure there leaves no pod at all.
 //! When any step fails, everything set up so far is released, the pod is recorded `exited`
 //! with the error, and the error names what failed. SIGINT, SIGTERM and friends sent to the
 //! runner are forwarded to the pod (see [`crate::stage::signals`]); one that arrives before the
@@ -20,7 +23,9 @@ use nix::sys::signal::Signal;
 
 use crate::isolation::{self, Isolation, IsolationError};
 use crate::netns::{self, NetnsError};
-use crate::networking::{self, NetError, NetInfo, NetOptions, NetSelection, PlannedNet, PodNet};
+use crate::networking::{
+    self, HostPorts, NetError, NetInfo, NetOptions, NetSelection, PlannedNet, PodNet, PortsLock,
+};
 use crate::stage::{self, signals, StageError, StageSpec};
 
 use super::cleanup::{release, CleanupError};
@@ -80,6 +85,9 @@ pub enum RunError {
     /// Isolation flags that cannot be applied, found before the pod runs.
     #[error(transparent)]
     Isolation(IsolationError),
+    /// A `--mount` target the host lacks, found before any pod was created.
+    #[error(transparent)]
+    Mounts(stage::volumes::VolumeMountError),
     #[error("{}", super::about_pod(uuid, source))]
     Stage { uuid: String, source: StageError },
     #[error("pod {uuid}: interrupted by {signal} before the app started")]
@@ -136,6 +144,7 @@ pub fn run_new(
     // then abort the start rather than die of it (a failure here is reported by `start`).
     let _ = signals::install();
     let mut isolation = settle_isolation(&spec.apps, opts)?;
+    let host_ports = before_create(&spec.apps, opts, store.dir(), "")?;
     let private_users = spec.apps[0].isolators.private_users;
     let in_use = if private_users {
         id_ranges_in_use(store)
@@ -151,7 +160,7 @@ pub fn run_new(
         isolation.record(&mut state);
         state
     })?;
-    run_locked(&pod, lock, opts, state, planned)
+    run_locked(&pod, lock, opts, state, planned, host_ports)
 }
 
 /// `rkt run-prepared`: runs a pod `rkt prepare` made.
@@ -173,15 +182,35 @@ pub fn run_prepared(pod: &Pod, opts: &RunOptions) -> Result<RunOutcome, StartFai
     }
     let apps = pod.manifest()?.apps;
     let mut isolation = settle_isolation(&apps, opts)?;
+    let pods = pod.dir.parent().unwrap_or(Path::new("/"));
+    let host_ports = before_create(&apps, opts, pods, &pod.uuid)?;
     if apps[0].isolators.private_users {
-        let pods = pod.dir.parent().unwrap_or(Path::new("/"));
         let in_use = id_ranges_in_use(&PodStore::new(pods));
         isolation.pod.user_ns = Some(isolation::user_ns::allocate(&pod.uuid, &in_use));
     }
     let mut state = start_running(&pod.uuid, state, opts);
     isolation.record(&mut state);
     state.store(&pod.dir)?;
-    run_locked(pod, lock, opts, state, planned)
+    run_locked(pod, lock, opts, state, planned, host_ports)
+}
+
+/// What can still fail before the pod is recorded running, and must then leave nothing
+/// behind: the host's `--mount` targets of apps on the host's root, and the host ports
+/// `--port` forwards, which are held from here for the pod's life (see
+/// [`networking::reserve_ports`]; `own_uuid` is a prepared pod's, or empty).
+fn before_create(
+    apps: &[App],
+    opts: &RunOptions,
+    pods_dir: &Path,
+    own_uuid: &str,
+) -> Result<HostPorts, StartFailure> {
+    let failed = |error| StartFailure {
+        error: Box::new(error),
+        cleanup: Vec::new(),
+    };
+    stage::volumes::check_host_targets(apps).map_err(|e| failed(RunError::Mounts(e)))?;
+    networking::reserve_ports(&opts.net, pods_dir, own_uuid)
+        .map_err(|e| failed(RunError::Options(e)))
 }
 
 /// What the apps of a pod run with: the first app's isolation, which also holds the pod's
@@ -305,6 +334,9 @@ fn run_locked(
     opts: &RunOptions,
     mut state: PodState,
     planned: Vec<PlannedNet>,
+    // Held until this returns, after the networks' teardown: nothing on the host takes a
+    // forwarded port while portmap's rules still send it to the pod.
+    mut host_ports: HostPorts,
 ) -> Result<RunOutcome, StartFailure> {
     let net = NetOptions {
         hostname: state.hostname.clone().unwrap_or_default(),
@@ -313,7 +345,15 @@ fn run_locked(
     let uuid = pod.uuid.clone();
     let netns_path = state.netns.clone();
 
-    let started = start(pod, &net, planned, netns_path.as_deref(), opts, &mut state);
+    let ports_lock = host_ports.take_lock();
+    let started = start(
+        pod,
+        &net,
+        (planned, ports_lock),
+        netns_path.as_deref(),
+        opts,
+        &mut state,
+    );
     let mut stage = match started {
         Ok(stage) => stage,
         Err(error) => {
@@ -414,7 +454,7 @@ fn run_locked(
 fn start(
     pod: &Pod,
     net: &NetOptions,
-    planned: Vec<PlannedNet>,
+    (planned, ports_lock): (Vec<PlannedNet>, Option<PortsLock>),
     netns_path: Option<&Path>,
     opts: &RunOptions,
     state: &mut PodState,
@@ -474,8 +514,8 @@ fn start(
         // gc after a reboot must find the pod to release what its plugins allocated.
         pod.sync_entry().map_err(RunError::Pod)?;
     }
-    let nets: Vec<NetInfo> =
-        networking::setup_planned(&pod_net, net, planned).map_err(|source| {
+    let nets: Vec<NetInfo> = networking::setup_planned(&pod_net, net, planned, ports_lock)
+        .map_err(|source| {
             // Setup gave up because the runner was told to stop (its plugin killed, or its turn
             // not awaited): say so. What its rollback could not undo stays in the record, and
             // the release that follows retries and reports it.

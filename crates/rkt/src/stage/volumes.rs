@@ -36,6 +36,7 @@ use nix::sys::stat::fstat;
 
 use crate::isolation::user_ns::IdMap;
 use crate::podstore::volume::{empty_dir, Mount, Volume, VolumeKind};
+use crate::podstore::App;
 
 /// Why a volume could not be made or mounted. Every variant names the volume and the path.
 #[derive(Debug, thiserror::Error)]
@@ -283,6 +284,39 @@ fn mount_one(
                 source,
             },
         })?;
+    }
+    Ok(())
+}
+
+/// Before the pod exists: the first `--mount` target of an app on the host's root (no image,
+/// no `--rootfs`) that the host lacks, as the error the app's start would end with, so that
+/// it leaves no pod behind. Targets in the pod's own `/tmp` and `/var/tmp`
+/// ([`super::mounts::PRIVATE_TMP`]) are left to the start, which creates them there.
+pub fn check_host_targets(apps: &[App]) -> Result<(), VolumeMountError> {
+    for app in apps
+        .iter()
+        .filter(|a| a.image.is_none() && a.rootfs.is_none())
+    {
+        for m in &app.mounts {
+            let target = Path::new(&m.target);
+            if super::mounts::PRIVATE_TMP
+                .iter()
+                .any(|tmp| target.starts_with(tmp))
+            {
+                continue;
+            }
+            let mut path = PathBuf::from("/");
+            for part in m.relative_target().components() {
+                path.push(part);
+                if !path.try_exists().unwrap_or(true) {
+                    return Err(VolumeMountError::MissingOnHost {
+                        volume: m.volume.clone(),
+                        target: m.target.clone(),
+                        missing: path.display().to_string(),
+                    });
+                }
+            }
+        }
     }
     Ok(())
 }

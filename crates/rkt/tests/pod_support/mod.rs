@@ -330,3 +330,35 @@ pub fn escape_probe() -> PathBuf {
         })
         .clone()
 }
+
+/// A host port for a test to forward, kept from other tests (of any process) while the value
+/// lives: a TCP socket bound to it on every address with `SO_REUSEADDR`, not listening. No
+/// other socket can then listen there or be handed the port, yet the port is not in use (it
+/// serves nothing), so rkt forwards it: its hold on the port, a listener with `SO_REUSEADDR`
+/// when a plain bind is refused, binds beside this socket (see `firewall/host_ports.rs`).
+pub struct HeldPort {
+    pub port: u16,
+    _socket: std::os::fd::OwnedFd,
+}
+
+pub fn held_port() -> HeldPort {
+    use nix::sys::socket::{
+        bind, getsockname, setsockopt, socket, sockopt, AddressFamily, SockFlag, SockType,
+        SockaddrIn,
+    };
+    use std::os::fd::AsRawFd;
+    let socket = socket(
+        AddressFamily::Inet,
+        SockType::Stream,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )
+    .unwrap();
+    setsockopt(&socket, sockopt::ReuseAddr, &true).unwrap();
+    bind(socket.as_raw_fd(), &SockaddrIn::new(0, 0, 0, 0, 0)).unwrap();
+    let addr: SockaddrIn = getsockname(socket.as_raw_fd()).unwrap();
+    HeldPort {
+        port: addr.port(),
+        _socket: socket,
+    }
+}
