@@ -88,6 +88,20 @@ pub type NetSysctl = (&'static str, String);
 /// [`create`], then writes `sysctls` inside the new namespace (from the creating thread, in
 /// the caller's user namespace: ids in values are the caller's).
 pub fn create_with(path: &Path, sysctls: &[NetSysctl]) -> Result<(), NetnsError> {
+    create_owned(path, sysctls, None)
+}
+
+/// [`create_with`]; with `owner_map` (a `uid_map`/`gid_map` line, `0 BASE SIZE`), the
+/// namespace belongs to a new user namespace with that map instead of the caller's: root of
+/// that user namespace then holds its capabilities over the network namespace (a raw socket
+/// with `CAP_NET_RAW`, as for a pod without a user namespace of its own), while the caller,
+/// root of the parent, keeps every capability over both (CNI plugins act on it as before).
+/// The user namespace lives as long as the network namespace; [`owner_of`] opens it.
+pub fn create_owned(
+    path: &Path,
+    sysctls: &[NetSysctl],
+    owner_map: Option<&str>,
+) -> Result<(), NetnsError> {
     let dir = path.parent().unwrap_or(Path::new("/"));
     std::fs::create_dir_all(dir).map_err(|source| NetnsError::Io {
         what: "create directory",
@@ -113,6 +127,13 @@ pub fn create_with(path: &Path, sysctls: &[NetSysctl]) -> Result<(), NetnsError>
                 }
             }
         })?;
+    if let Some(map) = owner_map {
+        let made = new_owned_netns(path, map).and_then(|()| configure(path, sysctls));
+        if made.is_err() {
+            let _ = delete(path);
+        }
+        return made;
+    }
     let target = path.to_path_buf();
     let sysctls = sysctls.to_vec();
     let made = std::thread::Builder::new()
@@ -135,6 +156,146 @@ pub fn create_with(path: &Path, sysctls: &[NetSysctl]) -> Result<(), NetnsError>
     made
 }
 
+/// A child process creates the user namespace and the network namespace together (a
+/// thread cannot create a user namespace in a multi-threaded process); this process writes
+/// the user namespace's maps, bind-mounts the network namespace at `path`, and lets the
+/// child go.
+fn new_owned_netns(path: &Path, map: &str) -> Result<(), NetnsError> {
+    let sys = |what| {
+        move |source| NetnsError::Sys {
+            what,
+            path: path.to_path_buf(),
+            source,
+        }
+    };
+    let (ready_r, ready_w) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(sys("create a pipe"))?;
+    let (hold_r, hold_w) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(sys("create a pipe"))?;
+    // SAFETY: the child makes only async-signal-safe system calls (unshare, write, read,
+    // _exit), so forking this possibly multi-threaded process is sound.
+    let child = match unsafe { nix::unistd::fork() }.map_err(sys("fork"))? {
+        nix::unistd::ForkResult::Child => {
+            // SAFETY: raw system calls on descriptors this process holds.
+            unsafe {
+                // The parent's ends: the hold pipe's end of file comes when it closes its own.
+                libc::close(hold_w.as_raw_fd());
+                libc::close(ready_r.as_raw_fd());
+                let code = if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) == 0 {
+                    libc::write(ready_w.as_raw_fd(), b"r".as_ptr().cast(), 1);
+                    let mut byte = 0u8;
+                    // Until the parent closes its end: the maps and the bind mount need us.
+                    while libc::read(hold_r.as_raw_fd(), (&mut byte as *mut u8).cast(), 1) > 0 {}
+                    0
+                } else {
+                    *libc::__errno_location()
+                };
+                libc::_exit(code)
+            }
+        }
+        nix::unistd::ForkResult::Parent { child } => child,
+    };
+    drop((ready_w, hold_r));
+    let result = (|| {
+        let mut byte = [0u8];
+        if nix::unistd::read(ready_r.as_raw_fd(), &mut byte) != Ok(1) {
+            return Err(NetnsError::Sys {
+                what: "create a user namespace owning the network namespace",
+                path: path.to_path_buf(),
+                source: Errno::ECHILD,
+            });
+        }
+        for file in ["uid_map", "gid_map"] {
+            let map_path = PathBuf::from(format!("/proc/{child}/{file}"));
+            std::fs::write(&map_path, map).map_err(|source| NetnsError::Io {
+                what: "write the id map",
+                path: map_path,
+                source,
+            })?;
+        }
+        let own = format!("/proc/{child}/ns/net");
+        mount(
+            Some(own.as_str()),
+            path,
+            None::<&str>,
+            MsFlags::MS_BIND,
+            None::<&str>,
+        )
+        .map_err(sys("bind-mount the namespace"))
+    })();
+    drop(hold_w);
+    let status = nix::sys::wait::waitpid(child, None);
+    if result.is_ok() {
+        if let Ok(nix::sys::wait::WaitStatus::Exited(_, code)) = status {
+            if code != 0 {
+                return Err(NetnsError::Sys {
+                    what: "create a user namespace owning the network namespace",
+                    path: path.to_path_buf(),
+                    source: Errno::from_raw(code),
+                });
+            }
+        }
+    }
+    result
+}
+
+/// Brings `lo` up and writes `sysctls` in the namespace at `path`, from a thread that joins
+/// it and ends right after.
+fn configure(path: &Path, sysctls: &[NetSysctl]) -> Result<(), NetnsError> {
+    let target = path.to_path_buf();
+    let sysctls = sysctls.to_vec();
+    std::thread::Builder::new()
+        .name("rkt-netns".into())
+        .spawn(move || {
+            let file = File::open(&target).map_err(|source| NetnsError::Io {
+                what: "open",
+                path: target.clone(),
+                source,
+            })?;
+            setns(file.as_fd(), CloneFlags::CLONE_NEWNET).map_err(|source| NetnsError::Sys {
+                what: "enter",
+                path: target.clone(),
+                source,
+            })?;
+            set_up_inside(&sysctls)
+        })
+        .map_err(|source| NetnsError::Io {
+            what: "start a thread",
+            path: path.to_path_buf(),
+            source,
+        })?
+        .join()
+        .unwrap_or_else(|_| {
+            Err(NetnsError::ThreadPanicked {
+                path: path.to_path_buf(),
+            })
+        })
+}
+
+/// The user namespace that owns the network namespace at `path` (`NS_GET_USERNS`), unless
+/// it is the caller's own: `None` for a namespace [`create_owned`] made without an owner.
+pub fn owner_of(netns: BorrowedFd) -> Result<Option<OwnedFd>, Errno> {
+    use std::os::unix::fs::MetadataExt;
+    const NS_GET_USERNS: libc::c_ulong = 0xb701;
+    // SAFETY: NS_GET_USERNS takes no argument and returns a new descriptor or -1.
+    let fd = unsafe { libc::ioctl(netns.as_raw_fd(), NS_GET_USERNS as _) };
+    if fd < 0 {
+        return Err(Errno::last());
+    }
+    // SAFETY: the ioctl just returned this descriptor; nothing else owns it.
+    let owner = unsafe { OwnedFd::from_raw_fd(fd) };
+    let ours = std::fs::metadata("/proc/self/ns/user")
+        .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
+    let theirs = File::from(
+        owner
+            .try_clone()
+            .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?,
+    )
+    .metadata()
+    .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
+    Ok(((ours.dev(), ours.ino()) != (theirs.dev(), theirs.ino())).then_some(owner))
+}
+
 /// Runs on a thread of its own, which ends right after: its namespace change dies with it.
 fn new_netns_on_this_thread(path: &Path, sysctls: &[NetSysctl]) -> Result<(), NetnsError> {
     let sys = |what| {
@@ -154,6 +315,11 @@ fn new_netns_on_this_thread(path: &Path, sysctls: &[NetSysctl]) -> Result<(), Ne
         None::<&str>,
     )
     .map_err(sys("bind-mount the namespace"))?;
+    set_up_inside(sysctls)
+}
+
+/// In the new namespace: `lo` up, and `sysctls` written.
+fn set_up_inside(sysctls: &[NetSysctl]) -> Result<(), NetnsError> {
     set_link_up("lo")?;
     for (name, value) in sysctls {
         let file = Path::new("/proc/sys/net").join(name);

@@ -774,6 +774,30 @@ fn ping_group_range_is_the_pods_groups_so_unprivileged_ping_works() {
     assert_eq!(fs::read_to_string(range).unwrap(), host_range);
 }
 
+/// Issue 22, defect 9 as the user met it: busybox's `ping`, which knows raw sockets only,
+/// works under `--private-users` (its network namespace is its user namespace's), on a
+/// pod's loopback and to its gateway on the default network, as without the flag.
+#[test]
+fn busybox_ping_works_under_private_users() {
+    require_root!();
+    let world = World::new();
+    let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
+    let gateway = "busybox ping -c1 -W2 $(ip route | awk '/default/ {print $3}')";
+    for (net, target) in [
+        ("--net=none", "busybox ping -c1 -W2 127.0.0.1"),
+        ("--net=default", gateway),
+    ] {
+        for private in [&["--private-users"][..], &[]] {
+            let mut args = vec!["run", net];
+            args.extend_from_slice(private);
+            args.extend(["--", "sh", "-c", target]);
+            let out = world.rkt(&args).run();
+            out.assert_success()
+                .assert_stdout_contains("1 packets received");
+        }
+    }
+}
+
 /// Every path below `dir` (itself included) with its type, mode, size, modification time
 /// and, for a file its bytes' hash, for a symlink its target: what must not change.
 fn tree_listing(dir: &std::path::Path) -> Vec<String> {

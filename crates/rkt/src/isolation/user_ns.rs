@@ -3,16 +3,19 @@
 //!
 //! Owns the pod's range ([`IdMap`], chosen by [`allocate`] when the pod starts), the check
 //! that this host can create user namespaces ([`check_available`]), the mapping files
-//! written from outside ([`write_maps`]) and the switch to the namespace's root
-//! ([`become_root`]).
+//! written from outside ([`write_maps`]), joining the namespace ([`join`]) and the switch
+//! to its root ([`become_root`]).
 //!
-//! The namespace is created last, by the pod's init, after the stage has built the mount,
-//! UTS, IPC and PID namespaces and joined the pod's network namespace as host root: those
-//! stay owned by the host's user namespace, so CNI plugins keep acting on the network
-//! namespace from the host side, and the app, root only in a namespace that owns nothing
-//! else, can change none of them. The stage, the init's parent and still host root, writes
-//! the init's `uid_map` and `gid_map`; being privileged in the parent namespace, it need not
-//! deny `setgroups`, so the app's `--supplementary-gids` keep working.
+//! With a network namespace of the pod's own, the runner creates the user namespace with it
+//! ([`crate::netns::create_owned`]), so that the pod's root holds over its own network the
+//! capabilities it keeps (a raw socket for `ping`), while host root keeps every capability
+//! over both (CNI plugins act on the network namespace from the host side as before); the
+//! pod's init, or each app of several, joins it last, once its mounts are made. With
+//! `--net=host` the init creates the user namespace itself, last, and the stage (still host
+//! root) writes its maps. Either way the mount, UTS, IPC and PID namespaces stay owned by
+//! the host's user namespace, out of the app's reach, and the maps are written by a process
+//! privileged in the parent namespace, which need not deny `setgroups`, so the app's
+//! `--supplementary-gids` keep working.
 
 use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -122,6 +125,18 @@ pub fn unshare() -> Result<(), IsolationError> {
     })
 }
 
+/// Joins the user namespace open on `fd` (the pod's, which owns its network namespace:
+/// already mapped); the caller must be single-threaded.
+pub fn join(fd: std::os::fd::RawFd) -> Result<(), IsolationError> {
+    // SAFETY: the descriptor is only borrowed for the call.
+    let ns = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    nix::sched::setns(ns, nix::sched::CloneFlags::CLONE_NEWUSER).map_err(|source| {
+        IsolationError::Unsupported {
+            what: format!("--private-users: cannot join the pod's user namespace: {source}"),
+        }
+    })
+}
+
 /// The host's `/proc`, opened before the pod's init mounts its own over it in the mount
 /// namespace the stage shares with it: the init's maps are looked up beneath this one.
 pub fn open_host_proc() -> Result<OwnedFd, IsolationError> {
@@ -167,10 +182,9 @@ pub fn write_maps(host_proc: &OwnedFd, pid: Pid, map: &IdMap) -> Result<(), Isol
     Ok(())
 }
 
-/// The pod's network sysctl that lets its root, unprivileged towards the network namespace
-/// (the host's user namespace owns it), bind ports below 1024, as rootless podman does.
-/// (Its ICMP echo sockets come from [`ping_group_range`], set when the namespace is made;
-/// raw sockets stay refused.)
+/// The pod's network sysctl that lets its root bind ports below 1024 without depending on
+/// who owns the network namespace, as rootless podman does. (Its ICMP echo sockets come
+/// from [`ping_group_range`], set when the namespace is made.)
 const NET_SYSCTLS: [(&str, &str); 1] = [("/proc/sys/net/ipv4/ip_unprivileged_port_start", "0")];
 
 /// `net.ipv4.ping_group_range` for a pod's own network namespace, written from the host's

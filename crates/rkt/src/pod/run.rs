@@ -499,7 +499,11 @@ fn start(
             "ipv4/ping_group_range",
             isolation::user_ns::ping_group_range(user_ns),
         );
-        netns::create_with(path, &[ping]).map_err(|source| RunError::Netns {
+        // With --private-users the namespace belongs to the pod's user namespace, so that
+        // its root has the capabilities it keeps over its own network (a raw socket for
+        // ping), as a pod without one has; the stage and the apps join that user namespace.
+        let owner = user_ns.map(isolation::user_ns::IdMap::map_line);
+        netns::create_owned(path, &[ping], owner.as_deref()).map_err(|source| RunError::Netns {
             uuid: uuid(),
             source,
         })?;

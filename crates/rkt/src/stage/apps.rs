@@ -45,8 +45,11 @@ pub(super) struct PodContext<'a> {
     /// The pod's volumes: each app mounts those its `--mount`s name.
     pub volumes: &'a [Volume],
     /// `--private-users`: the pod's host ids. Each app gets a user namespace of its own,
-    /// all mapped to this range, so that the apps' files have the same owners.
+    /// all mapped to this range, so that the apps' files have the same owners...
     pub user_ns: Option<IdMap>,
+    /// ... unless the pod's network namespace belongs to the pod's user namespace (made
+    /// with it by the runner): then every app joins that one, already mapped.
+    pub join_user_ns: Option<std::os::fd::RawFd>,
 }
 
 /// PID 1 of a pod of several apps: starts them together, then reaps them under `policy`;
@@ -66,9 +69,9 @@ pub(super) fn pod_init(
     let (go_read, go_write) = pipe2(OFlag::O_CLOEXEC).map_err(sys("create the start pipe of"))?;
     // Where the init writes the apps' id maps: a /proc of the pod's PID namespace, in the
     // stage's mount namespace (nothing mounted there reaches the host).
-    let pod_proc = match pod.user_ns {
-        Some(_) => Some(pod_proc()?),
-        None => None,
+    let pod_proc = match (pod.user_ns, pod.join_user_ns) {
+        (Some(_), None) => Some(pod_proc()?),
+        _ => None,
     };
     let names: Vec<String> = apps.iter().map(|a| a.app.name.clone()).collect();
     let mut started: Vec<(Pid, OwnedFd)> = Vec::with_capacity(apps.len());
@@ -191,9 +194,12 @@ fn app_process(
         mount_app_root(pod.pod_dir, &app, pod.own_netns, pod.volumes)?;
         let env = enter_app(&mut app)?;
         let plan = ExecPlan::new(&app.app.exec, &env, app.isolation.prepared.identity())?;
-        if pod.user_ns.is_some() {
-            // Last, as for a pod of one app; the init maps it once this app is ready.
-            isolation::user_ns::unshare().map_err(StageError::Isolation)?;
+        match (pod.user_ns, pod.join_user_ns) {
+            // Last, as for a pod of one app: the pod's, or one the init maps once this app
+            // is ready.
+            (Some(_), Some(fd)) => isolation::user_ns::join(fd).map_err(StageError::Isolation)?,
+            (Some(_), None) => isolation::user_ns::unshare().map_err(StageError::Isolation)?,
+            _ => {}
         }
         Ok(plan)
     })();

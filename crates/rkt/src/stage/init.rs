@@ -19,9 +19,10 @@
 //! init forks one process per app, each with its own mount namespace and root, and starts
 //! them together ([`super::apps`]); what one app's process does is in [`super::app`].
 //!
-//! With `--private-users` the init, once in the rootfs, creates the pod's user namespace
-//! and the stage writes its id maps ([`crate::isolation::user_ns`]); the app is forked
-//! inside it.
+//! With `--private-users` the init, once in the rootfs, joins the pod's user namespace (the
+//! one that owns the pod's network namespace, made with it by the runner) or, with
+//! `--net=host`, creates it and the stage writes its id maps ([`crate::isolation::user_ns`]);
+//! the app is forked inside it.
 //!
 //! The status pipe is close-on-exec everywhere, so the runner reads end-of-file once the
 //! app has been executed; any failure before that is reported on it as `error <message>`.
@@ -258,6 +259,9 @@ type Failure = (File, StageError);
 
 /// The pod as [`prepare`] left it: its namespaces entered, its apps prepared.
 struct PreparedPod {
+    /// `--private-users` with a network namespace of the pod's: the user namespace that
+    /// owns it, which the init (or each app) joins.
+    user_ns_fd: Option<OwnedFd>,
     apps: Vec<PreparedApp>,
     exit_policy: ExitPolicy,
     /// The pod's volumes, which each app mounts ([`super::volumes`]).
@@ -282,8 +286,11 @@ fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
     };
     // `--private-users`: the stage maps the init's user namespace in a pod of one app; in
     // a pod of several, the init maps each app's (see [`super::apps`]).
+    // When the pod's network namespace belongs to the pod's user namespace (the runner made
+    // them together), the init or each app joins that one instead, already mapped.
     let pod_user_ns = prepared.apps[0].isolation.user_ns;
-    let user_ns = pod_user_ns.filter(|_| prepared.apps.len() == 1);
+    let joined = prepared.user_ns_fd.as_ref().map(|fd| fd.as_raw_fd());
+    let user_ns = pod_user_ns.filter(|_| prepared.apps.len() == 1 && joined.is_none());
     let handshake = match user_ns.map(|_| UserNsHandshake::new()).transpose() {
         Ok(h) => h,
         Err(e) => return Err((status, StageError::Isolation(e))),
@@ -306,7 +313,12 @@ fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
                 Err(err) => Err(err),
                 Ok(()) if prepared.apps.len() == 1 => {
                     let app = prepared.apps.into_iter().next().expect("one app");
-                    pod_init(app, handshake.as_ref(), &mut status)
+                    let entry = match (&handshake, joined) {
+                        (Some(h), _) => Some(UserNsEntry::Create(h)),
+                        (None, Some(fd)) if pod_user_ns.is_some() => Some(UserNsEntry::Join(fd)),
+                        _ => None,
+                    };
+                    pod_init(app, entry, &mut status)
                 }
                 Ok(()) => {
                     // SAFETY: the runner passes the exits pipe's write end under this number
@@ -317,6 +329,7 @@ fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
                         own_netns: args.netns.is_some(),
                         volumes: &prepared.volumes,
                         user_ns: pod_user_ns,
+                        join_user_ns: joined,
                     };
                     super::apps::pod_init(
                         &pod,
@@ -384,6 +397,14 @@ fn follow_stage(stage_alive: &OwnedFd) -> Result<(), StageError> {
     }
     let _ = set_name(c"rkt-init");
     Ok(())
+}
+
+/// How the init of a pod of one app enters the pod's user namespace.
+enum UserNsEntry<'a> {
+    /// Creates it, and the stage maps it.
+    Create(&'a UserNsHandshake),
+    /// Joins the one the runner made with the pod's network namespace (descriptor).
+    Join(RawFd),
 }
 
 /// The two pipes between the init, which creates the pod's user namespace, and the stage,
@@ -521,6 +542,7 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
         .map_err(StageError::Isolation)?;
 
     let first = &apps[0];
+    let mut user_ns_fd = None;
     if let Some(netns) = &args.netns {
         let file = File::open(netns).map_err(|source| StageError::Io {
             what: "open network namespace",
@@ -534,6 +556,12 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
         })?;
         if first.isolation.user_ns.is_some() {
             isolation::user_ns::open_pod_network().map_err(StageError::Isolation)?;
+            user_ns_fd =
+                crate::netns::owner_of(file.as_fd()).map_err(|source| StageError::Sys {
+                    what: "find the user namespace owning the network namespace",
+                    path: netns.clone(),
+                    source,
+                })?;
         }
     }
     let mut namespaces =
@@ -580,6 +608,7 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
         source,
     })?;
     Ok(PreparedPod {
+        user_ns_fd,
         apps,
         exit_policy: manifest.exit_policy,
         volumes: manifest.volumes,
@@ -613,14 +642,19 @@ fn enter_mount_template(apps: &[PreparedApp]) -> Vec<(OwnedFd, PathBuf)> {
 /// app has been executed.
 fn pod_init(
     mut app: PreparedApp,
-    user_ns: Option<&UserNsHandshake>,
+    user_ns: Option<UserNsEntry>,
     status: &mut Option<File>,
 ) -> Result<i32, StageError> {
     let env = enter_app(&mut app)?;
-    if let Some(handshake) = user_ns {
-        // Last: the pod's other namespaces stay the host's, out of the app's reach.
-        handshake.enter().map_err(StageError::Isolation)?;
+    // Last: the pod's other namespaces stay the host's, out of the app's reach.
+    match user_ns {
+        Some(UserNsEntry::Create(handshake)) => handshake.enter(),
+        Some(UserNsEntry::Join(fd)) => {
+            isolation::user_ns::join(fd).and_then(|()| isolation::user_ns::become_root())
+        }
+        None => Ok(()),
     }
+    .map_err(StageError::Isolation)?;
     let plan = ExecPlan::new(&app.app.exec, &env, app.isolation.prepared.identity())?;
     let exe = plan.exe.clone();
 
