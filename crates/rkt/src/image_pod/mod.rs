@@ -16,7 +16,7 @@ pub mod user;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::pod::{App, PodError, PodStore};
+use crate::podstore::{App, PodError, PodStore};
 
 pub use crate::podstore::manifest::AppImage;
 
