@@ -170,6 +170,33 @@ impl Graph {
         edges
     }
 
+    /// The rooms each room's paths name, as written (`crate::pod::App` names `pod` even where
+    /// `pod` re-exports it from below): (from, named) -> the references. A room's paths into
+    /// itself are left out.
+    pub fn named_rooms(&self) -> BTreeMap<(String, String), Vec<String>> {
+        let mut named: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+        let Some(root) = self.modules.get("") else {
+            return named;
+        };
+        for (from, module) in &self.modules {
+            let Some(room) = from.split("::").next().filter(|r| !r.is_empty()) else {
+                continue;
+            };
+            for (line, path, written) in &module.refs {
+                let Some(to) = path.first().filter(|r| root.children.contains(*r)) else {
+                    continue;
+                };
+                if to != room {
+                    named
+                        .entry((room.to_string(), to.clone()))
+                        .or_default()
+                        .push(format!("{}:{line} ({written})", module.file));
+                }
+            }
+        }
+        named
+    }
+
     /// Every cycle between rooms and between files, one paragraph each; empty when none.
     pub fn cycles(&self) -> String {
         let edges = self.edges();

@@ -20,6 +20,7 @@
 //! - [`podstore`]: pods on disk: store, manifest, state record, locks.
 //! - [`isolation`]: what keeps the app from the host: capabilities, seccomp, kernel paths,
 //!   users, cgroups.
+//! - [`pending_signal`]: the signal that arrived while nobody was there to receive it.
 //! - [`netns`]: network namespaces, created, bind-mounted, entered and removed.
 //! - [`fsutil`]: atomic file replacement.
 //!
@@ -35,6 +36,7 @@ pub mod mount_template;
 pub mod net_inspect;
 pub mod netns;
 pub mod networking;
+pub mod pending_signal;
 pub mod pod;
 pub mod podstore;
 pub mod security;

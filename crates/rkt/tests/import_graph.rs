@@ -8,6 +8,7 @@
 mod import_graph;
 
 use import_graph::{assert_acyclic, Graph};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 #[test]
@@ -18,6 +19,105 @@ fn rkt_library_has_no_import_cycles() {
 #[test]
 fn rkt_binary_has_no_import_cycles() {
     assert_acyclic(&crate_dir().join("src/main.rs"));
+}
+
+/// docs/ARCHITECTURE.md's table of rooms is the law: every room of the library has a row,
+/// a room takes only from the rooms its row names, and those rows are below its own.
+#[test]
+fn rooms_take_only_from_the_rooms_below_them() {
+    let doc = std::fs::read_to_string(crate_dir().join("../../docs/ARCHITECTURE.md")).unwrap();
+    let rooms = rooms_table(&doc);
+    let graph = Graph::load(&crate_dir().join("src/lib.rs")).unwrap();
+    let room_of = |m: &str| m.split("::").next().unwrap_or("").to_string();
+    let mut wrong = Vec::new();
+    let order: Vec<&String> = rooms.iter().map(|(room, _)| room).collect();
+    let table: BTreeMap<&String, &BTreeSet<String>> = rooms.iter().map(|(r, t)| (r, t)).collect();
+    for (row, (room, takes)) in rooms.iter().enumerate() {
+        for taken in takes {
+            match order.iter().position(|r| *r == taken) {
+                Some(at) if at > row => {}
+                _ => wrong.push(format!(
+                    "row {room} takes {taken}, which is not a row below it"
+                )),
+            }
+        }
+    }
+    for module in graph
+        .modules
+        .keys()
+        .filter(|m| !m.is_empty() && !m.contains("::"))
+    {
+        if !table.contains_key(module) {
+            wrong.push(format!("room {module} has no row in the table"));
+        }
+    }
+    // What a room's paths name (`crate::pod::App`), and where that is defined (`podstore`,
+    // when `pod` re-exports it): both must be rooms its row names.
+    let mut taken: BTreeMap<(String, String), Vec<String>> = graph.named_rooms();
+    for ((from, to), why) in graph.edges() {
+        let (a, b) = (room_of(&from), room_of(&to));
+        if a != b && !a.is_empty() && !b.is_empty() {
+            taken.entry((a, b)).or_default().extend(why);
+        }
+    }
+    for ((a, b), why) in taken {
+        if !table.get(&a).is_some_and(|takes| takes.contains(&b)) {
+            for w in why {
+                wrong.push(format!(
+                    "{a} takes from {b}, which its row does not name: {w}"
+                ));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "docs/ARCHITECTURE.md's rooms table and the code disagree:\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// The rows of the table in "The rooms of `crates/rkt`": each room (a row may name several)
+/// with the rooms it takes from, top to bottom; the binary's row (`cli/`) is left out.
+fn rooms_table(doc: &str) -> Vec<(String, BTreeSet<String>)> {
+    let section = doc
+        .split("## The rooms of `crates/rkt`")
+        .nth(1)
+        .expect("ARCHITECTURE.md has the rooms section");
+    let names = |cell: &str| -> Vec<String> {
+        // Parenthesised remarks are no rooms.
+        let mut plain = String::new();
+        let mut depth = 0;
+        for c in cell.chars() {
+            match c {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                _ if depth == 0 => plain.push(c),
+                _ => {}
+            }
+        }
+        plain
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(|n| n.trim_end_matches('/').trim_end_matches(".rs").to_string())
+            .collect()
+    };
+    let mut rows = Vec::new();
+    for line in section.lines().skip_while(|l| !l.starts_with('|')) {
+        if !line.starts_with('|') {
+            break;
+        }
+        let cells: Vec<&str> = line.trim_matches('|').split('|').collect();
+        if cells.len() != 3 || cells[0].contains("binary") || !cells[0].contains('`') {
+            continue;
+        }
+        let takes: BTreeSet<String> = names(cells[2]).into_iter().collect();
+        for room in names(cells[0]) {
+            rows.push((room, takes.clone()));
+        }
+    }
+    assert!(rows.len() > 10, "found only {} rows of rooms", rows.len());
+    rows
 }
 
 /// The checker finds the kinds of cycle it is for, and leaves parents and children alone.
@@ -60,6 +160,13 @@ fn cycles_between_rooms_and_between_files_are_found() {
         "pub struct TrustError;\npub fn check() { crate::net::plan::plan(); }\n",
     );
     let graph = Graph::load(&dir.path().join("lib.rs")).unwrap();
+    // The rooms a path names, as written, whatever it resolves to.
+    let named = graph.named_rooms();
+    assert_eq!(
+        named[&("pod".to_string(), "net".to_string())],
+        ["pod/state.rs:3 (crate::net::NetInfo)"]
+    );
+    assert!(!named.keys().any(|(a, b)| a == b), "{named:?}");
     let report = graph.cycles();
     // Rooms: pod -> net (state.rs), net -> pod (plan.rs); net <-> trust.
     assert!(report.contains("rooms net, pod, trust"), "{report}");

@@ -115,9 +115,7 @@ pub fn image_store(global: &GlobalArgs) -> anyhow::Result<::image::store::Store>
 
 /// The image store of the data directory `data`.
 pub fn image_store_in(data: &std::path::Path) -> anyhow::Result<::image::store::Store> {
-    let root = data.join("images");
-    ::image::store::Store::open(&root)
-        .with_context(|| format!("opening the image store {}", root.display()))
+    Ok(rkt::image_pod::app::open_store(data)?)
 }
 
 #[cfg(test)]

@@ -1,53 +1,28 @@
 //! The app of `rkt run` and `rkt prepare` when the first positional argument is an image (a
-//! transport prefix, an image ID, or a name in the store) rather than a host command: the
-//! image is fetched per `--pull-policy`, and the app is its Entrypoint + Cmd (`--exec`
-//! replaces the Entrypoint and drops the Cmd, `-- ARGS` replace the Cmd), with its Env
-//! (under `--set-env`), WorkingDir and User.
+//! transport prefix, an image ID, or a name in the store: [`is_image`]) rather than a host
+//! command: the flags after the image (`--exec`, `-- ARGS`) are parsed here, the image is
+//! fetched per `--pull-policy`, and the library makes the app from it
+//! ([`rkt::image_pod::app`]: its Entrypoint + Cmd, `--exec` replacing the Entrypoint and
+//! dropping the Cmd, `-- ARGS` replacing the Cmd, with its Env under `--set-env`, WorkingDir
+//! and User). A word that is no image must be a host program ([`check_host_command`]).
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use std::path::Path;
 
-use ::image::{ImageRecord, ImageRef};
+use ::image::ImageRef;
 use rkt::firewall::port_names::{resolve, AppPorts};
 use rkt::firewall::ports::{push_unique, PortMapping};
-use rkt::image_pod::user::AppRoot;
-use rkt::image_pod::AppImage;
+use rkt::image_pod::app::{app_from_image, is_image, Overrides};
 use rkt::pod::App;
 
 use super::fetch::{fetch_image, fetch_options, image_store_in};
 use super::pod_args::AppArgs;
 use super::GlobalArgs;
 
-/// Whether `first` (the first positional argument) names an image: a transport, an ID, or
-/// a name the store of the data directory `data` holds (a stored name wins over a host
-/// program of the same name: the host's is then run by its path). A path (`/…`, `./…`,
-/// `../…`) never is. What is no image is a host command if [`check_host_command`] finds it.
-pub fn is_image(data: &Path, first: &str) -> anyhow::Result<bool> {
-    // A transport prefix makes it an image even when the rest is bad: the reference's
-    // error then names it, instead of a host command "docker://…" not being found.
-    const PREFIXES: [&str; 5] = [
-        "docker://",
-        "oci:",
-        "oci-archive:",
-        "docker-archive:",
-        "sha256:",
-    ];
-    if ImageRef::is_explicit(first) || PREFIXES.iter().any(|p| first.starts_with(p)) {
-        return Ok(true);
-    }
-    if first.starts_with(['/', '.']) {
-        return Ok(false);
-    }
-    // Never create a store just to look: a host command stays one when there is none.
-    if !data.join("images/images.json").is_file() {
-        return Ok(false);
-    }
-    Ok(image_store_in(data)?.resolve(first).is_ok())
-}
-
 /// The app `args` describe: a host command as before, or an image's app from the store of
 /// the data directory `data` (`--insecure-options=http` and `tls` say how its registry is
-/// reached).
+/// reached). Whether the first word is an image is [`is_image`]'s to say; what is no image is
+/// a host command if [`check_host_command`] finds it.
 pub fn app(global: &GlobalArgs, data: &Path, args: &AppArgs) -> anyhow::Result<App> {
     let image = &args.image;
     let first = &args.command[0];
@@ -73,63 +48,26 @@ pub fn app(global: &GlobalArgs, data: &Path, args: &AppArgs) -> anyhow::Result<A
     let options = fetch_options(image.pull_policy, &global.insecure()?)?;
     let store = image_store_in(data)?;
     let record = fetch_image(global, &store, &reference, first, &options)?;
-    let config = store
-        .config(&record)
-        .with_context(|| format!("reading the config of image {}", record.id))?;
-    let config = config.config().clone().unwrap_or_default();
-
-    let mut argv: Vec<String> = match &exec {
-        Some(path) => vec![path.clone()],
-        None => config.entrypoint().clone().unwrap_or_default(),
-    };
-    match cmd_args {
-        Some(given) => argv.extend(given),
-        None if exec.is_none() => argv.extend(config.cmd().clone().unwrap_or_default()),
-        None => {}
-    }
-    if argv.is_empty() {
-        bail!(
-            "image {first} ({}) has no Entrypoint or Cmd: give the program with --exec=PATH",
-            record.id
-        );
-    }
-    // The base app (names, --set-env, annotations) as for a host command, then the image's.
-    let base = AppArgs {
-        command: argv.clone(),
-        ..args.clone()
-    };
-    let mut app = base.app_in(Some(AppRoot::Image {
-        store: &store,
-        record: &record,
-        name: first,
-    }))?;
-    let mut env: Vec<(String, String)> = config
-        .env()
-        .clone()
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|kv| kv.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    env.append(&mut app.env);
-    app.env = env;
-    let home_from_user = !args.inherit_env && !app.env.iter().any(|(k, _)| k == "HOME");
-    app.exec = argv;
-    let name = display_name(&record, &reference, first);
-    if args.name.is_none() {
-        app.name = default_name(&name);
-    }
-    app.image = Some(AppImage {
-        id: record.id.to_string(),
-        name,
-        store: store.root().to_path_buf(),
-        working_dir: config.working_dir().clone().filter(|d| !d.is_empty()),
-        user: config.user().clone().filter(|u| !u.is_empty()),
+    let overrides = Overrides {
+        exec,
+        args: cmd_args,
+        named: args.name.is_some(),
         no_overlay: image.no_overlay,
-        home_from_user,
-        exposed_ports: config.exposed_ports().clone().unwrap_or_default(),
-    });
-    Ok(app)
+    };
+    app_from_image(
+        &store,
+        &record,
+        &reference,
+        first,
+        &overrides,
+        |argv, root| {
+            AppArgs {
+                command: argv,
+                ..args.clone()
+            }
+            .app_in(Some(root))
+        },
+    )
 }
 
 /// Refuses a host-command app whose program is no program: a word with a `/` (not a path
@@ -196,29 +134,6 @@ fn split_rest(
     Ok((exec, None))
 }
 
-/// The image's name as status and list show it.
-fn display_name(record: &ImageRecord, reference: &ImageRef, text: &str) -> String {
-    ::image::fetch::store_name(reference)
-        .or_else(|| record.names.first().cloned())
-        .unwrap_or_else(|| text.to_string())
-}
-
-/// The default app name: the last component of the image's repository or path, without a
-/// tag or digest (`host/lib/busybox:v1` → `busybox`).
-fn default_name(name: &str) -> String {
-    let base = name
-        .trim_end_matches('/')
-        .rsplit('/')
-        .next()
-        .unwrap_or(name);
-    let base = base.split(['@', ':']).next().unwrap_or(base);
-    if base.is_empty() || base.contains(['=', ' ']) {
-        "app".to_string()
-    } else {
-        base.to_string()
-    }
-}
-
 /// Adds the `--port=NAME:[HOSTIP:]HOSTPORT` values among `values` to `ports`, each resolved
 /// against the ports the pod's apps' images expose (`80/tcp` is named `80-tcp`).
 pub fn add_named_ports(
@@ -264,15 +179,5 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("\"echo\"") && err.contains("img"), "{err}");
-    }
-
-    #[test]
-    fn the_default_app_name_is_the_repository_or_directory() {
-        assert_eq!(default_name("127.0.0.1:5000/test/busybox:v1"), "busybox");
-        assert_eq!(
-            default_name("docker.io/library/alpine@sha256:abc"),
-            "alpine"
-        );
-        assert_eq!(default_name("oci:/tmp/layout:v1"), "layout");
     }
 }

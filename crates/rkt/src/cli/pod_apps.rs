@@ -177,7 +177,7 @@ pub fn options_after_image(
     let Some(at) = first_positional(words) else {
         return Ok(None);
     };
-    if !super::image_app::is_image(data, &words[at])? {
+    if !rkt::image_pod::app::is_image(data, &words[at])? {
         return Ok(None);
     }
     let rest = &words[at + 1..];

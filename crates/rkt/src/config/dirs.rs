@@ -169,15 +169,24 @@ pub fn resolve_with_builtin(
     })
 }
 
+/// The environment variable that sets how many network operations may run at once on the
+/// host, over the configuration (see [`crate::networking::admission`]).
+pub const NET_OPERATIONS_ENV: &str = "RKT_NET_OPERATIONS";
+
+/// How many network operations may run at once when nothing says: the number of CPUs this
+/// process may use.
+pub fn default_net_operations() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// `$RKT_NET_OPERATIONS` (see [`crate::networking::admission`]) > `net-operations` > the
 /// number of CPUs.
 fn net_operations(paths: &PathsConfig) -> Result<Value<usize>, ConfigError> {
-    use crate::networking::admission;
-    if let Ok(text) = std::env::var(admission::ENV) {
+    if let Ok(text) = std::env::var(NET_OPERATIONS_ENV) {
         return match text.trim().parse::<usize>() {
-            Ok(n) if n >= 1 => Ok(Value::new(n, Origin::Env(admission::ENV))),
+            Ok(n) if n >= 1 => Ok(Value::new(n, Origin::Env(NET_OPERATIONS_ENV))),
             _ => Err(ConfigError::BadEnvCount {
-                var: admission::ENV,
+                var: NET_OPERATIONS_ENV,
                 value: text,
             }),
         };
@@ -185,7 +194,7 @@ fn net_operations(paths: &PathsConfig) -> Result<Value<usize>, ConfigError> {
     Ok(paths
         .net_operations
         .clone()
-        .unwrap_or_else(|| Value::defaulted(admission::default_limit())))
+        .unwrap_or_else(|| Value::defaulted(default_net_operations())))
 }
 
 /// Checks that a directory set explicitly (flag or file) exists and is a directory; a

@@ -1,6 +1,6 @@
-//! Pods that run an image: what the pod manifest records of the image ([`AppImage`]), the
-//! pod's root filesystem built from the image's layers ([`rootfs`], with the overlay mount
-//! in [`overlay`]), the image's `User` resolved in the pod's own `/etc/passwd` and
+//! Pods that run an image: the app an image makes, and whether a word names one ([`app`]),
+//! what the pod manifest records of the image ([`AppImage`]), the pod's root filesystem
+//! built from the image's layers ([`rootfs`], with the overlay mount in [`overlay`]), the image's `User` resolved in the pod's own `/etc/passwd` and
 //! `/etc/group` ([`user`], applied by the pod's init through [`process`]), and which images
 //! pods use ([`images_in_use`]), so that the image store keeps them.
 //!
@@ -8,6 +8,7 @@
 //! gives it `/proc`, a minimal `/dev`, `/etc/resolv.conf` and `/etc/hosts` the same way, and
 //! enters its `WorkingDir` as it enters a `--working-dir`.
 
+pub mod app;
 pub mod overlay;
 pub mod process;
 pub mod rootfs;
@@ -16,7 +17,7 @@ pub mod user;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::pod::{App, PodError, PodStore};
+use crate::podstore::{App, PodError, PodStore};
 
 pub use crate::podstore::manifest::AppImage;
 

@@ -35,9 +35,6 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 
-/// The environment variable that sets the limit (over the configuration).
-pub const ENV: &str = "RKT_NET_OPERATIONS";
-
 /// The directory under the data directory.
 pub const DIR: &str = "netops";
 
@@ -64,10 +61,9 @@ pub fn limit() -> usize {
     }
 }
 
-/// The default limit: the number of CPUs this process may use.
-pub fn default_limit() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
+/// The default limit: the number of CPUs this process may use (the configuration's default,
+/// which `$RKT_NET_OPERATIONS` and `net-operations` override).
+pub use crate::config::default_net_operations as default_limit;
 
 /// Waiting for admission failed.
 #[derive(Debug, thiserror::Error)]

@@ -354,7 +354,7 @@ fn add_all(
         // Queued until the host has room; interrupted (`rkt stop`, Ctrl-C) meanwhile, the
         // start is abandoned before any plugin ran.
         let slot = match admission::Queue::for_pod_dir(pod.pod_dir)
-            .admit(Some(crate::stage::signals::interrupted))
+            .admit(Some(crate::pending_signal::interrupted))
         {
             Ok(slot) => slot,
             Err(e) => {

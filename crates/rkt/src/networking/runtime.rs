@@ -119,7 +119,7 @@ pub fn add(
     binaries: &BTreeMap<String, PathBuf>,
     att: &Attachment,
 ) -> Result<Added, Box<Error>> {
-    let exec = cni::invoke::InterruptibleExec::new(crate::stage::signals::interrupted);
+    let exec = cni::invoke::InterruptibleExec::new(crate::pending_signal::interrupted);
     let result = cni_config(att)
         .with_plugin_binaries(binaries.clone())
         .with_exec(std::sync::Arc::new(exec))

@@ -18,6 +18,10 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use nix::errno::Errno;
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 
+use crate::pending_signal;
+// Whether a stopping signal is pending; kept below networking, which asks it too.
+pub use crate::pending_signal::interrupted;
+
 /// The signals passed on to the app.
 pub const FORWARDED: [Signal; 7] = [
     Signal::SIGINT,
@@ -34,7 +38,6 @@ pub const MAX_TARGETS: usize = 64;
 
 /// The processes forwarded to; 0 is a free slot. Fixed, so that the handler needs no lock.
 static TARGETS: [AtomicI32; MAX_TARGETS] = [const { AtomicI32::new(0) }; MAX_TARGETS];
-static PENDING: AtomicI32 = AtomicI32::new(0);
 
 /// The terminal whose size the pod's terminal follows, and the pod's terminal's controlling
 /// end; -1: none ([`set_resize`]).
@@ -68,7 +71,7 @@ extern "C" fn on_signal(signo: libc::c_int, info: *mut libc::siginfo_t, _: *mut 
         }
     }
     if !forwarded {
-        PENDING.store(signo, Ordering::SeqCst);
+        pending_signal::set(signo);
     }
 }
 
@@ -149,8 +152,7 @@ pub fn forward_to_all(pids: &[i32]) {
     for (slot, pid) in TARGETS.iter().zip(pids.iter().chain(std::iter::repeat(&0))) {
         slot.store(*pid, Ordering::SeqCst);
     }
-    let pending = PENDING.swap(0, Ordering::SeqCst);
-    if pending != 0 {
+    if let Some(pending) = pending_signal::take() {
         for pid in pids {
             // SAFETY: kill(2) has no memory-safety preconditions.
             unsafe { libc::kill(*pid, pending) };
@@ -172,18 +174,7 @@ pub fn stop_forwarding() {
     }
 }
 
-/// Whether a signal asking this process to stop (SIGINT, SIGTERM, SIGHUP, SIGQUIT) arrived
-/// while nobody was there to receive it: a runner setting up its pod's networks abandons
-/// the plugin it runs (see [`cni::invoke::InterruptibleExec`]). The signal stays pending.
-pub fn interrupted() -> bool {
-    let signo = PENDING.load(Ordering::SeqCst);
-    [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT].contains(&signo)
-}
-
 /// A signal that arrived while nobody was there to receive it, if any (and forgets it).
 pub fn take_pending() -> Option<Signal> {
-    match PENDING.swap(0, Ordering::SeqCst) {
-        0 => None,
-        signo => Signal::try_from(signo).ok(),
-    }
+    pending_signal::take().and_then(|signo| Signal::try_from(signo).ok())
 }
