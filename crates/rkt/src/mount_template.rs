@@ -19,7 +19,7 @@
 //! its place with its flags and propagation (a digest of what `statmount(2)` says), and the
 //! same `/run/netns` mount.
 //! Otherwise (a file system mounted, unmounted, moved or remounted on the host since, or
-//! more than [`MAX_NEW_OVERLAYS`] pods' overlays to look at one by one), the stage makes a new
+//! more than `MAX_NEW_OVERLAYS` pods' overlays to look at one by one), the stage makes a new
 //! template under `/run/rkt/mount-template.lock`; a stage that finds the lock taken, or
 //! any step failing, goes without one, as on a quiet host. A pod's own overlays are not in
 //! the template: the stage clones them (`open_tree(2)`) before it enters the template and

@@ -17,7 +17,7 @@
 //!
 //! A pod of several apps differs from step 1 on: the stage mounts no app's root, and the
 //! init forks one process per app, each with its own mount namespace and root, and starts
-//! them together ([`super::apps`]); what one app's process does is in [`super::app`].
+//! them together (`stage::apps`); what one app's process does is in `stage::app`.
 //!
 //! With `--private-users` the init, once in the rootfs, joins the pod's user namespace (the
 //! one that owns the pod's network namespace, made with it by the runner) or, with

@@ -183,7 +183,7 @@ pub fn bind_etc_files(
     Ok(shadows)
 }
 
-/// A mount the stage made of a rootfs's own content ([`shadow_dir`]): where it is, and an
+/// A mount the stage made of a rootfs's own content (`shadow_dir`): where it is, and an
 /// `O_PATH` descriptor of its root, which names that mount even once another is mounted
 /// over it.
 #[derive(Debug)]
@@ -223,7 +223,7 @@ pub fn rootfs_mount_points(own_netns: bool) -> Vec<&'static str> {
 /// or `shadow` asks for room at the top level anyway (a volume target whose first component
 /// is missing), the rootfs is replaced in this mount namespace by a tmpfs holding a bind
 /// mount of each of its entries and the missing mount points as empty directories
-/// ([`shadow_dir`]). What the app writes into the entries still goes to the rootfs; only a
+/// (`shadow_dir`). What the app writes into the entries still goes to the rootfs; only a
 /// new entry at the top level would stay in the tmpfs. Returns the tmpfs's device, where
 /// volume targets may be created (`None` when the rootfs had everything), and the mounts
 /// made, which `--readonly-rootfs` makes read-only with the root.

@@ -5,7 +5,7 @@
 //! `dev.tty.legacy_tiocsti` is 1) and the caller's shell runs what it typed once rkt returns;
 //! a process in the caller's session opens it as `/dev/tty` without holding it. So every
 //! process of a pod runs in a session of its own (the stage calls `setsid`; each app and
-//! entered command another, see [`super::app`]), and rkt, outside the pod, relays:
+//! entered command another, see `stage::app`), and rkt, outside the pod, relays:
 //!
 //! - **tty mode**, when rkt's stdin is a terminal and the app reads stdin: a pseudo-terminal
 //!   is allocated for the pod; its other end replaces each of rkt's streams that is a
