@@ -7,6 +7,7 @@
 pub mod copy;
 pub mod digest;
 pub mod fetch;
+pub mod gc;
 pub mod layers;
 pub mod lock;
 pub mod merged;
@@ -19,6 +20,7 @@ pub mod unpack;
 
 pub use digest::Digest;
 pub use fetch::{fetch, FetchError, FetchOptions, PullPolicy};
+pub use gc::GcReport;
 pub use partial::{NoProgress, Progress};
 pub use platform::Platform;
 pub use reference::{DockerRef, ImageRef, ReferenceError, Target};
