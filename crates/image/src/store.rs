@@ -30,53 +30,98 @@ use crate::reference::{ImageRef, MIN_ID_PREFIX};
 /// What went wrong in the store; each variant names the path, blob or image at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// A file or directory of the store could not be read or written.
     #[error("image store {path}: {source}")]
     Io {
+        /// The file or directory.
         path: PathBuf,
+        /// Why.
         #[source]
         source: io::Error,
     },
     #[error("blob {expected}: content has digest {actual} ({size} bytes); nothing was stored")]
+    /// A blob's content does not have the digest it was stored under.
     DigestMismatch {
+        /// The digest asked for.
         expected: Digest,
+        /// The digest of what was read.
         actual: Digest,
+        /// How many bytes were read.
         size: u64,
     },
     #[error("blob {digest}: expected {expected} bytes, got {actual}; nothing was stored")]
+    /// A blob does not have the size its descriptor gives.
     SizeMismatch {
+        /// The blob.
         digest: Digest,
+        /// The size asked for.
         expected: u64,
+        /// The size read (reading stops one byte past `expected`).
         actual: u64,
     },
     #[error("blob {digest}: reading it failed: {source}; nothing was stored")]
+    /// Reading a blob's content from its source failed.
     Read {
+        /// The blob (or what names it, when its digest is not known yet).
         digest: String,
+        /// Why.
         #[source]
         source: io::Error,
     },
     #[error("blob {digest}: the download broke off after {kept} bytes: {source}; they are kept in the store's tmp/ and the next fetch continues from there (image gc removes them)")]
+    /// A download broke off; what arrived is kept for the next fetch to continue.
     Interrupted {
+        /// The blob.
         digest: Digest,
+        /// How many bytes are kept in `tmp/`.
         kept: u64,
+        /// Why it broke off.
         #[source]
         source: io::Error,
     },
     #[error("image store {path}: index is corrupt: {source}")]
+    /// `images.json`, or a stored manifest or config, does not parse.
     CorruptIndex {
+        /// The file.
         path: PathBuf,
+        /// Why.
         #[source]
         source: serde_json::Error,
     },
     #[error("image {query:?} is not in the store (see `rkt image list`)")]
-    NotFound { query: String },
+    /// No image has this name or ID.
+    NotFound {
+        /// The name or ID asked for.
+        query: String,
+    },
     #[error("image ID prefix {query:?} matches several images: {}", matches.join(", "))]
-    Ambiguous { query: String, matches: Vec<String> },
+    /// An ID prefix matches more than one image.
+    Ambiguous {
+        /// The prefix asked for.
+        query: String,
+        /// The IDs it matches.
+        matches: Vec<String>,
+    },
     #[error("blob {digest} is not in the store")]
-    BlobMissing { digest: Digest },
+    /// A blob an image needs is not in the store.
+    BlobMissing {
+        /// The blob.
+        digest: Digest,
+    },
     #[error("image {image}: cannot tell its layers: {reason}")]
-    Layer { image: Digest, reason: String },
+    /// An image's config does not list its layers' diff IDs in a usable way.
+    Layer {
+        /// The image ID.
+        image: Digest,
+        /// What is wrong.
+        reason: String,
+    },
     #[error("image {image} is in use; it stays")]
-    InUse { image: Digest },
+    /// The image is used by a pod, so it is not removed.
+    InUse {
+        /// The image ID.
+        image: Digest,
+    },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
@@ -99,7 +144,7 @@ pub struct ImageRecord {
     /// The manifest each of `names` was fetched with: the same image (config) can come
     /// with other manifests from other sources (layers compressed otherwise). An index
     /// written before this field has none; each name then has `manifest` (see
-    /// [`ImageRecord::settle`]).
+    /// `ImageRecord::settle`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub name_manifests: BTreeMap<String, Digest>,
     /// Bytes of the manifest, config and layers as stored.
@@ -136,7 +181,12 @@ impl ImageRecord {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Removed {
     /// The name is gone; the image stays with its other names.
-    Untagged { name: String, image: Digest },
+    Untagged {
+        /// The name removed.
+        name: String,
+        /// The image it named.
+        image: Digest,
+    },
     /// The image is gone (asked by ID, or its last name), with the names it had.
     Image(ImageRecord),
 }

@@ -35,34 +35,54 @@ const OPAQUE: &str = ".wh..wh..opq";
 #[derive(Debug, thiserror::Error)]
 pub enum LayerError {
     #[error("layer {layer}: entry {entry:?} {reason}; refused, nothing outside {} was written", target.display())]
+    /// An entry would write outside the target, or is a device node; nothing was written
+    /// outside.
     Hostile {
+        /// The layer (its digest, or what names it).
         layer: String,
+        /// The entry's name in the tar stream.
         entry: String,
+        /// What is wrong with it.
         reason: String,
+        /// The directory unpacked into.
         target: PathBuf,
     },
     #[error("layer {layer}: entry {entry:?}: {source}")]
+    /// An entry could not be created.
     Entry {
+        /// The layer (its digest, or what names it).
         layer: String,
+        /// The entry's name in the tar stream.
         entry: String,
+        /// Why.
         #[source]
         source: io::Error,
     },
     #[error("layer {layer}: reading it failed: {source}")]
+    /// The layer's stream could not be read or decompressed, or is not a tar stream.
     Read {
+        /// The layer (its digest, or what names it).
         layer: String,
+        /// Why.
         #[source]
         source: io::Error,
     },
     #[error("layer {layer}: its uncompressed content has digest {actual}, the image config says {expected}")]
+    /// The uncompressed stream does not have the diff ID the image config gives.
     DiffId {
+        /// The layer (its digest, or what names it).
         layer: String,
+        /// The diff ID from the config.
         expected: String,
+        /// The digest of the uncompressed stream.
         actual: Digest,
     },
     #[error("unpack target {}: {source}", path.display())]
+    /// The target directory could not be opened.
     Target {
+        /// The directory.
         path: PathBuf,
+        /// Why.
         #[source]
         source: io::Error,
     },
@@ -88,7 +108,9 @@ pub struct UnpackOptions {
 /// A range of host ids that ids `0..size` are shifted to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IdShift {
+    /// The host id that id 0 becomes.
     pub base: u32,
+    /// How many ids the range holds.
     pub size: u32,
 }
 
