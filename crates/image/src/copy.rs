@@ -31,31 +31,47 @@ const INDEX_TYPES: &[&str] = &[
 /// What went wrong copying an image; every variant names it.
 #[derive(Debug, thiserror::Error)]
 pub enum CopyError {
+    /// The transport could not read the image from its source.
     #[error(transparent)]
     Transport(#[from] TransportError),
+    /// The store could not take a blob or the image.
     #[error("{image}: {source}")]
     Store {
+        /// The image, as the user named it.
         image: String,
+        /// What the store failed at.
         #[source]
         source: StoreError,
     },
     #[error("{image}: no manifest for this machine's platform {wanted} (the index has: {})",
         if available.is_empty() { "none".to_string() } else { available.join(", ") })]
+    /// The image's index has no manifest for the wanted platform.
     NoPlatform {
+        /// The image, as the user named it.
         image: String,
+        /// The platform asked for.
         wanted: Platform,
+        /// The platforms the index has.
         available: Vec<String>,
     },
     #[error("{image}: {what} has media type {media_type:?}, which rkt cannot use")]
+    /// A manifest, config or layer has a media type this crate cannot use.
     Unsupported {
+        /// The image, as the user named it.
         image: String,
+        /// Which part of it (`its manifest`, `layer sha256:…`).
         what: String,
+        /// The media type it has.
         media_type: String,
     },
     #[error("{image}: {what}: {reason}")]
+    /// A manifest, index or config does not parse or contradicts itself.
     Malformed {
+        /// The image, as the user named it.
         image: String,
+        /// Which part of it.
         what: String,
+        /// What is wrong.
         reason: String,
     },
 }

@@ -28,8 +28,11 @@ pub enum PullPolicy {
 /// How to fetch.
 #[derive(Debug, Clone)]
 pub struct FetchOptions {
+    /// When to fetch an image already in the store.
     pub policy: PullPolicy,
+    /// How to reach registries (credentials, TLS, plain HTTP).
     pub registry: RegistryOptions,
+    /// The platform whose manifest is taken from a multi-platform index.
     pub platform: Platform,
 }
 
@@ -46,12 +49,18 @@ impl Default for FetchOptions {
 /// What fetching failed at.
 #[derive(Debug, thiserror::Error)]
 pub enum FetchError {
+    /// Copying the image from its source failed.
     #[error(transparent)]
     Copy(#[from] CopyError),
+    /// The store could not be read or written.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The image is not stored and the pull policy forbids fetching it.
     #[error("image {name:?} is not in the store and --pull-policy=never forbids fetching it")]
-    NotStored { name: String },
+    NotStored {
+        /// The image, as the user named it.
+        name: String,
+    },
 }
 
 /// The name an image from `reference` is indexed under, when it has one.

@@ -5,8 +5,8 @@
 //!
 //! A layer is unpacked into `tmp/` and renamed into place only once complete, so a layer
 //! directory is always whole; two processes unpacking the same layer at once both succeed
-//! and one copy stays. [`Store::gc`](crate::Store::gc) removes the directories of layers no
-//! remaining image has.
+//! and one copy stays. [`Store::gc`](crate::Store::gc) (in [`crate::gc`]) removes the
+//! directories of layers no remaining image has.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -21,30 +21,6 @@ use crate::unpack::{unpack_layer, UnpackError, UnpackOptions};
 /// The directory under the store's root holding unpacked layers.
 pub const LAYERS_DIR: &str = "layers";
 
-/// The diff IDs (digests of the uncompressed layers) of an image, bottom layer first, from
-/// its config's `rootfs.diff_ids` (read loosely: gc needs only these).
-pub fn diff_ids(store: &Store, image: &ImageRecord) -> Result<Vec<Digest>, UnpackError> {
-    let bad = |reason: String| UnpackError::Image {
-        image: image.id.to_string(),
-        reason,
-    };
-    let bytes = store.read_blob(&image.id)?;
-    let config: serde_json::Value =
-        serde_json::from_slice(&bytes).map_err(|e| bad(format!("its config: {e}")))?;
-    let ids = match config.pointer("/rootfs/diff_ids") {
-        None => return Ok(Vec::new()),
-        Some(serde_json::Value::Array(ids)) => ids,
-        Some(_) => return Err(bad("its config's rootfs.diff_ids is not a list".into())),
-    };
-    ids.iter()
-        .map(|d| {
-            let text = d.as_str().unwrap_or_default();
-            text.parse::<Digest>()
-                .map_err(|e| bad(format!("diff_id {text:?}: {e}")))
-        })
-        .collect()
-}
-
 /// Where the layer with `diff_id` is (or would be) unpacked.
 pub fn layer_dir(store: &Store, diff_id: &Digest) -> PathBuf {
     store.root().join(LAYERS_DIR).join(diff_id.hex())
@@ -56,7 +32,7 @@ pub fn layer_dir(store: &Store, diff_id: &Digest) -> PathBuf {
 pub fn layer_dirs(store: &Store, image: &ImageRecord) -> Result<Vec<PathBuf>, UnpackError> {
     let _lock = store.lock(LockKind::Shared)?;
     let manifest = store.manifest(image)?;
-    let diff_ids = diff_ids(store, image)?;
+    let diff_ids = store.diff_ids(image)?;
     if diff_ids.len() != manifest.layers().len() {
         return Err(UnpackError::Image {
             image: image.id.to_string(),
@@ -130,7 +106,7 @@ fn unpack_into_place(
     }
 }
 
-/// Removes the unpacked layers whose diff ID is not in `keep`; called by gc with the store
+/// Removes the unpacked layers whose diff ID is not in `keep`; called by [`crate::gc`] with the store
 /// lock held exclusively. Returns how many went and what failed.
 pub(crate) fn remove_unused(store: &Store, keep: &BTreeSet<Digest>) -> (usize, Vec<StoreError>) {
     let parent = store.root().join(LAYERS_DIR);

@@ -6,8 +6,11 @@ use std::fmt;
 /// An OS/architecture pair, with the optional CPU variant (`v8` for arm64).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Platform {
+    /// The OS, as OCI names it (`linux`).
     pub os: String,
+    /// The CPU architecture, as OCI names it (`amd64`, `arm64`).
     pub architecture: String,
+    /// The CPU variant, if one is asked for (`v8`, `v7`).
     pub variant: Option<String>,
 }
 

@@ -36,11 +36,24 @@ pub enum ImageRef {
     /// `docker://…`
     Docker(DockerRef),
     /// `oci:PATH[:TAG]`
-    OciLayout { path: PathBuf, tag: Option<String> },
+    OciLayout {
+        /// The layout's directory.
+        path: PathBuf,
+        /// The tag (`org.opencontainers.image.ref.name`), if given.
+        tag: Option<String>,
+    },
     /// `oci-archive:PATH[:TAG]`
-    OciArchive { path: PathBuf, tag: Option<String> },
+    OciArchive {
+        /// The archive (a tar of an OCI layout).
+        path: PathBuf,
+        /// The tag (`org.opencontainers.image.ref.name`), if given.
+        tag: Option<String>,
+    },
     /// `docker-archive:PATH`
-    DockerArchive { path: PathBuf },
+    DockerArchive {
+        /// The archive (as `docker save` writes it).
+        path: PathBuf,
+    },
     /// `sha256:<hex>` or a bare hex prefix (at least [`MIN_ID_PREFIX`] digits, lowercase):
     /// an image already in the store.
     Id(String),

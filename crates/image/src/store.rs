@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::digest::{Digest, HashingWriter};
 use crate::lock::{FileLock, LockKind};
@@ -30,53 +30,98 @@ use crate::reference::{ImageRef, MIN_ID_PREFIX};
 /// What went wrong in the store; each variant names the path, blob or image at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// A file or directory of the store could not be read or written.
     #[error("image store {path}: {source}")]
     Io {
+        /// The file or directory.
         path: PathBuf,
+        /// Why.
         #[source]
         source: io::Error,
     },
     #[error("blob {expected}: content has digest {actual} ({size} bytes); nothing was stored")]
+    /// A blob's content does not have the digest it was stored under.
     DigestMismatch {
+        /// The digest asked for.
         expected: Digest,
+        /// The digest of what was read.
         actual: Digest,
+        /// How many bytes were read.
         size: u64,
     },
     #[error("blob {digest}: expected {expected} bytes, got {actual}; nothing was stored")]
+    /// A blob does not have the size its descriptor gives.
     SizeMismatch {
+        /// The blob.
         digest: Digest,
+        /// The size asked for.
         expected: u64,
+        /// The size read (reading stops one byte past `expected`).
         actual: u64,
     },
     #[error("blob {digest}: reading it failed: {source}; nothing was stored")]
+    /// Reading a blob's content from its source failed.
     Read {
+        /// The blob (or what names it, when its digest is not known yet).
         digest: String,
+        /// Why.
         #[source]
         source: io::Error,
     },
     #[error("blob {digest}: the download broke off after {kept} bytes: {source}; they are kept in the store's tmp/ and the next fetch continues from there (image gc removes them)")]
+    /// A download broke off; what arrived is kept for the next fetch to continue.
     Interrupted {
+        /// The blob.
         digest: Digest,
+        /// How many bytes are kept in `tmp/`.
         kept: u64,
+        /// Why it broke off.
         #[source]
         source: io::Error,
     },
     #[error("image store {path}: index is corrupt: {source}")]
+    /// `images.json`, or a stored manifest or config, does not parse.
     CorruptIndex {
+        /// The file.
         path: PathBuf,
+        /// Why.
         #[source]
         source: serde_json::Error,
     },
     #[error("image {query:?} is not in the store (see `rkt image list`)")]
-    NotFound { query: String },
+    /// No image has this name or ID.
+    NotFound {
+        /// The name or ID asked for.
+        query: String,
+    },
     #[error("image ID prefix {query:?} matches several images: {}", matches.join(", "))]
-    Ambiguous { query: String, matches: Vec<String> },
+    /// An ID prefix matches more than one image.
+    Ambiguous {
+        /// The prefix asked for.
+        query: String,
+        /// The IDs it matches.
+        matches: Vec<String>,
+    },
     #[error("blob {digest} is not in the store")]
-    BlobMissing { digest: Digest },
+    /// A blob an image needs is not in the store.
+    BlobMissing {
+        /// The blob.
+        digest: Digest,
+    },
     #[error("image {image}: cannot tell its layers: {reason}")]
-    Layer { image: Digest, reason: String },
+    /// An image's config does not list its layers' diff IDs in a usable way.
+    Layer {
+        /// The image ID.
+        image: Digest,
+        /// What is wrong.
+        reason: String,
+    },
     #[error("image {image} is in use; it stays")]
-    InUse { image: Digest },
+    /// The image is used by a pod, so it is not removed.
+    InUse {
+        /// The image ID.
+        image: Digest,
+    },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
@@ -99,7 +144,7 @@ pub struct ImageRecord {
     /// The manifest each of `names` was fetched with: the same image (config) can come
     /// with other manifests from other sources (layers compressed otherwise). An index
     /// written before this field has none; each name then has `manifest` (see
-    /// [`ImageRecord::settle`]).
+    /// `ImageRecord::settle`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub name_manifests: BTreeMap<String, Digest>,
     /// Bytes of the manifest, config and layers as stored.
@@ -136,7 +181,12 @@ impl ImageRecord {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Removed {
     /// The name is gone; the image stays with its other names.
-    Untagged { name: String, image: Digest },
+    Untagged {
+        /// The name removed.
+        name: String,
+        /// The image it named.
+        image: Digest,
+    },
     /// The image is gone (asked by ID, or its last name), with the names it had.
     Image(ImageRecord),
 }
@@ -144,21 +194,6 @@ pub enum Removed {
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 struct Index {
     images: Vec<ImageRecord>,
-}
-
-/// What [`Store::gc`] removed, and what it could not.
-#[derive(Debug, Default)]
-pub struct GcReport {
-    /// IDs of the images removed.
-    pub images: Vec<Digest>,
-    /// Blobs removed because no image refers to them.
-    pub blobs: Vec<Digest>,
-    /// Partial downloads removed from `tmp/`.
-    pub partials: usize,
-    /// Unpacked layer directories removed because no image has the layer.
-    pub layers: usize,
-    /// Every step that failed; gc goes on past each.
-    pub errors: Vec<StoreError>,
 }
 
 /// An image store rooted at a directory.
@@ -482,68 +517,30 @@ impl Store {
         })
     }
 
-    /// Removes images not used for longer than `grace` that are not in `in_use`, then every
-    /// blob no remaining image refers to, then every partial write. Holds the store lock
-    /// exclusively, so no fetch is under way. Goes on past failures and reports them all.
-    pub fn gc(&self, grace: Duration, in_use: &BTreeSet<Digest>) -> GcReport {
-        let mut report = GcReport::default();
-        let _lock = match self.lock(LockKind::Exclusive) {
-            Ok(l) => l,
-            Err(e) => {
-                report.errors.push(e);
-                return report;
-            }
-        };
-        let cutoff = now_secs().saturating_sub(grace.as_secs());
-        let removed = self.update_index(|index| {
+    /// Removes from the index the images last used before `cutoff` (seconds since the
+    /// epoch) that are not in `in_use`, and returns them. Their blobs stay; gc removes
+    /// them once nothing refers to them.
+    pub(crate) fn remove_stale(
+        &self,
+        cutoff: u64,
+        in_use: &BTreeSet<Digest>,
+    ) -> Result<Vec<ImageRecord>, StoreError> {
+        self.update_index(|index| {
             let (gone, kept): (Vec<_>, Vec<_>) = index
                 .images
                 .drain(..)
                 .partition(|r| r.last_used < cutoff && !in_use.contains(&r.id));
             index.images = kept;
             Ok(gone)
-        });
-        let kept = match removed {
-            Ok(gone) => {
-                report.images = gone.into_iter().map(|r| r.id).collect();
-                match self.images() {
-                    Ok(kept) => kept,
-                    Err(e) => {
-                        report.errors.push(e);
-                        return report;
-                    }
-                }
-            }
-            Err(e) => {
-                // Without a readable index no blob can be known unreferenced.
-                report.errors.push(e);
-                return report;
-            }
-        };
-        let mut referenced = BTreeSet::new();
-        let mut diff_ids = BTreeSet::new();
-        for image in &kept {
-            match self.referenced_blobs(image) {
-                Ok(blobs) => referenced.extend(blobs),
-                Err(e) => {
-                    report.errors.push(e);
-                    return report;
-                }
-            }
-            match crate::layers::diff_ids(self, image) {
-                Ok(ids) => diff_ids.extend(ids),
-                Err(e) => {
-                    report.errors.push(StoreError::Layer {
-                        image: image.id.clone(),
-                        reason: e.to_string(),
-                    });
-                    return report;
-                }
-            }
-        }
-        let (layers, errors) = crate::layers::remove_unused(self, &diff_ids);
-        report.layers = layers;
-        report.errors.extend(errors);
+        })
+    }
+
+    /// Removes every blob not in `referenced`; returns those removed and what failed.
+    pub(crate) fn remove_unreferenced_blobs(
+        &self,
+        referenced: &BTreeSet<Digest>,
+    ) -> (Vec<Digest>, Vec<StoreError>) {
+        let (mut removed, mut errors) = (Vec::new(), Vec::new());
         let blobs_dir = self.blobs_dir();
         match fs::read_dir(&blobs_dir) {
             Ok(entries) => {
@@ -556,13 +553,20 @@ impl Store {
                         continue;
                     }
                     match fs::remove_file(entry.path()) {
-                        Ok(()) => report.blobs.push(digest),
-                        Err(e) => report.errors.push(io_err(&entry.path())(e)),
+                        Ok(()) => removed.push(digest),
+                        Err(e) => errors.push(io_err(&entry.path())(e)),
                     }
                 }
             }
-            Err(e) => report.errors.push(io_err(&blobs_dir)(e)),
+            Err(e) => errors.push(io_err(&blobs_dir)(e)),
         }
+        (removed, errors)
+    }
+
+    /// Removes everything in `tmp/` (partial downloads and unpacks); returns how many went
+    /// and what failed.
+    pub(crate) fn remove_partials(&self) -> (usize, Vec<StoreError>) {
+        let (mut removed, mut errors) = (0, Vec::new());
         let tmp_dir = self.tmp_dir();
         match fs::read_dir(&tmp_dir) {
             Ok(entries) => {
@@ -574,14 +578,14 @@ impl Store {
                         fs::remove_file(&path)
                     };
                     match result {
-                        Ok(()) => report.partials += 1,
-                        Err(e) => report.errors.push(io_err(&path)(e)),
+                        Ok(()) => removed += 1,
+                        Err(e) => errors.push(io_err(&path)(e)),
                     }
                 }
             }
-            Err(e) => report.errors.push(io_err(&tmp_dir)(e)),
+            Err(e) => errors.push(io_err(&tmp_dir)(e)),
         }
-        report
+        (removed, errors)
     }
 
     /// The blobs an image needs: its config, and every manifest it is stored with (its
@@ -626,6 +630,34 @@ impl Store {
             path: self.blob_path(&image.id),
             source,
         })
+    }
+
+    /// The diff IDs (digests of the uncompressed layers) of an image, bottom layer first,
+    /// from its config's `rootfs.diff_ids`, read loosely: gc needs only these, and an image
+    /// whose config has none has no unpacked layers.
+    pub fn diff_ids(&self, image: &ImageRecord) -> Result<Vec<Digest>, StoreError> {
+        let bad = |reason: String| StoreError::Layer {
+            image: image.id.clone(),
+            reason,
+        };
+        let bytes = self.read_blob(&image.id)?;
+        let config: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(|source| StoreError::CorruptIndex {
+                path: self.blob_path(&image.id),
+                source,
+            })?;
+        let ids = match config.pointer("/rootfs/diff_ids") {
+            None => return Ok(Vec::new()),
+            Some(serde_json::Value::Array(ids)) => ids,
+            Some(_) => return Err(bad("its config's rootfs.diff_ids is not a list".into())),
+        };
+        ids.iter()
+            .map(|d| {
+                let text = d.as_str().unwrap_or_default();
+                text.parse::<Digest>()
+                    .map_err(|e| bad(format!("diff_id {text:?}: {e}")))
+            })
+            .collect()
     }
 
     /// Names in the index, each with the ID of its image.
@@ -705,10 +737,12 @@ fn sync_dir(dir: &Path) -> Result<(), StoreError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
+    use std::time::Duration;
+
     use super::*;
 
-    fn store() -> (tempfile::TempDir, Store) {
+    pub(crate) fn store() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path().join("images")).unwrap();
         (dir, store)
@@ -778,7 +812,7 @@ mod tests {
         assert!(store.has_blob(&digest));
     }
 
-    fn add(store: &Store, config: &[u8], layer: &[u8], names: &[&str]) -> ImageRecord {
+    pub(crate) fn add(store: &Store, config: &[u8], layer: &[u8], names: &[&str]) -> ImageRecord {
         let layer_d = Digest::of(layer);
         store.put_blob(&layer_d, None, &mut &layer[..]).unwrap();
         let id = Digest::of(config);
@@ -898,31 +932,5 @@ mod tests {
             store.remove("b", &BTreeSet::new()).unwrap(),
             Removed::Image(_)
         ));
-    }
-
-    #[test]
-    fn gc_removes_unused_images_unreferenced_blobs_and_partials() {
-        let (_d, store) = store();
-        let a = add(&store, b"{\"a\":1}", b"la", &["a"]);
-        let b = add(&store, b"{\"b\":1}", b"lb", &["b"]);
-        let c = add(&store, b"{\"c\":1}", b"lc", &["c"]);
-        fs::write(store.tmp_dir().join("blob-x.partial"), b"half").unwrap();
-        // Everything is fresh: a long grace period keeps all images.
-        let report = store.gc(Duration::from_secs(3600), &BTreeSet::new());
-        assert!(report.errors.is_empty(), "{:?}", report.errors);
-        assert!(report.images.is_empty());
-        assert_eq!(report.partials, 1);
-        store.remove("a", &BTreeSet::new()).unwrap();
-        let in_use = BTreeSet::from([b.id.clone()]);
-        // Zero grace removes c, but b is in use and a is already out of the index.
-        std::thread::sleep(Duration::from_millis(1100));
-        let report = store.gc(Duration::ZERO, &in_use);
-        assert!(report.errors.is_empty(), "{:?}", report.errors);
-        assert_eq!(report.images, vec![c.id.clone()]);
-        assert!(!store.has_blob(&a.id) && !store.has_blob(&c.id));
-        assert!(store.has_blob(&b.id));
-        assert!(store.has_blob(&Digest::of(b"lb")));
-        assert!(!store.has_blob(&Digest::of(b"la")));
-        assert_eq!(store.images().unwrap().len(), 1);
     }
 }

@@ -8,10 +8,10 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use common::{busybox_layout, ready, skopeo_copy};
-use image::fetch::store_name;
-use image::transport::registry::RegistryOptions;
-use image::unpack::{unpack_image, UnpackOptions};
-use image::{fetch, FetchOptions, ImageRef, Platform, PullPolicy, Store};
+use rkt_image::fetch::store_name;
+use rkt_image::transport::registry::RegistryOptions;
+use rkt_image::unpack::{unpack_image, UnpackOptions};
+use rkt_image::{fetch, FetchOptions, ImageRef, Platform, PullPolicy, Store};
 
 const TOOLS: &[&str] = &["umoci", "skopeo"];
 
@@ -19,7 +19,7 @@ fn fetch_str(
     store: &Store,
     text: &str,
     options: &FetchOptions,
-) -> Result<image::ImageRecord, image::FetchError> {
+) -> Result<rkt_image::ImageRecord, rkt_image::FetchError> {
     fetch(store, &ImageRef::parse(text).unwrap(), text, options)
 }
 
@@ -164,7 +164,7 @@ fn corrupt_blob_is_refused_and_nothing_kept() {
     let probe = Store::open(work.path().join("probe")).unwrap();
     let rec = fetch_str(&probe, &text, &FetchOptions::default()).unwrap();
     let layer =
-        image::Digest::try_from(probe.manifest(&rec).unwrap().layers()[1].digest()).unwrap();
+        rkt_image::Digest::try_from(probe.manifest(&rec).unwrap().layers()[1].digest()).unwrap();
     // Same size, one byte changed.
     let path = layout.join("blobs/sha256").join(layer.hex());
     let mut bytes = std::fs::read(&path).unwrap();
@@ -185,7 +185,7 @@ fn corrupt_blob_is_refused_and_nothing_kept() {
     // A manifest whose bytes do not match the digest index.json gives for it.
     let index_path = layout.join("index.json");
     let index = std::fs::read_to_string(&index_path).unwrap();
-    let fake = image::Digest::of(b"not this manifest");
+    let fake = rkt_image::Digest::of(b"not this manifest");
     std::fs::copy(
         layout.join("blobs/sha256").join(rec.manifest.hex()),
         layout.join("blobs/sha256").join(fake.hex()),
@@ -225,7 +225,7 @@ fn add_index(layout: &std::path::Path, tag: &str, platforms: &[(&str, &str)]) {
         "schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": manifests
     }))
     .unwrap();
-    let digest = image::Digest::of(&multi);
+    let digest = rkt_image::Digest::of(&multi);
     std::fs::write(layout.join("blobs/sha256").join(digest.hex()), &multi).unwrap();
     index["manifests"]
         .as_array_mut()
@@ -364,7 +364,7 @@ fn registry_basic_auth_missing_wrong_right() {
     let with = |user: &str, password: &str| FetchOptions {
         registry: RegistryOptions {
             plain_http: true,
-            credentials: Some(image::transport::registry::Credentials {
+            credentials: Some(rkt_image::transport::registry::Credentials {
                 user: user.into(),
                 password: password.into(),
             }),

@@ -25,52 +25,89 @@ pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
 /// What a transport failed at; every variant names the image source.
 #[derive(Debug, thiserror::Error)]
 pub enum TransportError {
+    /// A file of a layout or archive could not be read.
     #[error("{image}: {path}: {source}")]
     Io {
+        /// The image source, as the user named it.
         image: String,
+        /// The file.
         path: PathBuf,
+        /// Why.
         #[source]
         source: io::Error,
     },
+    /// The source has no such image, tag or blob.
     #[error("{image}: {what}")]
-    NotFound { image: String, what: String },
+    NotFound {
+        /// The image source, as the user named it.
+        image: String,
+        /// What is missing.
+        what: String,
+    },
+    /// What the source gave does not parse.
     #[error("{image}: {what}: {reason}")]
     Malformed {
+        /// The image source, as the user named it.
         image: String,
+        /// Which part (`its index`, `manifest.json`).
         what: String,
+        /// What is wrong.
         reason: String,
     },
     #[error("{image}: registry {registry} answered {status} for {what}: {message}")]
+    /// The registry answered with an unexpected HTTP status.
     Status {
+        /// The image source, as the user named it.
         image: String,
+        /// The registry (`HOST[:PORT]`).
         registry: String,
+        /// The HTTP status.
         status: u16,
+        /// What was asked for.
         what: String,
+        /// The registry's error message, or the body's start.
         message: String,
     },
     #[error("{image}: registry {registry} refused access ({status}){hint}")]
+    /// The registry refused access (401 or 403).
     Denied {
+        /// The image source, as the user named it.
         image: String,
+        /// The registry (`HOST[:PORT]`).
         registry: String,
+        /// The HTTP status.
         status: u16,
+        /// What to do about it, appended to the message.
         hint: &'static str,
     },
     #[error("{image}: cannot reach registry {registry}: {message}")]
+    /// The registry could not be reached.
     Connection {
+        /// The image source, as the user named it.
         image: String,
+        /// The registry (`HOST[:PORT]`).
         registry: String,
+        /// Why.
         message: String,
     },
     #[error("{image}: TLS with registry {registry} failed: {reason}; {hint}")]
+    /// The TLS handshake with the registry failed.
     Tls {
+        /// The image source, as the user named it.
         image: String,
+        /// The registry (`HOST[:PORT]`).
         registry: String,
+        /// Why.
         reason: String,
+        /// What to do about it.
         hint: String,
     },
     #[error("{image}: {source}")]
+    /// The TLS configuration for the registry could not be built.
     TlsSetup {
+        /// The image source, as the user named it.
         image: String,
+        /// What failed.
         #[source]
         source: tls::TlsError,
     },

@@ -25,7 +25,9 @@ pub const MANIFEST_ACCEPT: &str = "application/vnd.oci.image.index.v1+json, \
 /// User name and password for a registry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Credentials {
+    /// The user name.
     pub user: String,
+    /// The password (or token).
     pub password: String,
 }
 

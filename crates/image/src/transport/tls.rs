@@ -20,14 +20,24 @@ pub const DOCKER_CERTS_D: &str = "/etc/docker/certs.d";
 /// What building a registry's TLS configuration failed at.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
+    /// A CA file could not be read or holds no usable certificate.
     #[error("CA file {path} for registry {registry}: {reason}")]
     CaFile {
+        /// The registry (`HOST[:PORT]`).
         registry: String,
+        /// The CA file.
         path: PathBuf,
+        /// What is wrong with it.
         reason: String,
     },
+    /// The TLS configuration could not be built.
     #[error("TLS configuration for registry {registry}: {reason}")]
-    Config { registry: String, reason: String },
+    Config {
+        /// The registry (`HOST[:PORT]`).
+        registry: String,
+        /// What failed.
+        reason: String,
+    },
 }
 
 /// The CA files for `registry` (`HOST[:PORT]`): every `*.crt` in `<dir>/<registry>` for each

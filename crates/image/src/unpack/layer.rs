@@ -1,5 +1,6 @@
-//! Layer unpacking: applies image layers (tar, gzip or zstd compressed) to a directory so
-//! that nothing outside it is ever written, whatever the layer holds.
+//! One layer's tar stream (plain, gzip or zstd compressed) applied to a directory so that
+//! nothing outside it is ever written, whatever the layer holds. It knows no store: the
+//! caller hands it a reader and a target.
 //!
 //! Every entry's parent directory is opened with `openat2(2)` and `RESOLVE_IN_ROOT`, so the
 //! kernel resolves `..` and symlinks (absolute or relative) as if the target were `/`: a
@@ -25,51 +26,66 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest as _, Sha256};
 
 use crate::digest::Digest;
-use crate::store::{ImageRecord, Store, StoreError};
 
 const WHITEOUT: &str = ".wh.";
 const OPAQUE: &str = ".wh..wh..opq";
 
-/// What went wrong unpacking; each variant names the layer and, where there is one, the
-/// entry at fault.
+/// What went wrong applying a layer; each variant names the layer and, where there is one,
+/// the entry at fault.
 #[derive(Debug, thiserror::Error)]
-pub enum UnpackError {
+pub enum LayerError {
     #[error("layer {layer}: entry {entry:?} {reason}; refused, nothing outside {} was written", target.display())]
+    /// An entry would write outside the target, or is a device node; nothing was written
+    /// outside.
     Hostile {
+        /// The layer (its digest, or what names it).
         layer: String,
+        /// The entry's name in the tar stream.
         entry: String,
+        /// What is wrong with it.
         reason: String,
+        /// The directory unpacked into.
         target: PathBuf,
     },
     #[error("layer {layer}: entry {entry:?}: {source}")]
+    /// An entry could not be created.
     Entry {
+        /// The layer (its digest, or what names it).
         layer: String,
+        /// The entry's name in the tar stream.
         entry: String,
+        /// Why.
         #[source]
         source: io::Error,
     },
     #[error("layer {layer}: reading it failed: {source}")]
+    /// The layer's stream could not be read or decompressed, or is not a tar stream.
     Read {
+        /// The layer (its digest, or what names it).
         layer: String,
+        /// Why.
         #[source]
         source: io::Error,
     },
     #[error("layer {layer}: its uncompressed content has digest {actual}, the image config says {expected}")]
+    /// The uncompressed stream does not have the diff ID the image config gives.
     DiffId {
+        /// The layer (its digest, or what names it).
         layer: String,
+        /// The diff ID from the config.
         expected: String,
+        /// The digest of the uncompressed stream.
         actual: Digest,
     },
     #[error("unpack target {}: {source}", path.display())]
+    /// The target directory could not be opened.
     Target {
+        /// The directory.
         path: PathBuf,
+        /// Why.
         #[source]
         source: io::Error,
     },
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("image {image}: {reason}")]
-    Image { image: String, reason: String },
 }
 
 /// Options for unpacking.
@@ -92,7 +108,9 @@ pub struct UnpackOptions {
 /// A range of host ids that ids `0..size` are shifted to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IdShift {
+    /// The host id that id 0 becomes.
     pub base: u32,
+    /// How many ids the range holds.
     pub size: u32,
 }
 
@@ -120,47 +138,6 @@ impl Default for UnpackOptions {
     }
 }
 
-/// Unpacks every layer of a stored image, in order, into `target` (created if missing),
-/// checking each against the config's `diff_id`.
-pub fn unpack_image(
-    store: &Store,
-    image: &ImageRecord,
-    target: &Path,
-    options: &UnpackOptions,
-) -> Result<(), UnpackError> {
-    let manifest = store.manifest(image)?;
-    let config = store.config(image)?;
-    let diff_ids = config.rootfs().diff_ids();
-    if diff_ids.len() != manifest.layers().len() {
-        return Err(UnpackError::Image {
-            image: image.id.to_string(),
-            reason: "the config's diff_ids do not match the manifest's layers".into(),
-        });
-    }
-    std::fs::create_dir_all(target).map_err(|source| UnpackError::Target {
-        path: target.to_path_buf(),
-        source,
-    })?;
-    if let (Some(shift), true) = (options.id_shift, options.same_owner) {
-        let root = shift.host_id(0);
-        std::os::unix::fs::lchown(target, Some(root), Some(root)).map_err(|source| {
-            UnpackError::Target {
-                path: target.to_path_buf(),
-                source,
-            }
-        })?;
-    }
-    for (layer, diff_id) in manifest.layers().iter().zip(diff_ids) {
-        let digest = Digest::try_from(layer.digest()).map_err(|e| UnpackError::Image {
-            image: image.id.to_string(),
-            reason: e.to_string(),
-        })?;
-        let blob = store.open_blob(&digest)?;
-        unpack_layer(blob, target, &digest.to_string(), Some(diff_id), options)?;
-    }
-    Ok(())
-}
-
 /// A reader that hashes what is read through it.
 struct HashingReader<R> {
     inner: R,
@@ -183,8 +160,8 @@ pub fn unpack_layer(
     layer: &str,
     diff_id: Option<&str>,
     options: &UnpackOptions,
-) -> Result<(), UnpackError> {
-    let read_err = |source| UnpackError::Read {
+) -> Result<(), LayerError> {
+    let read_err = |source| LayerError::Read {
         layer: layer.to_string(),
         source,
     };
@@ -224,7 +201,7 @@ pub fn unpack_layer(
     if let Some(expected) = diff_id {
         let actual = Digest::from_hex(&hex(&hashing.hasher.finalize())).expect("sha256 hex");
         if actual.to_string() != expected {
-            return Err(UnpackError::DiffId {
+            return Err(LayerError::DiffId {
                 layer: layer.to_string(),
                 expected: expected.to_string(),
                 actual,
@@ -238,8 +215,8 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn open_root(target: &Path) -> Result<OwnedFd, UnpackError> {
-    let c = cstr(target.as_os_str()).map_err(|source| UnpackError::Target {
+fn open_root(target: &Path) -> Result<OwnedFd, LayerError> {
+    let c = cstr(target.as_os_str()).map_err(|source| LayerError::Target {
         path: target.to_path_buf(),
         source,
     })?;
@@ -251,7 +228,7 @@ fn open_root(target: &Path) -> Result<OwnedFd, UnpackError> {
         )
     };
     if fd < 0 {
-        return Err(UnpackError::Target {
+        return Err(LayerError::Target {
             path: target.to_path_buf(),
             source: io::Error::last_os_error(),
         });
@@ -371,8 +348,8 @@ struct Unpacker {
 }
 
 impl Unpacker {
-    fn hostile(&self, entry: &str, reason: impl Into<String>) -> UnpackError {
-        UnpackError::Hostile {
+    fn hostile(&self, entry: &str, reason: impl Into<String>) -> LayerError {
+        LayerError::Hostile {
             layer: self.layer.clone(),
             entry: entry.to_string(),
             reason: reason.into(),
@@ -382,7 +359,7 @@ impl Unpacker {
 
     /// Splits an entry name (or, for `link_of`, the hard-link target of that entry) into
     /// its clean components, refusing `..` and absolute paths.
-    fn components(&self, raw: &str, link_of: Option<&str>) -> Result<Vec<String>, UnpackError> {
+    fn components(&self, raw: &str, link_of: Option<&str>) -> Result<Vec<String>, LayerError> {
         let refuse = |what: &str| match link_of {
             None => self.hostile(raw, format!("has {what}")),
             Some(entry) => self.hostile(entry, format!("links to {raw:?}, {what}")),
@@ -438,7 +415,7 @@ impl Unpacker {
         Ok(dir)
     }
 
-    fn apply<R: Read>(&mut self, entry: &mut tar::Entry<R>) -> Result<(), UnpackError> {
+    fn apply<R: Read>(&mut self, entry: &mut tar::Entry<R>) -> Result<(), LayerError> {
         let raw = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
         let components = self.components(&raw, None)?;
         let Some((name, parents)) = components.split_last() else {
@@ -448,7 +425,7 @@ impl Unpacker {
         if matches!(kind, tar::EntryType::Char | tar::EntryType::Block) {
             return Err(self.hostile(&raw, "is a device node"));
         }
-        let entry_err = |source| UnpackError::Entry {
+        let entry_err = |source| LayerError::Entry {
             layer: self.layer.clone(),
             entry: raw.clone(),
             source,
@@ -832,7 +809,7 @@ mod tests {
     }
 
     impl Fixture {
-        fn unpack(&self, layer: &[u8]) -> Result<(), UnpackError> {
+        fn unpack(&self, layer: &[u8]) -> Result<(), LayerError> {
             unpack_layer(
                 layer,
                 &self.root,
@@ -1091,7 +1068,7 @@ mod tests {
             let f = fixture();
             let err = f.unpack(&Layer::new().file(name, "x").bytes()).unwrap_err();
             let msg = err.to_string();
-            assert!(matches!(err, UnpackError::Hostile { .. }), "{msg}");
+            assert!(matches!(err, LayerError::Hostile { .. }), "{msg}");
             assert!(msg.contains(name) && msg.contains("test-layer"), "{msg}");
             f.assert_outside_untouched();
             assert!(!Path::new("/outside-abs-evil").exists());
@@ -1140,7 +1117,7 @@ mod tests {
             let err = f
                 .unpack(&Layer::new().hardlink("h", target).bytes())
                 .unwrap_err();
-            assert!(matches!(err, UnpackError::Hostile { .. }), "{err}");
+            assert!(matches!(err, LayerError::Hostile { .. }), "{err}");
             assert!(err.to_string().contains("\"h\""), "{err}");
         }
         // Through a symlink that points out: resolved inside the root, where there is no
@@ -1153,7 +1130,7 @@ mod tests {
                     .bytes(),
             )
             .unwrap_err();
-        assert!(matches!(err, UnpackError::Entry { .. }), "{err}");
+        assert!(matches!(err, LayerError::Entry { .. }), "{err}");
         f.assert_outside_untouched();
     }
 
