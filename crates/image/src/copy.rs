@@ -33,7 +33,7 @@ const INDEX_TYPES: &[&str] = &[
 pub enum CopyError {
     #[error(transparent)]
     Transport(#[from] TransportError),
-    #[error("{image}: {source}")]
+    #[error("{image}")]
     Store {
         image: String,
         #[source]

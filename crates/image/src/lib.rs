@@ -6,6 +6,7 @@
 
 pub mod copy;
 pub mod digest;
+pub mod error;
 pub mod fetch;
 pub mod layers;
 pub mod lock;

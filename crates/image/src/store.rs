@@ -30,7 +30,7 @@ use crate::reference::{ImageRef, MIN_ID_PREFIX};
 /// What went wrong in the store; each variant names the path, blob or image at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("image store {path}: {source}")]
+    #[error("image store {path}")]
     Io {
         path: PathBuf,
         #[source]
@@ -48,20 +48,20 @@ pub enum StoreError {
         expected: u64,
         actual: u64,
     },
-    #[error("blob {digest}: reading it failed: {source}; nothing was stored")]
+    #[error("blob {digest}: reading it failed, nothing was stored")]
     Read {
         digest: String,
         #[source]
         source: io::Error,
     },
-    #[error("blob {digest}: the download broke off after {kept} bytes: {source}; they are kept in the store's tmp/ and the next fetch continues from there (image gc removes them)")]
+    #[error("blob {digest}: the download broke off after {kept} bytes (they are kept in the store's tmp/ and the next fetch continues from there; image gc removes them)")]
     Interrupted {
         digest: Digest,
         kept: u64,
         #[source]
         source: io::Error,
     },
-    #[error("image store {path}: index is corrupt: {source}")]
+    #[error("image store {path}: index is corrupt")]
     CorruptIndex {
         path: PathBuf,
         #[source]
@@ -535,7 +535,7 @@ impl Store {
                 Err(e) => {
                     report.errors.push(StoreError::Layer {
                         image: image.id.clone(),
-                        reason: e.to_string(),
+                        reason: crate::error::chain(&e),
                     });
                     return report;
                 }
@@ -768,7 +768,7 @@ mod tests {
         let err = store
             .put_blob(&digest, Some(8), &mut Broken(3))
             .unwrap_err();
-        assert!(err.to_string().contains("dropped"), "{err}");
+        assert!(crate::error::chain(&err).contains("dropped"), "{err}");
         assert!(!store.has_blob(&digest));
         assert_eq!(tmp_count(&store), 0);
         // A retry stores it.

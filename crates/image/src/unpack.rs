@@ -41,14 +41,14 @@ pub enum UnpackError {
         reason: String,
         target: PathBuf,
     },
-    #[error("layer {layer}: entry {entry:?}: {source}")]
+    #[error("layer {layer}: entry {entry:?}")]
     Entry {
         layer: String,
         entry: String,
         #[source]
         source: io::Error,
     },
-    #[error("layer {layer}: reading it failed: {source}")]
+    #[error("layer {layer}: reading it failed")]
     Read {
         layer: String,
         #[source]
@@ -60,7 +60,7 @@ pub enum UnpackError {
         expected: String,
         actual: Digest,
     },
-    #[error("unpack target {}: {source}", path.display())]
+    #[error("unpack target {}", path.display())]
     Target {
         path: PathBuf,
         #[source]

@@ -25,7 +25,7 @@ pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
 /// What a transport failed at; every variant names the image source.
 #[derive(Debug, thiserror::Error)]
 pub enum TransportError {
-    #[error("{image}: {path}: {source}")]
+    #[error("{image}: {path}")]
     Io {
         image: String,
         path: PathBuf,
@@ -68,7 +68,7 @@ pub enum TransportError {
         reason: String,
         hint: String,
     },
-    #[error("{image}: {source}")]
+    #[error("{image}")]
     TlsSetup {
         image: String,
         #[source]
