@@ -260,7 +260,12 @@ fn check(global: &GlobalArgs, args: &NetCheckArgs) -> anyhow::Result<ExitCode> {
                     .unwrap_or_default();
                 match &r.result {
                     Ok(()) => println!("{} ({}): ok{note}", r.net_name, r.if_name),
-                    Err(e) => println!("{} ({}): failed: {e}", r.net_name, r.if_name),
+                    Err(e) => println!(
+                        "{} ({}): failed: {}",
+                        r.net_name,
+                        r.if_name,
+                        rkt::error::chain(e)
+                    ),
                 }
             }
         }

@@ -73,7 +73,7 @@ pub fn default_limit() -> usize {
 #[derive(Debug, thiserror::Error)]
 pub enum AdmissionError {
     /// A file of the queue could not be used.
-    #[error("network operations queue: cannot {action} {}: {source}", path.display())]
+    #[error("network operations queue: cannot {action} {}", path.display())]
     Io {
         action: &'static str,
         path: PathBuf,
