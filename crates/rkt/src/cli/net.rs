@@ -241,7 +241,7 @@ fn check(global: &GlobalArgs, args: &NetCheckArgs) -> anyhow::Result<ExitCode> {
                         "netName": r.net_name,
                         "ifName": r.if_name,
                         "ok": r.result.is_ok(),
-                        "error": r.result.as_ref().err().map(ToString::to_string),
+                        "error": r.result.as_ref().err().map(|e| rkt::error::chain(e)),
                         "note": r.note,
                     })
                 })

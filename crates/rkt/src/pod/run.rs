@@ -360,7 +360,7 @@ fn run_locked(
             let cleanup = release(&uuid, &pod.dir, netns_path.as_deref(), opts.plugin_timeout);
             state.state = State::Exited;
             state.exited = Some(Timestamp::now());
-            state.error = Some(error.to_string());
+            state.error = Some(crate::error::chain(&error));
             if let Err(e) = state.store(&pod.dir) {
                 return Err(StartFailure {
                     error: Box::new(error),
@@ -427,7 +427,7 @@ fn run_locked(
             ended.status
         }
         Err(source) => {
-            state.error = Some(source.to_string());
+            state.error = Some(crate::error::chain(&source));
             let error = RunError::Stage {
                 uuid: uuid.clone(),
                 source,
