@@ -147,8 +147,7 @@ fn missing_dir_is_empty_but_unreadable_dir_is_an_error() {
     assert!(matches!(err, ConfError::Read { .. }), "{err:?}");
     assert_eq!(err.path(), Some(file.as_path()));
     assert!(
-        cni::error::chain(&err)
-            .starts_with(&format!("{}: cannot read", file.display())),
+        cni::error::chain(&err).starts_with(&format!("{}: cannot read", file.display())),
         "{err}"
     );
 }
@@ -247,7 +246,10 @@ fn plugin_type_errors_name_the_plugin_index() {
         matches!(err, ConfError::MissingType { index: 1, .. }),
         "{err:?}"
     );
-    assert!(cni::error::chain(&err).contains("<network configuration>"), "{err}");
+    assert!(
+        cni::error::chain(&err).contains("<network configuration>"),
+        "{err}"
+    );
     let err =
         conf::parse_list(br#"{"name":"n","plugins":[{"type":["bridge"]}]}"#, None).unwrap_err();
     assert!(cni::error::chain(&err).contains("plugins[0].type"), "{err}");
@@ -318,7 +320,10 @@ fn empty_plugin_lists() {
         matches!(err, ConfError::InlinedWithoutPlugins { .. }),
         "{err:?}"
     );
-    assert!(cni::error::chain(&err).contains("loadOnlyInlinedPlugins"), "{err}");
+    assert!(
+        cni::error::chain(&err).contains("loadOnlyInlinedPlugins"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -574,7 +579,8 @@ fn version_fields_must_parse() {
     .unwrap_err();
     assert!(matches!(err, ConfError::InvalidVersion { .. }), "{err:?}");
     assert!(
-        cni::error::chain(&err).contains("\"cniVersions[1]\"") && cni::error::chain(&err).contains("\"one\""),
+        cni::error::chain(&err).contains("\"cniVersions[1]\"")
+            && cni::error::chain(&err).contains("\"one\""),
         "{err}"
     );
     let err =
