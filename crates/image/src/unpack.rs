@@ -111,8 +111,8 @@ impl IdShift {
 
 impl Default for UnpackOptions {
     fn default() -> Self {
-        // SAFETY: geteuid has no preconditions.
         UnpackOptions {
+            // SAFETY: geteuid has no preconditions.
             same_owner: unsafe { libc::geteuid() } == 0,
             overlay_whiteouts: false,
             id_shift: None,
