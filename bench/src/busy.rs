@@ -224,7 +224,7 @@ fn leaks_after_gc(ws: &Workspace, guard: &leak_check::Guard, uuid_dir: &Path) ->
     args.extend(["gc".into(), "--grace-period=0s".into()]);
     let mut leaks = Vec::new();
     if let Err(e) = run(&ws.tools.rkt, &args, &[], None) {
-        leaks.push(format!("rkt gc failed: {e}"));
+        leaks.push(format!("rkt gc failed: {}", cni::error::chain(&e)));
     }
     leaks.extend(guard.leaked());
     let uuids: Vec<String> = std::fs::read_dir(uuid_dir)

@@ -16,7 +16,7 @@ pub enum BenchError {
         hint: &'static str,
     },
     /// A program could not be started.
-    #[error("cannot run {program}: {source}")]
+    #[error("cannot run {program}")]
     Spawn {
         program: String,
         source: std::io::Error,
@@ -29,7 +29,7 @@ pub enum BenchError {
         stderr: String,
     },
     /// Reading or writing a file of the benchmark failed.
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Io {
         path: PathBuf,
         source: std::io::Error,
@@ -41,7 +41,7 @@ pub enum BenchError {
         message: String,
     },
     /// Following a process tree with ptrace (for peak RSS) failed.
-    #[error("tracing {program} for its peak RSS: {source}")]
+    #[error("tracing {program} for its peak RSS")]
     Trace {
         program: String,
         source: std::io::Error,

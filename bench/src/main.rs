@@ -122,7 +122,7 @@ fn main() {
         match scenarios::load_dir_command(dir, name) {
             Ok(line) => println!("{line}"),
             Err(e) => {
-                eprintln!("rkt-bench: {e}");
+                eprintln!("rkt-bench: {}", cni::error::chain(&e));
                 std::process::exit(1);
             }
         }
@@ -142,7 +142,7 @@ fn main() {
     match bench(&cli) {
         Ok(report) => println!("{report}"),
         Err(e) => {
-            eprintln!("rkt-bench: {e}");
+            eprintln!("rkt-bench: {}", cni::error::chain(&e));
             std::process::exit(1);
         }
     }

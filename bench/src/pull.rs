@@ -325,9 +325,9 @@ pub fn image_pull(
 /// at `STORE` the way a pod's root filesystem needs them (each once, into the store; the
 /// overlay mount over them is left out), printing the layer directories.
 pub fn unpack_layers_command(store: &Path, id: &str) -> Result<String, String> {
-    let store = image::Store::open(store).map_err(|e| e.to_string())?;
-    let record = store.resolve(id).map_err(|e| e.to_string())?;
-    let dirs = image::layers::layer_dirs(&store, &record).map_err(|e| e.to_string())?;
+    let store = image::Store::open(store).map_err(|e| image::error::chain(&e))?;
+    let record = store.resolve(id).map_err(|e| image::error::chain(&e))?;
+    let dirs = image::layers::layer_dirs(&store, &record).map_err(|e| image::error::chain(&e))?;
     Ok(dirs
         .iter()
         .map(|d| d.display().to_string())

@@ -325,7 +325,7 @@ fn tally(
             Err(e) => {
                 res.failures += 1;
                 if res.errors.len() < 3 {
-                    res.errors.push(e.to_string());
+                    res.errors.push(cni::error::chain(&e));
                 }
             }
             Ok(stdout) => match address(&String::from_utf8_lossy(&stdout)) {
@@ -371,7 +371,7 @@ pub fn load_dir_command(dir: &Path, name: &str) -> Result<String, BenchError> {
     let start = Instant::now();
     let loaded = cni::conf::load_dir(dir).map_err(|e| BenchError::Scenario {
         scenario: "load-dir",
-        message: e.to_string(),
+        message: cni::error::chain(&e),
     })?;
     let found = loaded.find(name).ok_or_else(|| BenchError::Scenario {
         scenario: "load-dir",

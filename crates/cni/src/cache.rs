@@ -69,7 +69,7 @@ pub enum CacheError {
         reason: &'static str,
     },
     /// A file operation on the cache failed.
-    #[error("{op} {}: {source}", path.display())]
+    #[error("{op} {}", path.display())]
     Io {
         /// What was being done (`reading`, `writing`, ...).
         op: &'static str,
@@ -80,7 +80,7 @@ pub enum CacheError {
         source: std::io::Error,
     },
     /// An entry is not valid JSON.
-    #[error("cache entry {} is not valid JSON: {source}", path.display())]
+    #[error("cache entry {} is not valid JSON", path.display())]
     Decode {
         /// The file.
         path: PathBuf,

@@ -22,6 +22,36 @@ fn on(network: &str) -> String {
     }
 }
 
+/// `network "n"`, or nothing when the operation is not about a network (then the error is
+/// its source's: [`chain`] skips an empty message).
+fn named(network: &str) -> String {
+    if network.is_empty() {
+        String::new()
+    } else {
+        format!("network {network:?}")
+    }
+}
+
+/// An error's message followed by each of its sources', joined with `": "`: how an error
+/// of this crate is meant to be printed, since a message names its own subject and leaves
+/// the cause to its source (`plugin "ptp" (ADD): cannot run plugin /opt/cni/bin/ptp:
+/// Permission denied`). An empty message adds nothing.
+pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = String::new();
+    let mut next = Some(err);
+    while let Some(e) = next {
+        let text = e.to_string();
+        if !text.is_empty() {
+            if !out.is_empty() {
+                out.push_str(": ");
+            }
+            out.push_str(&text);
+        }
+        next = e.source();
+    }
+    out
+}
+
 /// `code 7: msg; details`, leaving out what the plugin did not say.
 fn failure(code: u32, msg: &str, details: &str) -> String {
     let mut out = String::new();
@@ -39,7 +69,7 @@ fn failure(code: u32, msg: &str, details: &str) -> String {
 fn list(errors: &[Error]) -> String {
     let mut out = format!("{} errors:", errors.len());
     for (i, e) in errors.iter().enumerate() {
-        out.push_str(&format!(" ({}) {e}", i + 1));
+        out.push_str(&format!(" ({}) {}", i + 1, chain(e)));
     }
     out
 }
@@ -65,7 +95,7 @@ pub enum Error {
         details: String,
     },
     /// The plugin's binary was not found, or its `type` is not a valid file name.
-    #[error("{}{source}", on(network))]
+    #[error("{}", named(network))]
     PluginNotFound {
         /// The network; empty when the operation is not about one.
         network: String,
@@ -101,7 +131,7 @@ pub enum Error {
         signal: i32,
     },
     /// The plugin could not be started or talked to.
-    #[error("{}plugin {plugin:?} ({command}): {source}", on(network))]
+    #[error("{}plugin {plugin:?} ({command})", on(network))]
     Exec {
         /// The network; empty when the operation is not about one.
         network: String,
@@ -116,7 +146,7 @@ pub enum Error {
     /// The plugin succeeded but what it printed is not a valid answer (a result, or
     /// version information).
     #[error(
-        "{}plugin {plugin:?} ({command}) printed an invalid answer: {source}",
+        "{}plugin {plugin:?} ({command}) printed an invalid answer",
         on(network)
     )]
     InvalidResult {
@@ -132,7 +162,7 @@ pub enum Error {
     },
     /// The cached result of an attachment could not be used.
     #[error(
-        "{}cached result for container {container_id:?} interface {ifname:?} is unusable: {source}",
+        "{}cached result for container {container_id:?} interface {ifname:?} is unusable",
         on(network)
     )]
     CachedResult {
@@ -190,7 +220,7 @@ pub enum Error {
     },
     /// A stale attachment could not be deleted during GC.
     #[error(
-        "{}deleting stale attachment of container {container_id:?} interface {ifname:?}: {source}",
+        "{}deleting stale attachment of container {container_id:?} interface {ifname:?}",
         on(network)
     )]
     StaleAttachment {
@@ -208,7 +238,7 @@ pub enum Error {
     #[error(transparent)]
     Conf(#[from] ConfError),
     /// No version could be negotiated for the network.
-    #[error("{}{source}", on(network))]
+    #[error("{}", named(network))]
     Version {
         /// The network; empty when the operation is not about one.
         network: String,
@@ -220,7 +250,7 @@ pub enum Error {
     #[error(transparent)]
     Validate(#[from] ValidateError),
     /// Reading or writing the attachment cache failed.
-    #[error("{}result cache: {source}", on(network))]
+    #[error("{}result cache", on(network))]
     Cache {
         /// The network; empty when the operation is not about one.
         network: String,
@@ -231,7 +261,7 @@ pub enum Error {
         source: Box<CacheError>,
     },
     /// A file operation failed.
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Io {
         /// The file or directory.
         path: PathBuf,
@@ -338,6 +368,24 @@ mod tests {
             msg: "msg".into(),
             details: details.into(),
         }
+    }
+
+    #[test]
+    fn the_chain_says_each_cause_once() {
+        let e = Error::Exec {
+            network: "n".into(),
+            plugin: "ptp".into(),
+            command: "ADD",
+            source: Box::new(ExecError::Spawn {
+                plugin: "/opt/cni/bin/ptp".into(),
+                source: std::io::Error::from_raw_os_error(13),
+            }),
+        };
+        assert_eq!(e.to_string(), r#"network "n": plugin "ptp" (ADD)"#);
+        assert_eq!(
+            chain(&e),
+            r#"network "n": plugin "ptp" (ADD): cannot run plugin /opt/cni/bin/ptp: Permission denied (os error 13)"#
+        );
     }
 
     #[test]

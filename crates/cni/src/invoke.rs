@@ -71,7 +71,7 @@ pub trait Exec: Send + Sync {
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {
     /// The binary could not be started.
-    #[error("cannot run plugin {}: {source}", plugin.display())]
+    #[error("cannot run plugin {}", plugin.display())]
     Spawn {
         /// The plugin's binary.
         plugin: PathBuf,
@@ -80,7 +80,7 @@ pub enum ExecError {
         source: std::io::Error,
     },
     /// Talking to the plugin (its pipes, waiting for it) failed.
-    #[error("cannot talk to plugin {}: {source}", plugin.display())]
+    #[error("cannot talk to plugin {}", plugin.display())]
     Io {
         /// The plugin's binary.
         plugin: PathBuf,

@@ -98,7 +98,7 @@ pub mod codes {
 #[derive(Debug, thiserror::Error)]
 pub enum VersionInfoError {
     /// Not JSON, or fields of the wrong type.
-    #[error("decoding version info: {0}")]
+    #[error("decoding version info")]
     Json(#[from] serde_json::Error),
     /// `cniVersion` is missing or empty.
     #[error("decoding version info: missing field cniVersion")]

@@ -474,7 +474,7 @@ fn missing_plugin_error_names_the_plugin_and_every_dir() {
         }
         other => panic!("unexpected {other:?}"),
     }
-    let text = err.to_string();
+    let text = cni::error::chain(&err);
     assert!(text.contains("\"bridgee\""), "{text}");
     assert!(
         text.contains(&format!("{}:/nonexistent/cni/bin", w.plugins.display())),

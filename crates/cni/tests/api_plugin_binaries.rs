@@ -123,7 +123,10 @@ fn a_type_not_given_is_not_found_and_nothing_is_searched() {
         }
         other => panic!("{other:?}"),
     }
-    assert!(e.to_string().contains("\"portmap\" not found"), "{e}");
+    assert!(
+        cni::error::chain(&e).contains("\"portmap\" not found"),
+        "{e}"
+    );
     assert_eq!(*exec.ran.lock().unwrap(), [second.join("bridge")]);
     // Names are validated as for a search.
     assert!(matches!(

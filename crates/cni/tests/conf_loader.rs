@@ -147,8 +147,7 @@ fn missing_dir_is_empty_but_unreadable_dir_is_an_error() {
     assert!(matches!(err, ConfError::Read { .. }), "{err:?}");
     assert_eq!(err.path(), Some(file.as_path()));
     assert!(
-        err.to_string()
-            .starts_with(&format!("{}: cannot read", file.display())),
+        cni::error::chain(&err).starts_with(&format!("{}: cannot read", file.display())),
         "{err}"
     );
 }
@@ -168,7 +167,7 @@ fn malformed_json_names_file_line_and_column() {
         ConfError::Json { line, column, .. } => assert_eq!((*line, *column), (3, 13)),
         other => panic!("{other:?}"),
     }
-    let msg = err.to_string();
+    let msg = cni::error::chain(&err);
     assert!(
         msg.starts_with(&format!(
             "{}: invalid JSON at line 3, column 13: expected `:`",
@@ -207,7 +206,7 @@ fn network_name_errors() {
     ];
     for (body, want) in cases {
         let err = conf::parse_single(body.as_bytes(), Some(Path::new("/x/a.conf"))).unwrap_err();
-        let msg = err.to_string();
+        let msg = cni::error::chain(&err);
         assert!(
             msg.starts_with("/x/a.conf: ") && msg.contains(want),
             "{body}: {msg}"
@@ -226,7 +225,7 @@ fn plugin_type_errors_name_the_plugin_index() {
             }
             other => panic!("{bad:?}: {other:?}"),
         }
-        let msg = err.to_string();
+        let msg = cni::error::chain(&err);
         assert!(
             msg.contains(&format!("{bad:?}")) && msg.contains("plugin 1"),
             "{msg}"
@@ -247,10 +246,13 @@ fn plugin_type_errors_name_the_plugin_index() {
         matches!(err, ConfError::MissingType { index: 1, .. }),
         "{err:?}"
     );
-    assert!(err.to_string().contains("<network configuration>"), "{err}");
+    assert!(
+        cni::error::chain(&err).contains("<network configuration>"),
+        "{err}"
+    );
     let err =
         conf::parse_list(br#"{"name":"n","plugins":[{"type":["bridge"]}]}"#, None).unwrap_err();
-    assert!(err.to_string().contains("plugins[0].type"), "{err}");
+    assert!(cni::error::chain(&err).contains("plugins[0].type"), "{err}");
 }
 
 #[test]
@@ -299,7 +301,7 @@ fn wrong_field_types_are_reported() {
     ];
     for (body, want) in cases {
         let err = conf::parse_list(body.as_bytes(), Some(Path::new("/c/n.conflist"))).unwrap_err();
-        let msg = err.to_string();
+        let msg = cni::error::chain(&err);
         assert!(
             msg.starts_with("/c/n.conflist: ") && msg.contains(want),
             "{body}: {msg}"
@@ -318,7 +320,10 @@ fn empty_plugin_lists() {
         matches!(err, ConfError::InlinedWithoutPlugins { .. }),
         "{err:?}"
     );
-    assert!(err.to_string().contains("loadOnlyInlinedPlugins"), "{err}");
+    assert!(
+        cni::error::chain(&err).contains("loadOnlyInlinedPlugins"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -414,7 +419,7 @@ fn unknown_extension_and_missing_file() {
     ));
     let err = conf::load_file(&dir.path().join("gone.conf")).unwrap_err();
     assert!(matches!(err, ConfError::Read { .. }), "{err:?}");
-    assert!(err.to_string().contains("gone.conf"), "{err}");
+    assert!(cni::error::chain(&err).contains("gone.conf"), "{err}");
 }
 
 #[test]
@@ -424,7 +429,7 @@ fn non_utf8_file_is_a_json_error() {
     fs::write(&f, b"{\"name\":\"x\xff\xfe\",\"type\":\"ptp\"}").unwrap();
     let err = conf::load_file(&f).unwrap_err();
     assert!(matches!(err, ConfError::Json { line: 1, .. }), "{err:?}");
-    assert!(err.to_string().contains("10-x.conf"), "{err}");
+    assert!(cni::error::chain(&err).contains("10-x.conf"), "{err}");
 }
 
 #[test]
@@ -435,7 +440,7 @@ fn deep_nesting_is_an_error_not_a_crash() {
         "]".repeat(200_000)
     );
     let err = conf::parse_single(deep.as_bytes(), None).unwrap_err();
-    assert!(err.to_string().contains("recursion limit"), "{err}");
+    assert!(cni::error::chain(&err).contains("recursion limit"), "{err}");
 }
 
 #[test]
@@ -574,7 +579,8 @@ fn version_fields_must_parse() {
     .unwrap_err();
     assert!(matches!(err, ConfError::InvalidVersion { .. }), "{err:?}");
     assert!(
-        err.to_string().contains("\"cniVersions[1]\"") && err.to_string().contains("\"one\""),
+        cni::error::chain(&err).contains("\"cniVersions[1]\"")
+            && cni::error::chain(&err).contains("\"one\""),
         "{err}"
     );
     let err =
@@ -587,7 +593,7 @@ fn version_fields_must_parse() {
     )
     .unwrap();
     let err = list.negotiated_version().unwrap_err();
-    assert!(err.to_string().contains("9.0.0"), "{err}");
+    assert!(cni::error::chain(&err).contains("9.0.0"), "{err}");
 }
 
 #[test]
@@ -596,5 +602,5 @@ fn a_list_in_a_conf_file_gets_a_hint() {
     let f = write(dir.path(), "10-l.conf", &conflist("l", &["bridge"]));
     let err = conf::load_file(&f).unwrap_err();
     assert!(matches!(err, ConfError::ListInSingleFile { .. }), "{err:?}");
-    assert!(err.to_string().contains(".conflist"), "{err}");
+    assert!(cni::error::chain(&err).contains(".conflist"), "{err}");
 }

@@ -350,6 +350,7 @@ fn attempt(name: &str) -> Result<(), Error> {
             // SAFETY: plain socket calls on a descriptor we own.
             let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_ICMP) };
             check(fd as i64)?;
+            // SAFETY: `fd` is the socket just opened, closed once.
             unsafe { libc::close(fd) };
             Ok(())
         }

@@ -35,7 +35,7 @@ pub enum CopyError {
     #[error(transparent)]
     Transport(#[from] TransportError),
     /// The store could not take a blob or the image.
-    #[error("{image}: {source}")]
+    #[error("{image}")]
     Store {
         /// The image, as the user named it.
         image: String,

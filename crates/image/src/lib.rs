@@ -13,6 +13,7 @@
 
 pub mod copy;
 pub mod digest;
+pub mod error;
 pub mod fetch;
 pub mod gc;
 pub mod layers;

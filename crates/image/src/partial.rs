@@ -280,7 +280,7 @@ mod tests {
             matches!(err, StoreError::Interrupted { kept: 100_000, .. }),
             "{err}"
         );
-        assert!(err.to_string().contains("dropped"), "{err}");
+        assert!(crate::error::chain(&err).contains("dropped"), "{err}");
         assert!(!store.has_blob(&digest), "no partial blob in blobs/");
 
         // While one process holds it, another gets None (and downloads on its own).

@@ -31,7 +31,7 @@ use crate::reference::{ImageRef, MIN_ID_PREFIX};
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// A file or directory of the store could not be read or written.
-    #[error("image store {path}: {source}")]
+    #[error("image store {path}")]
     Io {
         /// The file or directory.
         path: PathBuf,
@@ -59,7 +59,7 @@ pub enum StoreError {
         /// The size read (reading stops one byte past `expected`).
         actual: u64,
     },
-    #[error("blob {digest}: reading it failed: {source}; nothing was stored")]
+    #[error("blob {digest}: reading it failed, nothing was stored")]
     /// Reading a blob's content from its source failed.
     Read {
         /// The blob (or what names it, when its digest is not known yet).
@@ -68,7 +68,7 @@ pub enum StoreError {
         #[source]
         source: io::Error,
     },
-    #[error("blob {digest}: the download broke off after {kept} bytes: {source}; they are kept in the store's tmp/ and the next fetch continues from there (image gc removes them)")]
+    #[error("blob {digest}: the download broke off after {kept} bytes (they are kept in the store's tmp/ and the next fetch continues from there; image gc removes them)")]
     /// A download broke off; what arrived is kept for the next fetch to continue.
     Interrupted {
         /// The blob.
@@ -79,7 +79,7 @@ pub enum StoreError {
         #[source]
         source: io::Error,
     },
-    #[error("image store {path}: index is corrupt: {source}")]
+    #[error("image store {path}: index is corrupt")]
     /// `images.json`, or a stored manifest or config, does not parse.
     CorruptIndex {
         /// The file.
@@ -802,7 +802,7 @@ pub(crate) mod tests {
         let err = store
             .put_blob(&digest, Some(8), &mut Broken(3))
             .unwrap_err();
-        assert!(err.to_string().contains("dropped"), "{err}");
+        assert!(crate::error::chain(&err).contains("dropped"), "{err}");
         assert!(!store.has_blob(&digest));
         assert_eq!(tmp_count(&store), 0);
         // A retry stores it.

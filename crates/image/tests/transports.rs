@@ -174,7 +174,7 @@ fn corrupt_blob_is_refused_and_nothing_kept() {
 
     let store = Store::open(work.path().join("store")).unwrap();
     let err = fetch_str(&store, &text, &FetchOptions::default()).unwrap_err();
-    let msg = err.to_string();
+    let msg = rkt_image::error::chain(&err);
     assert!(
         msg.contains(&layer.to_string()) && msg.contains("nothing was stored"),
         "{msg}"
@@ -192,9 +192,8 @@ fn corrupt_blob_is_refused_and_nothing_kept() {
     )
     .unwrap();
     std::fs::write(&index_path, index.replace(rec.manifest.hex(), fake.hex())).unwrap();
-    let err = fetch_str(&store, &text, &FetchOptions::default())
-        .unwrap_err()
-        .to_string();
+    let err =
+        rkt_image::error::chain(&fetch_str(&store, &text, &FetchOptions::default()).unwrap_err());
     assert!(
         err.contains(&fake.to_string()) && err.contains(&rec.manifest.to_string()),
         "{err}"
@@ -301,9 +300,9 @@ fn registry_tag_digest_index_and_concurrency() {
     // A multi-arch index picks this machine's platform.
     let multi = fetch_str(&store, &format!("{base}:multi"), &http()).unwrap();
     assert_eq!(multi.id, a.id);
-    let err = fetch_str(&store, &format!("{base}:foreign"), &http())
-        .unwrap_err()
-        .to_string();
+    let err = rkt_image::error::chain(
+        &fetch_str(&store, &format!("{base}:foreign"), &http()).unwrap_err(),
+    );
     assert!(
         err.contains("linux/s390x")
             && err.contains("windows/amd64")
@@ -311,24 +310,24 @@ fn registry_tag_digest_index_and_concurrency() {
         "{err}"
     );
     // Unknown tag and unknown repository: errors name registry and image.
-    let err = fetch_str(&store, &format!("{base}:nope"), &http())
-        .unwrap_err()
-        .to_string();
+    let err =
+        rkt_image::error::chain(&fetch_str(&store, &format!("{base}:nope"), &http()).unwrap_err());
     assert!(
         err.contains(&registry.addr) && err.contains("test/busybox:nope"),
         "{err}"
     );
     // Without plain HTTP allowed, HTTPS is tried, and the error says what to do.
-    let err = fetch_str(
-        &store,
-        &format!("{base}:v1"),
-        &FetchOptions {
-            policy: PullPolicy::Update,
-            ..FetchOptions::default()
-        },
-    )
-    .unwrap_err()
-    .to_string();
+    let err = rkt_image::error::chain(
+        &fetch_str(
+            &store,
+            &format!("{base}:v1"),
+            &FetchOptions {
+                policy: PullPolicy::Update,
+                ..FetchOptions::default()
+            },
+        )
+        .unwrap_err(),
+    );
     assert!(
         err.contains(&format!("TLS with registry {}", registry.addr))
             && err.contains("--insecure-options=http"),
@@ -372,16 +371,15 @@ fn registry_basic_auth_missing_wrong_right() {
         },
         ..FetchOptions::default()
     };
-    let err = fetch_str(&store, &image, &http()).unwrap_err().to_string();
+    let err = rkt_image::error::chain(&fetch_str(&store, &image, &http()).unwrap_err());
     assert!(
         err.contains(&registry.addr)
             && err.contains("test/private:v1")
             && err.contains("needs credentials"),
         "{err}"
     );
-    let err = fetch_str(&store, &image, &with("tester", "wrong"))
-        .unwrap_err()
-        .to_string();
+    let err =
+        rkt_image::error::chain(&fetch_str(&store, &image, &with("tester", "wrong")).unwrap_err());
     assert!(
         err.contains("refused access (401)") && err.contains("check the credentials"),
         "{err}"
@@ -448,9 +446,8 @@ fn registry_https_trusted_untrusted_and_insecure_tls() {
 
     // Not trusted: refused, naming the registry, the image and the TLS failure.
     let store = Store::open(work.path().join("store-untrusted")).unwrap();
-    let err = fetch_str(&store, &image, &with(&empty_d, false))
-        .unwrap_err()
-        .to_string();
+    let err =
+        rkt_image::error::chain(&fetch_str(&store, &image, &with(&empty_d, false)).unwrap_err());
     assert!(
         err.contains(&format!("TLS with registry {}", registry.addr))
             && err.contains("test/secure:v1")

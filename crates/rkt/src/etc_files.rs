@@ -46,7 +46,7 @@ pub enum DnsError {
     #[error("{flag} cannot be used with --net=host: a pod on the host's network sees the host's /etc/resolv.conf and /etc/hosts (drop {flag}, or use a network of its own)")]
     WithHostNet { flag: String },
     /// Writing `path` failed.
-    #[error("cannot write {path}: {source}")]
+    #[error("cannot write {path}")]
     Write {
         path: PathBuf,
         source: std::io::Error,

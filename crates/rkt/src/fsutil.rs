@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 /// A failed step of [`replace`], naming the step and the file it was about.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot {action} {path}: {source}")]
+#[error("cannot {action} {path}")]
 pub struct WriteError {
     pub action: &'static str,
     pub path: PathBuf,

@@ -27,6 +27,7 @@
 //! The command line (`src/cli/`, part of the `rkt` binary) is a thin layer on top.
 
 pub mod config;
+pub mod error;
 pub mod etc_files;
 pub mod firewall;
 pub mod fsutil;

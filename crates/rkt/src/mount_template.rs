@@ -60,7 +60,7 @@ pub const MIN_NAMESPACES: usize = 32;
 /// Why a template could not be made, entered, removed or a pod's overlay cloned or attached;
 /// names the path. The stage goes without a template on any of them but the last.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot {what} {path}: {source}")]
+#[error("cannot {what} {path}")]
 pub struct TemplateError {
     what: &'static str,
     path: PathBuf,

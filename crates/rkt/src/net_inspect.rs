@@ -140,7 +140,7 @@ pub fn list(conf_dir: &Path, plugin_path: &[PathBuf]) -> Result<Listing, NetErro
             .into_iter()
             .map(|e| FailedFile {
                 file: e.path().map(Path::to_path_buf),
-                error: e.to_string(),
+                error: crate::error::chain(&e),
             })
             .collect(),
     })
@@ -151,7 +151,7 @@ fn check_network(net: &PlannedNet, plugin_path: &[PathBuf], cni: &CniConfig) -> 
     let negotiated = match net.list.negotiated_version() {
         Ok(v) => Some(v),
         Err(e) => {
-            problems.push(e.to_string());
+            problems.push(crate::error::chain(&e));
             None
         }
     };
@@ -228,7 +228,7 @@ fn check_plugin(
                 }
             )),
         ),
-        Err(e) => (None, Some(e.to_string())),
+        Err(e) => (None, Some(crate::error::chain(&e))),
     };
     if let (Some(_), Some(version)) = (&binary, version) {
         problem = match cni.get_version_info(plugin_type) {
@@ -237,7 +237,7 @@ fn check_plugin(
                 "does not support cniVersion {version} (supports {})",
                 info.supported_versions.join(", ")
             )),
-            Err(e) => Some(format!("VERSION failed: {e}")),
+            Err(e) => Some(format!("VERSION failed: {}", crate::error::chain(&e))),
         };
     }
     PluginCheck {
@@ -303,7 +303,7 @@ pub fn status(
             let version = match n.list.negotiated_version() {
                 Ok(v) => v,
                 Err(e) => {
-                    st.message = Some(e.to_string());
+                    st.message = Some(crate::error::chain(&e));
                     return st;
                 }
             };
@@ -323,7 +323,7 @@ pub fn status(
                         st.message = Some(format!("STATUS not supported by cniVersion {version}"));
                     }
                 }
-                Err(e) => st.message = Some(e.to_string()),
+                Err(e) => st.message = Some(crate::error::chain(&e)),
             }
             st
         })

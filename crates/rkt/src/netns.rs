@@ -48,19 +48,19 @@ pub fn pod_netns_path(uuid: &str) -> PathBuf {
 pub enum NetnsError {
     #[error("network namespace {path} already exists")]
     Exists { path: PathBuf },
-    #[error("cannot {what} for network namespace {path}: {source}{}", root_hint(*source))]
+    #[error("cannot {what} for network namespace {path}{}", root_hint(*source))]
     Sys {
         what: &'static str,
         path: PathBuf,
         source: Errno,
     },
-    #[error("cannot {what} {path}: {source}")]
+    #[error("cannot {what} {path}")]
     Io {
         what: &'static str,
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("cannot bring up interface {ifname:?}: {source}")]
+    #[error("cannot bring up interface {ifname:?}")]
     LinkUp { ifname: String, source: Errno },
     #[error("the thread creating network namespace {path} panicked")]
     ThreadPanicked { path: PathBuf },

@@ -52,7 +52,7 @@ pub enum SecurityError {
     UnknownInsecureOption(String),
 
     /// A path could not be examined.
-    #[error("cannot examine {what} {}: {source}", path.display())]
+    #[error("cannot examine {what} {}", path.display())]
     Stat {
         what: &'static str,
         path: PathBuf,

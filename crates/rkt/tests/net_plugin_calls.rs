@@ -90,7 +90,7 @@ fn each_call_gets_the_timeout_of_the_options() {
     assert!(started.elapsed() < Duration::from_secs(4), "{err}");
     let NetError::Add {
         plugin,
-        source,
+        error,
         cleanup,
         ..
     } = &err
@@ -99,8 +99,8 @@ fn each_call_gets_the_timeout_of_the_options() {
     };
     assert_eq!(plugin, "slow");
     assert!(
-        matches!(**source, cni::error::Error::Timeout { secs, .. } if secs == 0.3),
-        "{source:?}"
+        matches!(**error, cni::error::Error::Timeout { secs, .. } if secs == 0.3),
+        "{error:?}"
     );
     assert!(
         matches!(&cleanup[..], [NetFailure::Cni { source, .. }]

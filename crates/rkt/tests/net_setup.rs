@@ -594,7 +594,7 @@ fn check_reports_per_network_with_the_recorded_config() {
         ("a", "eth0")
     );
     assert!(reports[0].result.is_ok());
-    let err = reports[1].result.as_ref().unwrap_err().to_string();
+    let err = rkt::error::chain(reports[1].result.as_ref().unwrap_err());
     assert!(
         err.contains("\"b\"") && err.contains("eth1 is gone"),
         "{err}"

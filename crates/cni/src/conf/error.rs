@@ -44,7 +44,7 @@ fn which_plugin(index: usize, network: &str) -> String {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfError {
     /// The file or directory could not be read.
-    #[error("{origin}: cannot read: {source}")]
+    #[error("{origin}: cannot read")]
     Read {
         /// The file or directory.
         origin: Origin,
@@ -86,7 +86,7 @@ pub enum ConfError {
         found: String,
     },
     /// A version field that is not `MAJOR.MINOR.PATCH`.
-    #[error("{origin}: field {field:?}: {source}")]
+    #[error("{origin}: field {field:?}")]
     InvalidVersion {
         /// The file.
         origin: Origin,
@@ -108,7 +108,7 @@ pub enum ConfError {
         origin: Origin,
     },
     /// The network name breaks the naming rule.
-    #[error("{origin}: {source}")]
+    #[error("{origin}")]
     InvalidName {
         /// The file.
         origin: Origin,
@@ -126,7 +126,7 @@ pub enum ConfError {
         index: usize,
     },
     /// A plugin's `type` could name a file outside the plugin directories.
-    #[error("{origin}: {}: {source}", which_plugin(*index, network))]
+    #[error("{origin}: {}", which_plugin(*index, network))]
     InvalidType {
         /// The file.
         origin: Origin,

@@ -6,7 +6,7 @@ use crate::version;
 #[derive(Debug, thiserror::Error)]
 pub enum ResultError {
     /// Not JSON at all.
-    #[error("result is not valid JSON: {0}")]
+    #[error("result is not valid JSON")]
     Json(#[source] serde_json::Error),
     /// Valid JSON, but not an object.
     #[error("result must be a JSON object, found {0}")]

@@ -26,7 +26,7 @@ pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
 #[derive(Debug, thiserror::Error)]
 pub enum TransportError {
     /// A file of a layout or archive could not be read.
-    #[error("{image}: {path}: {source}")]
+    #[error("{image}: {path}")]
     Io {
         /// The image source, as the user named it.
         image: String,
@@ -102,7 +102,7 @@ pub enum TransportError {
         /// What to do about it.
         hint: String,
     },
-    #[error("{image}: {source}")]
+    #[error("{image}")]
     /// The TLS configuration for the registry could not be built.
     TlsSetup {
         /// The image source, as the user named it.

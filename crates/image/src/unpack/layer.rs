@@ -47,7 +47,7 @@ pub enum LayerError {
         /// The directory unpacked into.
         target: PathBuf,
     },
-    #[error("layer {layer}: entry {entry:?}: {source}")]
+    #[error("layer {layer}: entry {entry:?}")]
     /// An entry could not be created.
     Entry {
         /// The layer (its digest, or what names it).
@@ -58,7 +58,7 @@ pub enum LayerError {
         #[source]
         source: io::Error,
     },
-    #[error("layer {layer}: reading it failed: {source}")]
+    #[error("layer {layer}: reading it failed")]
     /// The layer's stream could not be read or decompressed, or is not a tar stream.
     Read {
         /// The layer (its digest, or what names it).
@@ -77,7 +77,7 @@ pub enum LayerError {
         /// The digest of the uncompressed stream.
         actual: Digest,
     },
-    #[error("unpack target {}: {source}", path.display())]
+    #[error("unpack target {}", path.display())]
     /// The target directory could not be opened.
     Target {
         /// The directory.
@@ -129,8 +129,8 @@ impl IdShift {
 
 impl Default for UnpackOptions {
     fn default() -> Self {
-        // SAFETY: geteuid has no preconditions.
         UnpackOptions {
+            // SAFETY: geteuid has no preconditions.
             same_owner: unsafe { libc::geteuid() } == 0,
             overlay_whiteouts: false,
             id_shift: None,

@@ -27,7 +27,7 @@ pub enum UnpackError {
         reason: String,
     },
     /// The target directory (or a directory beside it) could not be made or owned.
-    #[error("unpack target {}: {source}", path.display())]
+    #[error("unpack target {}", path.display())]
     Target {
         /// The directory.
         path: PathBuf,

@@ -61,7 +61,7 @@ pub fn run(global: &GlobalArgs, args: &GcArgs) -> anyhow::Result<ExitCode> {
         println!("marked pod {uuid} garbage");
     }
     for err in &report.errors {
-        eprintln!("rkt: gc: {err}");
+        eprintln!("rkt: gc: {}", rkt::error::chain(err));
     }
     if !report.errors.is_empty() {
         bail!(

@@ -202,7 +202,7 @@ fn rm(global: &GlobalArgs, store: &Store, args: &RmArgs) -> anyhow::Result<ExitC
                 failed += 1;
             }
             Err(e) => {
-                eprintln!("rkt: image rm: {e}");
+                eprintln!("rkt: image rm: {}", rkt::error::chain(&e));
                 failed += 1;
             }
         }
@@ -235,7 +235,7 @@ fn gc(global: &GlobalArgs, store: &Store, args: &GcArgs) -> anyhow::Result<ExitC
         println!("removed {} unpacked layer(s)", report.layers);
     }
     for err in &report.errors {
-        eprintln!("rkt: image gc: {err}");
+        eprintln!("rkt: image gc: {}", rkt::error::chain(err));
     }
     if !report.errors.is_empty() {
         bail!(

@@ -97,7 +97,7 @@ pub fn run(global: &GlobalArgs, args: &ListArgs) -> anyhow::Result<ExitCode> {
             Ok(status) => statuses.push(status),
             Err(e) if e.is_gone() => {}
             Err(e) => {
-                eprintln!("rkt: pod {}: {e}", pod.uuid);
+                eprintln!("rkt: pod {}: {}", pod.uuid, rkt::error::chain(&e));
                 failed = true;
             }
         }

@@ -398,24 +398,10 @@ fn image_options_moved(cli: &Cli) -> Option<Vec<OsString>> {
     Some(argv)
 }
 
-/// An error and its causes, `: `-separated, each said once: most of our errors already end
-/// their message with their cause's, and also keep the cause as their `source`.
+/// An error and its causes, `: `-separated ([`rkt::error::chain`]): a message does not
+/// repeat its cause, which is its `source`.
 fn describe(err: &anyhow::Error) -> String {
-    let mut out = String::new();
-    let mut last = String::new();
-    for cause in err.chain() {
-        let text = cause.to_string();
-        if last.ends_with(&text) {
-            last = text;
-            continue;
-        }
-        if !out.is_empty() {
-            out.push_str(": ");
-        }
-        out.push_str(&text);
-        last = text;
-    }
-    out
+    rkt::error::chain(err.as_ref())
 }
 
 fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
@@ -457,9 +443,9 @@ mod tests {
     }
 
     #[test]
-    fn a_cause_already_in_the_message_is_not_repeated() {
+    fn each_cause_is_said_once() {
         #[derive(Debug, thiserror::Error)]
-        #[error("network \"n\": {source}")]
+        #[error("network \"n\"")]
         struct Outer {
             source: std::io::Error,
         }
@@ -468,7 +454,7 @@ mod tests {
         assert_eq!(describe(&err), "network \"n\": disk full");
         let err = anyhow::Error::new(io()).context("writing state.json");
         assert_eq!(describe(&err), "writing state.json: disk full");
-        // A cause whose text only appears inside the message is still said.
+        // A cause whose text also appears inside the message is still said.
         let err = anyhow::Error::new(io()).context("disk full of pods, and then");
         assert_eq!(describe(&err), "disk full of pods, and then: disk full");
     }

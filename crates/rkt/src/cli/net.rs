@@ -241,7 +241,7 @@ fn check(global: &GlobalArgs, args: &NetCheckArgs) -> anyhow::Result<ExitCode> {
                         "netName": r.net_name,
                         "ifName": r.if_name,
                         "ok": r.result.is_ok(),
-                        "error": r.result.as_ref().err().map(ToString::to_string),
+                        "error": r.result.as_ref().err().map(|e| rkt::error::chain(e)),
                         "note": r.note,
                     })
                 })
@@ -260,7 +260,12 @@ fn check(global: &GlobalArgs, args: &NetCheckArgs) -> anyhow::Result<ExitCode> {
                     .unwrap_or_default();
                 match &r.result {
                     Ok(()) => println!("{} ({}): ok{note}", r.net_name, r.if_name),
-                    Err(e) => println!("{} ({}): failed: {e}", r.net_name, r.if_name),
+                    Err(e) => println!(
+                        "{} ({}): failed: {}",
+                        r.net_name,
+                        r.if_name,
+                        rkt::error::chain(e)
+                    ),
                 }
             }
         }

@@ -544,7 +544,7 @@ pub fn finish(global: &GlobalArgs, outcome: &RunOutcome) -> ExitCode {
         return exit_code(*exit_status);
     }
     for err in cleanup_errors {
-        eprintln!("rkt: {err}");
+        eprintln!("rkt: {}", rkt::error::chain(err));
     }
     eprintln!(
         "rkt: pod {uuid}'s app exited with status {exit_status}, but cleaning up after it \

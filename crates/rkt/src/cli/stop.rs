@@ -36,7 +36,7 @@ pub fn run(global: &GlobalArgs, args: &StopArgs) -> anyhow::Result<ExitCode> {
         let pod = match store.lookup(&given) {
             Ok(pod) => pod,
             Err(e) => {
-                eprintln!("rkt: stop: {e}");
+                eprintln!("rkt: stop: {}", rkt::error::chain(&e));
                 failures += 1;
                 continue;
             }
@@ -48,7 +48,7 @@ pub fn run(global: &GlobalArgs, args: &StopArgs) -> anyhow::Result<ExitCode> {
                 ..
             }) => println!("pod {:?} is already stopped", pod.uuid),
             Err(e) => {
-                eprintln!("rkt: stop: {e}");
+                eprintln!("rkt: stop: {}", rkt::error::chain(&e));
                 failures += 1;
             }
         }

@@ -12,13 +12,13 @@ use super::ConfigDirs;
 /// What is wrong with an `auth.d` file; each names it.
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}", path.display())]
     Read {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("{}: not valid JSON: {source}", path.display())]
+    #[error("{}: not valid JSON", path.display())]
     Parse {
         path: PathBuf,
         #[source]

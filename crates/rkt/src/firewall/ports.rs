@@ -112,14 +112,14 @@ pub enum PortError {
         holder: String,
     },
     /// The host port could not be held for the pod.
-    #[error("--port={port}: cannot hold host port {host_side} for the pod: {source}")]
+    #[error("--port={port}: cannot hold host port {host_side} for the pod")]
     Reserve {
         port: String,
         host_side: String,
         source: nix::errno::Errno,
     },
     /// The pods directory or a lock could not be used.
-    #[error("cannot {action} {path}: {source}")]
+    #[error("cannot {action} {path}")]
     Io {
         action: &'static str,
         path: PathBuf,

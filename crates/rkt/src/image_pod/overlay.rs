@@ -15,15 +15,15 @@ use nix::mount::{mount, umount2, MntFlags, MsFlags};
 /// Why an overlay could not be mounted or unmounted.
 #[derive(Debug, thiserror::Error)]
 pub enum OverlayError {
-    #[error("cannot create {path}: {source}")]
+    #[error("cannot create {path}")]
     Create { path: PathBuf, source: io::Error },
-    #[error("cannot mount an overlay at {target}: {source}")]
+    #[error("cannot mount an overlay at {target}")]
     Mount { target: PathBuf, source: Errno },
     #[error(
         "the overlay options for {target} are {len} bytes, more than a mount takes ({MAX_DATA})"
     )]
     TooLong { target: PathBuf, len: usize },
-    #[error("cannot unmount the overlay at {target}: {source}")]
+    #[error("cannot unmount the overlay at {target}")]
     Unmount { target: PathBuf, source: Errno },
     #[error("cannot read /proc/self/mountinfo: {0}")]
     MountInfo(io::Error),

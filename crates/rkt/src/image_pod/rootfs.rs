@@ -22,18 +22,18 @@ use super::{rootfs_dir, AppImage};
 /// Why an image pod's root filesystem could not be built or released.
 #[derive(Debug, thiserror::Error)]
 pub enum RootfsError {
-    #[error("image {image}: {source} (was it removed with `rkt image rm`?)")]
+    #[error("image {image} (was it removed with `rkt image rm`?)")]
     Store { image: String, source: StoreError },
-    #[error("image {image}: {source}")]
+    #[error("image {image}")]
     Unpack { image: String, source: UnpackError },
     #[error(transparent)]
     Overlay(#[from] OverlayError),
-    #[error("cannot create {path}: {source}")]
+    #[error("cannot create {path}")]
     Create {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("cannot remove {path}: {source}")]
+    #[error("cannot remove {path}")]
     Remove {
         path: PathBuf,
         source: std::io::Error,

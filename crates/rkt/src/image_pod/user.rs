@@ -89,13 +89,13 @@ pub enum UserError {
     },
     #[error("the image's User {spec:?}: empty user")]
     Empty { spec: String },
-    #[error("cannot read /{file} of {whose}: {source}")]
+    #[error("cannot read /{file} of {whose}")]
     Read {
         whose: String,
         file: String,
         source: std::io::Error,
     },
-    #[error("cannot unpack the layers of image {image} to look up --user/--group: {source}")]
+    #[error("cannot unpack the layers of image {image} to look up --user/--group")]
     Layers {
         image: String,
         source: Box<UnpackError>,

@@ -13,13 +13,13 @@ pub enum IsolationError {
     UnknownCapability { flag: String, name: String },
     #[error("--seccomp={value}: {why}")]
     Seccomp { value: String, why: String },
-    #[error("cannot {what}: {source}")]
+    #[error("cannot {what}")]
     Capability { what: String, source: Errno },
-    #[error("cannot load the seccomp filter: {source}{}", seccomp_hint(*source))]
+    #[error("cannot load the seccomp filter{}", seccomp_hint(*source))]
     SeccompLoad { source: Errno },
-    #[error("cannot mount over {target}: {source}")]
+    #[error("cannot mount over {target}")]
     Mount { target: PathBuf, source: Errno },
-    #[error("cannot {what} {path}: {source}")]
+    #[error("cannot {what} {path}")]
     Io {
         what: &'static str,
         path: PathBuf,
@@ -33,7 +33,7 @@ pub enum IsolationError {
         value: String,
         why: String,
     },
-    #[error("cannot run the app as uid {uid}, gid {gid}, groups {groups:?}: {source}")]
+    #[error("cannot run the app as uid {uid}, gid {gid}, groups {groups:?}")]
     SetIdentity {
         uid: u32,
         gid: u32,

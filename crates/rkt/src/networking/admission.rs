@@ -69,7 +69,7 @@ pub use crate::config::default_net_operations as default_limit;
 #[derive(Debug, thiserror::Error)]
 pub enum AdmissionError {
     /// A file of the queue could not be used.
-    #[error("network operations queue: cannot {action} {}: {source}", path.display())]
+    #[error("network operations queue: cannot {action} {}", path.display())]
     Io {
         action: &'static str,
         path: PathBuf,

@@ -13,14 +13,14 @@ use crate::firewall::sweep;
 #[derive(Debug, thiserror::Error)]
 pub enum NetFailure {
     /// Its record entry or configuration copy could not be used.
-    #[error("network {net:?} ({if_name}): {source}")]
+    #[error("network {net:?} ({if_name})")]
     Record {
         net: String,
         if_name: String,
         source: RecordError,
     },
     /// Its saved configuration does not parse.
-    #[error("network {net:?} ({if_name}): saved configuration: {source}")]
+    #[error("network {net:?} ({if_name}): saved configuration")]
     Conf {
         net: String,
         if_name: String,
@@ -43,21 +43,21 @@ pub enum NetFailure {
         dirs: Vec<PathBuf>,
     },
     /// The DEL succeeded but the firewall rules it left behind could not be removed.
-    #[error("network {net:?} ({if_name}): {source}")]
+    #[error("network {net:?} ({if_name})")]
     Sweep {
         net: String,
         if_name: String,
         source: sweep::SweepError,
     },
     /// Waiting for the turn to run the plugins failed.
-    #[error("network {net:?} ({if_name}): {source}")]
+    #[error("network {net:?} ({if_name})")]
     Admission {
         net: String,
         if_name: String,
         source: super::admission::AdmissionError,
     },
     /// The CNI operation (DEL, CHECK) failed.
-    #[error("network {net:?} ({if_name}): {source}")]
+    #[error("network {net:?} ({if_name})")]
     Cni {
         net: String,
         if_name: String,
@@ -81,7 +81,7 @@ pub enum NetError {
         conf_dir: std::path::PathBuf,
     },
     /// The configuration directory exists but cannot be read.
-    #[error("cannot load network configurations: {source}")]
+    #[error("cannot load network configurations")]
     ConfDir {
         dir: PathBuf,
         source: Box<cni::conf::ConfError>,
@@ -90,7 +90,7 @@ pub enum NetError {
     #[error(transparent)]
     RpFilter(#[from] super::rp_filter::RpFilterError),
     /// A built-in configuration failed to parse (a bug).
-    #[error("built-in network {net:?}: {source}")]
+    #[error("built-in network {net:?}")]
     Builtin {
         net: String,
         source: Box<cni::conf::ConfError>,
@@ -113,21 +113,24 @@ pub enum NetError {
     /// ADD failed for `net`; everything set up before it (and `net` itself) was torn down,
     /// except what `cleanup` lists.
     #[error(
-        "cannot set up network {net:?} (plugin {plugin:?}): {source}{}{}",
-        dhcp_daemon_hint(source),
+        "cannot set up network {net:?} (plugin {plugin:?}): {}{}{}",
+        crate::error::chain(error.as_ref()),
+        dhcp_daemon_hint(error),
         cleanup_suffix(cleanup)
     )]
     Add {
         net: String,
         plugin: String,
-        source: Box<cni::error::Error>,
+        /// Why (not a `source`: what to do and the cleanup's failures follow it).
+        error: Box<cni::error::Error>,
         cleanup: Vec<NetFailure>,
     },
     /// Setup failed for a reason other than a plugin (writing the record or the DNS files);
     /// what was set up was torn down, except what `cleanup` lists.
-    #[error("{source}{}", cleanup_suffix(cleanup))]
+    #[error("{}{}", crate::error::chain(error.as_ref()), cleanup_suffix(cleanup))]
     Aborted {
-        source: Box<NetError>,
+        /// Why (not a `source`: the cleanup's failures follow it).
+        error: Box<NetError>,
         cleanup: Vec<NetFailure>,
     },
     /// Some networks could not be torn down; every one was tried. The record keeps them, so
@@ -142,7 +145,7 @@ pub enum NetError {
 fn join_failures(failures: &[NetFailure]) -> String {
     failures
         .iter()
-        .map(ToString::to_string)
+        .map(|f| crate::error::chain(f))
         .collect::<Vec<_>>()
         .join("; ")
 }
@@ -154,7 +157,7 @@ const DHCP_DEFAULT_SOCKET: &str = "/run/cni/dhcp.sock";
 /// plugin only says "error dialing DHCP daemon: dial unix <socket>: ..."), says so and how to
 /// start the daemon on that socket.
 fn dhcp_daemon_hint(source: &cni::error::Error) -> String {
-    let text = source.to_string();
+    let text = crate::error::chain(source);
     let Some((_, rest)) = text.split_once("error dialing DHCP daemon: dial unix ") else {
         return String::new();
     };
@@ -198,7 +201,7 @@ mod tests {
         NetError::Add {
             net: "lan".into(),
             plugin: "macvlan".into(),
-            source: plugin_error(msg),
+            error: plugin_error(msg),
             cleanup: Vec::new(),
         }
         .to_string()

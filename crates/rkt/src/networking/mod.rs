@@ -411,7 +411,7 @@ fn add_all(
                 return Err(NetError::Add {
                     net: net.list.name.clone(),
                     plugin,
-                    source,
+                    error: source,
                     cleanup,
                 });
             }
@@ -424,7 +424,7 @@ fn add_all(
 fn abort(pod: &PodNet, entries: Vec<NetInfo>, error: NetError) -> NetError {
     let cleanup = teardown_entries(pod, entries, Mode::Rollback { failed: None });
     NetError::Aborted {
-        source: Box::new(error),
+        error: Box::new(error),
         cleanup,
     }
 }

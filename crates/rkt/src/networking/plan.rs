@@ -211,7 +211,10 @@ pub fn plan(
     } = candidates(conf_dir)?;
     // A file that failed to load may be the one that defines a selected network.
     for f in &failed {
-        eprintln!("rkt: warning: ignoring a network configuration: {f}");
+        eprintln!(
+            "rkt: warning: ignoring a network configuration: {}",
+            crate::error::chain(f)
+        );
     }
     let selected =
         |name: &str| selection.is_all() || selection.requests().iter().any(|r| r.name == name);

@@ -31,13 +31,13 @@ pub const CONF_DIR: &str = "net";
 /// Reading or writing the record failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
-    #[error("cannot {action} {path}: {source}")]
+    #[error("cannot {action} {path}")]
     Io {
         action: &'static str,
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{path} is not a valid network record: {source}")]
+    #[error("{path} is not a valid network record")]
     Parse {
         path: PathBuf,
         source: serde_json::Error,

@@ -27,7 +27,7 @@ pub const IPV4_CONF: &str = "/proc/sys/net/ipv4/conf";
 #[derive(Debug, thiserror::Error)]
 #[error(
     "network {net:?}: cannot turn on strict reverse-path filtering on the pod's host link \
-     {link} ({}): {source}",
+     {link} ({})",
     path.display()
 )]
 pub struct RpFilterError {

@@ -27,7 +27,7 @@ pub enum StopError {
     NotRunning { uuid: String, state: State },
     #[error("pod {uuid} has no init and no runner to stop (gc or rm is releasing it)")]
     NoInit { uuid: String },
-    #[error("cannot send {signal} to pod {uuid} (init PID {pid}): {source}")]
+    #[error("cannot send {signal} to pod {uuid} (init PID {pid})")]
     Kill {
         uuid: String,
         pid: i32,

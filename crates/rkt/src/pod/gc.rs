@@ -220,7 +220,7 @@ pub enum RemoveError {
 fn list(errors: &[CleanupError]) -> String {
     errors
         .iter()
-        .map(ToString::to_string)
+        .map(|e| crate::error::chain(e))
         .collect::<Vec<_>>()
         .join("; ")
 }

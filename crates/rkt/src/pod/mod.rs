@@ -27,12 +27,13 @@ pub use crate::podstore::{
 };
 pub use status::PodStatus;
 
-/// `pod <uuid>: <error>`, or the error alone when it already starts by naming the pod (a
-/// networking error such as `pod <uuid>: teardown failed ...`): a pod is named once.
+/// The message of an error about pod `uuid` whose source is `error`: `pod <uuid>`, or nothing
+/// when the source already starts by naming the pod (a networking error such as `pod <uuid>:
+/// teardown failed ...`), so that the chain names a pod once.
 pub(crate) fn about_pod(uuid: &str, error: &dyn std::fmt::Display) -> String {
     let text = error.to_string();
     match text.strip_prefix("pod ") {
-        Some(rest) if rest.starts_with(uuid) => text,
-        _ => format!("pod {uuid}: {text}"),
+        Some(rest) if rest.starts_with(uuid) => String::new(),
+        _ => format!("pod {uuid}"),
     }
 }

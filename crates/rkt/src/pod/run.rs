@@ -69,7 +69,7 @@ pub struct RunOutcome {
 pub enum RunError {
     #[error(transparent)]
     Pod(#[from] PodError),
-    #[error("pod {uuid}: cannot write the UUID to {path}: {source}")]
+    #[error("pod {uuid}: cannot write the UUID to {path}")]
     UuidFile {
         uuid: String,
         path: PathBuf,
@@ -92,12 +92,12 @@ pub enum RunError {
     Stage { uuid: String, source: StageError },
     #[error("pod {uuid}: interrupted by {signal} before the app started")]
     Interrupted { uuid: String, signal: Signal },
-    #[error("pod {uuid}: {source}")]
+    #[error("pod {uuid}")]
     Rootfs {
         uuid: String,
         source: Box<crate::image_pod::rootfs::RootfsError>,
     },
-    #[error("pod {uuid}: cannot install signal forwarding: {source}")]
+    #[error("pod {uuid}: cannot install signal forwarding")]
     Signals {
         uuid: String,
         source: nix::errno::Errno,
@@ -106,7 +106,7 @@ pub enum RunError {
 
 /// A failed start, plus whatever releasing the pod afterwards could not do.
 #[derive(Debug, thiserror::Error)]
-#[error("{error}{}", cleanup_suffix(cleanup))]
+#[error("{}{}", crate::error::chain(error.as_ref()), cleanup_suffix(cleanup))]
 pub struct StartFailure {
     pub error: Box<RunError>,
     pub cleanup: Vec<CleanupError>,
@@ -116,7 +116,7 @@ fn cleanup_suffix(cleanup: &[CleanupError]) -> String {
     if cleanup.is_empty() {
         return String::new();
     }
-    let list: Vec<String> = cleanup.iter().map(ToString::to_string).collect();
+    let list: Vec<String> = cleanup.iter().map(|e| crate::error::chain(e)).collect();
     format!(
         " (cleaning up also failed: {}; `rkt gc` retries)",
         list.join("; ")
@@ -360,7 +360,7 @@ fn run_locked(
             let cleanup = release(&uuid, &pod.dir, netns_path.as_deref(), opts.plugin_timeout);
             state.state = State::Exited;
             state.exited = Some(Timestamp::now());
-            state.error = Some(error.to_string());
+            state.error = Some(crate::error::chain(&error));
             if let Err(e) = state.store(&pod.dir) {
                 return Err(StartFailure {
                     error: Box::new(error),
@@ -427,7 +427,7 @@ fn run_locked(
             ended.status
         }
         Err(source) => {
-            state.error = Some(source.to_string());
+            state.error = Some(crate::error::chain(&source));
             let error = RunError::Stage {
                 uuid: uuid.clone(),
                 source,

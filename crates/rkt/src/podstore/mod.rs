@@ -45,13 +45,13 @@ impl From<crate::fsutil::WriteError> for PodError {
 /// What can go wrong with a pod. Every variant names the pod or the path it is about.
 #[derive(Debug, thiserror::Error)]
 pub enum PodError {
-    #[error("cannot {what} {path}: {source}")]
+    #[error("cannot {what} {path}")]
     Io {
         what: &'static str,
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{path} is corrupt: {source}")]
+    #[error("{path} is corrupt")]
     Corrupt {
         path: PathBuf,
         source: serde_json::Error,

@@ -26,9 +26,10 @@ use crate::podstore::{App, Volume};
 pub const SETUP_FAILED: i32 = 125;
 
 pub(super) fn report(status: &mut File, err: &StageError) {
-    let line = format!("error {}\n", err.to_string().replace('\n', " "));
+    let text = crate::error::chain(err);
+    let line = format!("error {}\n", text.replace('\n', " "));
     if status.write_all(line.as_bytes()).is_err() {
-        eprintln!("rkt stage1-init: {err}");
+        eprintln!("rkt stage1-init: {text}");
     }
 }
 

@@ -505,7 +505,8 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
     }
     // Settled by the runner before it started us (absent only for a pod recorded by an
     // older rkt: then the defaults).
-    let record = PodState::load(&args.pod_dir).map_err(|e| StageError::Reported(e.to_string()))?;
+    let record =
+        PodState::load(&args.pod_dir).map_err(|e| StageError::Reported(crate::error::chain(&e)))?;
     let mut apps = Vec::with_capacity(manifest.apps.len());
     for (index, app) in manifest.apps.into_iter().enumerate() {
         let app_dir = crate::image_pod::app_dir(&args.pod_dir, index, &app.name);
@@ -576,7 +577,8 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
         source,
     })?;
     for (tree, rootfs) in overlays {
-        mount_template::attach(tree, &rootfs).map_err(|e| StageError::Reported(e.to_string()))?;
+        mount_template::attach(tree, &rootfs)
+            .map_err(|e| StageError::Reported(crate::error::chain(&e)))?;
     }
     if let Some(adj) = first.app.oom_score_adjust {
         // Inherited by the init and the apps, all forked from here.

@@ -50,48 +50,48 @@ pub const INIT_COMMAND: &str = "stage1-init";
 /// What can go wrong running the app. Variants name the path, program or pod they are about.
 #[derive(Debug, thiserror::Error)]
 pub enum StageError {
-    #[error("cannot start the pod stage {exe}: {source}")]
+    #[error("cannot start the pod stage {exe}")]
     Spawn {
         exe: PathBuf,
         source: std::io::Error,
     },
-    #[error("cannot {what} {path}: {source}{}", crate::netns::root_hint(*source))]
+    #[error("cannot {what} {path}{}", crate::netns::root_hint(*source))]
     Sys {
         what: &'static str,
         path: PathBuf,
         source: Errno,
     },
-    #[error("cannot {what} {path}: {source}")]
+    #[error("cannot {what} {path}")]
     Io {
         what: &'static str,
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("cannot mount {target}: {source}{}", crate::netns::root_hint(*source))]
+    #[error("cannot mount {target}{}", crate::netns::root_hint(*source))]
     Mount { target: PathBuf, source: Errno },
-    #[error("{path} is not a valid pod manifest: {source}")]
+    #[error("{path} is not a valid pod manifest")]
     Manifest {
         path: PathBuf,
         source: serde_json::Error,
     },
-    #[error("cannot set the hostname to {hostname:?}: {source}")]
+    #[error("cannot set the hostname to {hostname:?}")]
     Hostname { hostname: String, source: Errno },
     #[error("the pod has no command to run")]
     NoCommand,
     #[error("command {program:?} not found in the app's PATH {path:?}")]
     NotFound { program: String, path: String },
-    #[error("cannot execute {program}: {source}")]
+    #[error("cannot execute {program}")]
     Exec { program: PathBuf, source: Errno },
     #[error("argument or variable contains a NUL byte: {text:?}")]
     NulByte { text: String },
     #[error("{0}")]
     Reported(String),
-    #[error("app {name}: {source}")]
+    #[error("app {name}")]
     App {
         name: String,
         source: Box<StageError>,
     },
-    #[error("pod isolation: {0}")]
+    #[error("pod isolation")]
     Isolation(#[from] crate::isolation::IsolationError),
     #[error(transparent)]
     Volume(#[from] volumes::VolumeMountError),
@@ -101,14 +101,14 @@ pub enum StageError {
     RunnerGone { pid: i32 },
     #[error("the pod stage ended ({status}) before starting the app")]
     NoStart { status: ExitStatus },
-    #[error("cannot wait for the pod stage: {source}")]
+    #[error("cannot wait for the pod stage")]
     Wait { source: std::io::Error },
-    #[error("cannot run {program:?} in the pod: {source}")]
+    #[error("cannot run {program:?} in the pod")]
     EnterSpawn {
         program: String,
         source: std::io::Error,
     },
-    #[error("cannot enter pod (init PID {pid}): {what}: {source}")]
+    #[error("cannot enter pod (init PID {pid}): {what}")]
     Enter {
         pid: i32,
         what: String,

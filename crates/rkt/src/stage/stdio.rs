@@ -350,6 +350,7 @@ impl Drop for RawMode {
 
 /// The window size of terminal `fd`, if it is one.
 fn window_size(fd: RawFd) -> Option<nix::pty::Winsize> {
+    // SAFETY: winsize is plain integers, for which all zeroes is a valid value.
     let mut size: libc::winsize = unsafe { std::mem::zeroed() };
     // SAFETY: TIOCGWINSZ writes a winsize into the pointer given.
     let rc = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut size) };

@@ -41,7 +41,7 @@ use crate::podstore::App;
 /// Why a volume could not be made or mounted. Every variant names the volume and the path.
 #[derive(Debug, thiserror::Error)]
 pub enum VolumeMountError {
-    #[error("volume {volume}: cannot {what} {path}: {source}")]
+    #[error("volume {volume}: cannot {what} {path}")]
     Sys {
         volume: String,
         what: &'static str,
