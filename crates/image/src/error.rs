@@ -26,11 +26,18 @@ pub fn chain(err: &(dyn Error + 'static)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::StoreError;
+
+    /// An error shaped like this crate's: a message naming the subject, the cause apart.
+    #[derive(Debug, thiserror::Error)]
+    #[error("image store {path}")]
+    struct Io {
+        path: String,
+        source: std::io::Error,
+    }
 
     #[test]
     fn each_cause_is_said_once() {
-        let e = StoreError::Io {
+        let e = Io {
             path: "/s".into(),
             source: std::io::Error::from_raw_os_error(13),
         };

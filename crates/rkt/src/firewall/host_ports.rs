@@ -340,6 +340,20 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(100));
         drop(client);
         drop(server);
+        // Until the close has settled: nothing on the port but TIME_WAIT (state 06), which
+        // takes a moment on a loaded machine.
+        let local = format!(":{port:04X} ");
+        for _ in 0..300 {
+            let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+            let busy = table.lines().skip(1).any(|l| {
+                let fields: Vec<&str> = l.split_whitespace().collect();
+                fields.len() > 3 && format!("{} ", fields[1]).ends_with(&local) && fields[3] != "06"
+            });
+            if !busy {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         let held = reserve(&[p(&format!("127.0.0.1:{port}:80"))]).unwrap();
         assert_eq!(held.len(), 1);
         assert!(TcpListener::bind(("127.0.0.1", port)).is_err());
