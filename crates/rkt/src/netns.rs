@@ -127,18 +127,28 @@ pub fn create_owned(
                 }
             }
         })?;
-    if let Some(map) = owner_map {
-        let made = new_owned_netns(path, map).and_then(|()| configure(path, sysctls));
-        if made.is_err() {
-            let _ = delete(path);
+    let made = match owner_map {
+        Some(map) => new_owned_netns(path, map).and_then(|()| configure(path, sysctls)),
+        None => {
+            let (target, sysctls) = (path.to_path_buf(), sysctls.to_vec());
+            on_own_thread(path, move || new_netns_on_this_thread(&target, &sysctls))
         }
-        return made;
+    };
+    if made.is_err() {
+        let _ = delete(path);
     }
-    let target = path.to_path_buf();
-    let sysctls = sysctls.to_vec();
-    let made = std::thread::Builder::new()
+    made
+}
+
+/// Runs `work` on a thread of its own, which ends right after: a namespace change it makes
+/// dies with it.
+fn on_own_thread(
+    path: &Path,
+    work: impl FnOnce() -> Result<(), NetnsError> + Send + 'static,
+) -> Result<(), NetnsError> {
+    std::thread::Builder::new()
         .name("rkt-netns".into())
-        .spawn(move || new_netns_on_this_thread(&target, &sysctls))
+        .spawn(work)
         .map_err(|source| NetnsError::Io {
             what: "start a thread",
             path: path.to_path_buf(),
@@ -149,11 +159,7 @@ pub fn create_owned(
             Err(NetnsError::ThreadPanicked {
                 path: path.to_path_buf(),
             })
-        });
-    if made.is_err() {
-        let _ = delete(path);
-    }
-    made
+        })
 }
 
 /// A child process creates the user namespace and the network namespace together (a
@@ -213,15 +219,7 @@ fn new_owned_netns(path: &Path, map: &str) -> Result<(), NetnsError> {
                 source,
             })?;
         }
-        let own = format!("/proc/{child}/ns/net");
-        mount(
-            Some(own.as_str()),
-            path,
-            None::<&str>,
-            MsFlags::MS_BIND,
-            None::<&str>,
-        )
-        .map_err(sys("bind-mount the namespace"))
+        bind_netns(&format!("/proc/{child}/ns/net"), path)
     })();
     drop(hold_w);
     let status = nix::sys::wait::waitpid(child, None);
@@ -242,34 +240,11 @@ fn new_owned_netns(path: &Path, map: &str) -> Result<(), NetnsError> {
 /// Brings `lo` up and writes `sysctls` in the namespace at `path`, from a thread that joins
 /// it and ends right after.
 fn configure(path: &Path, sysctls: &[NetSysctl]) -> Result<(), NetnsError> {
-    let target = path.to_path_buf();
-    let sysctls = sysctls.to_vec();
-    std::thread::Builder::new()
-        .name("rkt-netns".into())
-        .spawn(move || {
-            let file = File::open(&target).map_err(|source| NetnsError::Io {
-                what: "open",
-                path: target.clone(),
-                source,
-            })?;
-            setns(file.as_fd(), CloneFlags::CLONE_NEWNET).map_err(|source| NetnsError::Sys {
-                what: "enter",
-                path: target.clone(),
-                source,
-            })?;
-            set_up_inside(&sysctls)
-        })
-        .map_err(|source| NetnsError::Io {
-            what: "start a thread",
-            path: path.to_path_buf(),
-            source,
-        })?
-        .join()
-        .unwrap_or_else(|_| {
-            Err(NetnsError::ThreadPanicked {
-                path: path.to_path_buf(),
-            })
-        })
+    let (target, sysctls) = (path.to_path_buf(), sysctls.to_vec());
+    on_own_thread(path, move || {
+        let _inside = NetnsGuard::enter(&target)?;
+        set_up_inside(&sysctls)
+    })
 }
 
 /// The user namespace that owns the network namespace at `path` (`NS_GET_USERNS`), unless
@@ -306,16 +281,23 @@ fn new_netns_on_this_thread(path: &Path, sysctls: &[NetSysctl]) -> Result<(), Ne
         }
     };
     unshare(CloneFlags::CLONE_NEWNET).map_err(sys("unshare the network namespace"))?;
-    let own = format!("/proc/self/task/{}/ns/net", nix::unistd::gettid());
-    mount(
-        Some(own.as_str()),
+    bind_netns(
+        &format!("/proc/self/task/{}/ns/net", nix::unistd::gettid()),
         path,
-        None::<&str>,
-        MsFlags::MS_BIND,
-        None::<&str>,
-    )
-    .map_err(sys("bind-mount the namespace"))?;
+    )?;
     set_up_inside(sysctls)
+}
+
+/// Bind-mounts the namespace file `ns` (a `/proc/.../ns/net`) at `path`, which keeps the
+/// namespace alive.
+fn bind_netns(ns: &str, path: &Path) -> Result<(), NetnsError> {
+    mount(Some(ns), path, None::<&str>, MsFlags::MS_BIND, None::<&str>).map_err(|source| {
+        NetnsError::Sys {
+            what: "bind-mount the namespace",
+            path: path.to_path_buf(),
+            source,
+        }
+    })
 }
 
 /// In the new namespace: `lo` up, and `sysctls` written.

@@ -223,24 +223,9 @@ fn flags_dns_lists_dns_search_alone_and_hosts_entry_grammar() {
 
 /// `rkt enter <args>` with `input` on stdin; returns (exit code, stdout, stderr).
 fn enter_with_stdin(world: &World, args: &[&str], input: &str) -> (Option<i32>, String, String) {
-    use std::io::Write;
-    use std::process::Stdio;
     let mut full = vec!["enter"];
     full.extend_from_slice(args);
-    let mut child = world
-        .command(&full)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = world.output_with_stdin(&full, input);
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -304,25 +289,10 @@ fn flags_enter_command_without_double_dash_app_and_default_shell() {
 
 /// `rkt run --net=none <flags> -- sh -c SCRIPT` with `input` on stdin; returns the outcome.
 fn run_sh(world: &World, flags: &[&str], script: &str, input: &str) -> std::process::Output {
-    use std::io::Write;
-    use std::process::Stdio;
     let mut args = vec!["run", "--net=none"];
     args.extend_from_slice(flags);
     args.extend_from_slice(&["--", "sh", "-c", script]);
-    let mut child = world
-        .command(&args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    world.output_with_stdin(&args, input)
 }
 
 fn stdout_of(out: &std::process::Output) -> String {

@@ -401,20 +401,8 @@ fn pipes_and_null_streams_still_reach_the_app() {
     require_root!();
     let world = World::new();
     let _g = leaks::Guard::new(world.leak_ctx());
-    let mut child = world
-        .command(&["run", "--net=none", "--", "sh", "-c", "cat; echo err >&2"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"through a pipe\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let script = ["run", "--net=none", "--", "sh", "-c", "cat; echo err >&2"];
+    let out = world.output_with_stdin(&script, "through a pipe\n");
     assert!(out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stdout), "through a pipe\n");
     assert!(String::from_utf8_lossy(&out.stderr).contains("err"));

@@ -7,8 +7,6 @@ mod pod_support;
 mod support;
 
 use std::fs;
-use std::io::Write;
-use std::process::Stdio;
 
 use pod_support::{assert_no_lease, assert_no_netns, tiny_rootfs, World};
 
@@ -196,19 +194,7 @@ fn stdin_is_the_users() {
     require_root!();
     let world = World::new();
     let _g = leaks::Guard::new(world.leak_ctx());
-    let mut child = world
-        .command(&["run", "--net=host", "--", "cat"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"through the pod\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = world.output_with_stdin(&["run", "--net=host", "--", "cat"], "through the pod\n");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "through the pod\n");
     assert!(out.status.success());
 }

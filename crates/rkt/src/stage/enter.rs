@@ -113,8 +113,6 @@ pub fn enter(spec: &EnterSpec) -> Result<i32, StageError> {
     if argv.is_empty() {
         return Err(StageError::NoCommand);
     }
-    // Compiled here too, so that a filter this kernel cannot take fails before anything.
-    spec.isolation.prepare()?;
     let isolation = serde_json::to_string(spec.isolation)
         .map_err(|e| StageError::Reported(format!("cannot pass the pod's isolation: {e}")))?;
     let spawn_err = |source| StageError::Spawn {

@@ -42,11 +42,6 @@ impl Sealed {
     pub fn path(&self) -> PathBuf {
         PathBuf::from(format!("/proc/self/fd/{}", self.fd.as_raw_fd()))
     }
-
-    /// The descriptor.
-    pub fn raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
-    }
 }
 
 /// A copy of `exe` (normally `/proc/self/exe`) to execute in a pod's namespaces: the
@@ -76,11 +71,8 @@ pub fn seal(exe: &Path) -> Result<Sealed, StageError> {
 /// Whether `fd` shows the same file as `meta` (an overlay keeps the lower file's inode
 /// number; size and modification time guard against a file replaced in place).
 fn same_file(fd: &OwnedFd, meta: &std::fs::Metadata) -> bool {
-    // SAFETY: a borrowed duplicate is not needed: `File` is only used for fstat and then
-    // forgotten, so the descriptor stays owned by `fd`.
-    let file = std::mem::ManuallyDrop::new(unsafe { File::from_raw_fd(fd.as_raw_fd()) });
-    file.metadata().is_ok_and(|m| {
-        m.ino() == meta.ino() && m.size() == meta.size() && m.mtime() == meta.mtime()
+    nix::sys::stat::fstat(fd.as_raw_fd()).is_ok_and(|st| {
+        st.st_ino == meta.ino() && st.st_size == meta.size() as i64 && st.st_mtime == meta.mtime()
     })
 }
 

@@ -148,11 +148,6 @@ impl PodStdio {
         })
     }
 
-    /// Whether the pod gets a terminal of its own.
-    pub fn is_tty(&self) -> bool {
-        self.pty.is_some()
-    }
-
     /// Gives `cmd` the streams. The pipe and terminal ends are duplicated for the child
     /// by the spawn; the originals are closed by [`PodStdio::start`].
     pub fn apply(&self, cmd: &mut Command) -> Result<(), StageError> {

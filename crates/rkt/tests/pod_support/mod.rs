@@ -106,6 +106,25 @@ impl World {
         cmd
     }
 
+    /// `rkt <args>` with `input` written to its stdin (then closed), run to completion.
+    pub fn output_with_stdin(&self, args: &[&str], input: &str) -> std::process::Output {
+        use std::io::Write;
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    }
+
     /// `rkt run --uuid-file-save=… <args>` in the foreground: its outcome and the new pod's
     /// UUID (empty when no pod was made).
     pub fn run_uuid(&self, args: &[&str]) -> (crate::support::Outcome, String) {
