@@ -20,6 +20,7 @@
 //! - [`podstore`]: pods on disk: store, manifest, state record, locks.
 //! - [`isolation`]: what keeps the app from the host: capabilities, seccomp, kernel paths,
 //!   users, cgroups.
+//! - [`logs`]: an app's kept output, in the CRI's container log format.
 //! - [`pending_signal`]: the signal that arrived while nobody was there to receive it.
 //! - [`netns`]: network namespaces, created, bind-mounted, entered and removed.
 //! - [`fsutil`]: atomic file replacement.
@@ -33,6 +34,7 @@ pub mod firewall;
 pub mod fsutil;
 pub mod image_pod;
 pub mod isolation;
+pub mod logs;
 pub mod mount_template;
 pub mod net_inspect;
 pub mod netns;

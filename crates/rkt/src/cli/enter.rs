@@ -11,7 +11,7 @@ use rkt::pod::{PodStatus, State};
 use rkt::stage::enter::{app_host_pid, enter, EnterSpec};
 use rkt::stage::env::DEFAULT_PATH;
 
-use super::pod_args::{exit_code, store, PodRef};
+use super::pod_args::{app_index, exit_code, store, PodRef};
 use super::GlobalArgs;
 
 /// Run a command (default /bin/bash, else /bin/sh) in a running pod's network, mount, UTS,
@@ -73,27 +73,7 @@ pub fn run(global: &GlobalArgs, args: &EnterArgs) -> anyhow::Result<ExitCode> {
     };
     let pod = pod_ref.lookup(&store(global)?)?;
     let status = PodStatus::read(&pod)?;
-    let names: Vec<&str> = status
-        .manifest
-        .apps
-        .iter()
-        .map(|a| a.name.as_str())
-        .collect();
-    let index = match (&args.app, &names[..]) {
-        (None, [_]) => 0,
-        (None, _) => bail!(
-            "pod {} has several apps: choose one with --app=NAME ({})",
-            pod.uuid,
-            names.join(", ")
-        ),
-        (Some(app), _) => names.iter().position(|n| n == app).ok_or_else(|| {
-            anyhow::anyhow!(
-                "--app={app}: pod {} has no such app (its apps: {})",
-                pod.uuid,
-                names.join(", ")
-            )
-        })?,
-    };
+    let index = app_index(&pod.uuid, &status.manifest, args.app.as_deref())?;
     let init = match (status.state, status.record.pid) {
         (State::Running, Some(pid)) => pid,
         (State::Running, None) => bail!("pod {} is still starting; try again", pod.uuid),

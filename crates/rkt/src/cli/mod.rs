@@ -20,6 +20,7 @@ mod image;
 mod image_app;
 mod isolation_args;
 mod list;
+mod logs;
 mod man;
 mod net;
 mod on_off;
@@ -157,6 +158,7 @@ pub enum Command {
     Rm(rm::RmArgs),
     Stop(stop::StopArgs),
     Enter(enter::EnterArgs),
+    Logs(logs::LogsArgs),
     Net(net::NetArgs),
     Completion(completion::CompletionArgs),
     #[command(hide = true)]
@@ -421,6 +423,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Rm(args) => rm::run(global, args),
         Command::Stop(args) => stop::run(global, args),
         Command::Enter(args) => enter::run(global, args),
+        Command::Logs(args) => logs::run(global, args),
         Command::Net(args) => net::run(global, args),
         Command::Completion(args) => completion::run(global, args),
         Command::Man(args) => man::run(global, args),

@@ -9,10 +9,12 @@ use anyhow::{bail, Context};
 use clap::Args;
 
 use rkt::image_pod::user::AppRoot;
+use rkt::logs::LogConfig;
 use rkt::networking::{DnsOptions, HostsOptions, NetOptions, NetSelection};
 use rkt::pod::manifest::parse_user_meta;
 use rkt::pod::run::{RunOptions, RunOutcome};
 use rkt::pod::{App, IpcMode, Mount, Pod, PodStore};
+use rkt::stage::app_logs::LogStreams;
 use rkt::stage::NullStdio;
 
 use super::isolation_args::IsolationArgs;
@@ -322,7 +324,7 @@ impl PodNetArgs {
         stdio: &StdioArgs,
         uuid_file_save: Option<PathBuf>,
     ) -> anyhow::Result<(RunOptions, PodStore)> {
-        let null_stdio = stdio.null_stdio()?;
+        let (null_stdio, log_streams) = stdio.streams()?;
         let selection = NetSelection::parse(&self.net)?;
         let ports = rkt::firewall::ports::parse_all(&self.port)?;
         let insecure = global.insecure()?;
@@ -357,6 +359,7 @@ impl PodNetArgs {
             uuid_file_save,
             plugin_timeout: global.plugin_timeout,
             null_stdio,
+            log_streams,
             isolation_off: insecure.isolation,
         };
         Ok((opts, store))
@@ -379,35 +382,89 @@ pub struct StdioArgs {
     #[arg(long, value_name = "null")]
     pub stdin: Option<String>,
 
-    /// The app's stdout: `null` for /dev/null (upstream's `tty`, `stream`, `log` are not
-    /// supported).
-    #[arg(long, value_name = "null")]
+    /// The apps' stdout: `null` for /dev/null, `log` for each app's log in the pod's
+    /// directory (CRI log format, read with `rkt logs`). Upstream's `tty` and `stream` are
+    /// not supported here.
+    #[arg(long, value_name = "null|log")]
     pub stdout: Option<String>,
 
-    /// The app's stderr: `null` for /dev/null (upstream's `tty`, `stream`, `log` are not
-    /// supported).
-    #[arg(long, value_name = "null")]
+    /// The apps' stderr: `null` for /dev/null, `log` for each app's log (as --stdout=log;
+    /// both go to the same file, each record saying its stream).
+    #[arg(long, value_name = "null|log")]
     pub stderr: Option<String>,
+
+    /// With --stdout=log or --stderr=log: the size at which an app's log rotates (LOG
+    /// becomes LOG.1, LOG.1 LOG.2, …), in bytes or with a K, M or G suffix; 0: never.
+    #[arg(long, value_name = "SIZE", default_value = "10M", value_parser = parse_size)]
+    pub log_max_size: u64,
+
+    /// With --stdout=log or --stderr=log: how many files an app's log keeps, the current
+    /// one included.
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub log_max_files: u32,
+}
+
+/// `SIZE`: bytes, or a number with a K, M or G suffix (powers of 1024).
+fn parse_size(text: &str) -> Result<u64, String> {
+    let (number, unit) = match text.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((at, _)) => text.split_at(at),
+        None => (text, ""),
+    };
+    let shift = match unit.to_ascii_uppercase().trim_end_matches(['B', 'I']) {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        _ => return Err(format!("unknown unit {unit:?} (expected bytes, K, M or G)")),
+    };
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size (e.g. 10M, 512K, 0)"))?;
+    number
+        .checked_mul(1 << shift)
+        .ok_or_else(|| format!("{text:?} is too large"))
 }
 
 impl StdioArgs {
-    /// Which streams are /dev/null; any other mode is refused, naming the flag.
-    pub fn null_stdio(&self) -> anyhow::Result<NullStdio> {
-        let null = |flag: &str, value: &Option<String>| match value.as_deref() {
-            None => Ok(false),
-            Some("null") => Ok(true),
+    /// Which streams are /dev/null and which go to the apps' logs; any other mode is
+    /// refused, naming the flag.
+    pub fn streams(&self) -> anyhow::Result<(NullStdio, LogStreams)> {
+        let mode = |flag: &str, value: &Option<String>, log: bool| match value.as_deref() {
+            None => Ok(None),
+            Some("null") => Ok(Some(Mode::Null)),
+            Some("log") if log => Ok(Some(Mode::Log)),
             Some(other) => bail!(
                 "--{flag}={other}: not supported by this rkt: the app has rkt's own {flag} (a \
-                 terminal relayed through the pod's own) unless --{flag}=null; there is \
-                 no attach service for `tty`, `stream` or `log`"
+                 terminal relayed through the pod's own) unless --{flag}=null{}; there is \
+                 no attach service for `tty` or `stream`",
+                if log { " or log" } else { "" }
             ),
         };
-        Ok(NullStdio {
-            stdin: null("stdin", &self.stdin)? || self.interactive == Some(false),
-            stdout: null("stdout", &self.stdout)?,
-            stderr: null("stderr", &self.stderr)?,
-        })
+        let stdin = mode("stdin", &self.stdin, false)?;
+        let stdout = mode("stdout", &self.stdout, true)?;
+        let stderr = mode("stderr", &self.stderr, true)?;
+        let null = NullStdio {
+            stdin: stdin == Some(Mode::Null) || self.interactive == Some(false),
+            stdout: stdout == Some(Mode::Null),
+            stderr: stderr == Some(Mode::Null),
+        };
+        let logs = LogStreams {
+            stdout: stdout == Some(Mode::Log),
+            stderr: stderr == Some(Mode::Log),
+            config: LogConfig {
+                max_size: self.log_max_size,
+                max_files: self.log_max_files,
+                ..LogConfig::default()
+            },
+        };
+        Ok((null, logs))
     }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Null,
+    Log,
 }
 
 /// Upstream rkt's pod options this rkt recognises only to refuse them by name, so that a
@@ -551,4 +608,27 @@ pub fn finish(global: &GlobalArgs, outcome: &RunOutcome) -> ExitCode {
          failed (above); `rkt gc` retries"
     );
     ExitCode::from(FAILURE)
+}
+
+/// The index of the app `--app` names in the pod `uuid`, or of its only app without
+/// `--app`; an error listing the pod's apps otherwise.
+pub fn app_index(
+    uuid: &str,
+    manifest: &rkt::podstore::PodManifest,
+    app: Option<&str>,
+) -> anyhow::Result<usize> {
+    let names: Vec<&str> = manifest.apps.iter().map(|a| a.name.as_str()).collect();
+    match (app, &names[..]) {
+        (None, [_]) => Ok(0),
+        (None, _) => bail!(
+            "pod {uuid} has several apps: choose one with --app=NAME ({})",
+            names.join(", ")
+        ),
+        (Some(app), _) => names.iter().position(|n| *n == app).ok_or_else(|| {
+            anyhow::anyhow!(
+                "--app={app}: pod {uuid} has no such app (its apps: {})",
+                names.join(", ")
+            )
+        }),
+    }
 }

@@ -50,6 +50,8 @@ pub struct RunOptions {
     pub plugin_timeout: Duration,
     /// The app's standard streams that are `/dev/null` instead of the runner's.
     pub null_stdio: stage::NullStdio,
+    /// The apps' output streams that go to their logs (`--stdout=log`, `--stderr=log`).
+    pub log_streams: stage::app_logs::LogStreams,
     /// The parts of pod isolation `--insecure-options` turned off.
     pub isolation_off: isolation::Disabled,
 }
@@ -564,6 +566,12 @@ fn start(
         netns: netns_path,
         null_stdio: opts.null_stdio,
         several_apps: manifest.apps.len() > 1,
+        app_names: &manifest
+            .apps
+            .iter()
+            .map(|a| a.name.clone())
+            .collect::<Vec<_>>(),
+        log_streams: opts.log_streams,
     })
     .map_err(|source| RunError::Stage {
         uuid: uuid(),

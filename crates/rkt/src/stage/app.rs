@@ -7,7 +7,7 @@
 use std::ffi::{CString, OsString};
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
@@ -50,6 +50,9 @@ pub(super) struct AppIsolation {
     pub(super) user_ns: Option<isolation::user_ns::IdMap>,
     /// The systemd socket-activation descriptors (3 to 3 + N - 1) the app keeps; 0: none.
     pub(super) listen_fds: i32,
+    /// The app's stdout and stderr when they go to its log: the write ends of pipes the
+    /// runner copies into it (close-on-exec in the init; the app gets them as 1 and 2).
+    pub(super) log_fds: [Option<RawFd>; 2],
 }
 
 /// Reads one byte, retrying on EINTR; `Ok(0)` at end of file.
@@ -278,6 +281,17 @@ impl ExecPlan {
     /// only on failure.
     pub(super) fn exec(mut self, isolation: &AppIsolation) -> StageError {
         signals::reset_for_exec();
+        for (fd, target) in isolation.log_fds.iter().zip([1, 2]) {
+            if let Some(fd) = fd {
+                if let Err(source) = nix::unistd::dup2(*fd, target) {
+                    return StageError::Sys {
+                        what: "give its log as a standard stream to",
+                        path: self.exe,
+                        source,
+                    };
+                }
+            }
+        }
         if let Err(source) = super::stdio::own_session() {
             return StageError::Sys {
                 what: "start a session of its own for",

@@ -54,6 +54,9 @@ use super::{mounts, signals, volumes, StageError};
 use crate::podstore::{ExitPolicy, IpcMode, PodManifest, PodState, Volume};
 use crate::{isolation, mount_template};
 
+/// An app's index and the write ends of its logged stdout and stderr (`None`: not logged).
+pub type AppLogFds = (usize, [Option<RawFd>; 2]);
+
 /// What the runner tells the stage: the hidden `stage1-init` command's arguments, `--pod-dir
 /// DIR --hostname NAME --status-fd FD --runner-pid PID [--netns PATH]`, each value in the
 /// next argument. Parsed by hand: the binary's `main` hands them over before building its
@@ -74,6 +77,10 @@ pub struct InitArgs {
     pub exits_fd: Option<RawFd>,
     /// The systemd socket-activation descriptors (3 to 3 + N - 1) the apps get; 0: none.
     pub listen_fds: i32,
+    /// The apps whose stdout or stderr go to their logs: by app index, the write ends of
+    /// the pipes the runner copies into the logs (`--log-fds INDEX:OUT:ERR,…`, -1 for a
+    /// stream that is not logged), inherited from the runner.
+    pub log_fds: Vec<AppLogFds>,
 }
 
 impl InitArgs {
@@ -81,7 +88,7 @@ impl InitArgs {
     pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<InitArgs, String> {
         let (mut pod_dir, mut hostname, mut netns, mut status_fd, mut runner_pid) =
             (None, None, None, None, None);
-        let (mut exits_fd, mut listen_fds) = (None, 0);
+        let (mut exits_fd, mut listen_fds, mut log_fds) = (None, 0, Vec::new());
         let mut args = args.into_iter();
         while let Some(flag) = args.next() {
             let flag = flag.to_string_lossy().into_owned();
@@ -105,6 +112,7 @@ impl InitArgs {
                 "--runner-pid" => runner_pid = Some(number(&value)?),
                 "--exits-fd" => exits_fd = Some(number(&value)?),
                 "--listen-fds" => listen_fds = number(&value)?,
+                "--log-fds" => log_fds = parse_log_fds(&value)?,
                 _ => return Err(format!("unknown argument {flag:?}")),
             }
         }
@@ -117,6 +125,7 @@ impl InitArgs {
             runner_pid: runner_pid.ok_or_else(|| missing("runner-pid"))?,
             exits_fd,
             listen_fds,
+            log_fds,
         })
     }
 
@@ -127,6 +136,7 @@ impl InitArgs {
         exits_fd: Option<RawFd>,
         runner_pid: u32,
         listen_fds: i32,
+        log_fds: &[AppLogFds],
     ) -> Vec<OsString> {
         let mut args: Vec<OsString> = vec![
             "--pod-dir".into(),
@@ -147,8 +157,40 @@ impl InitArgs {
         if listen_fds > 0 {
             args.extend(["--listen-fds".into(), listen_fds.to_string().into()]);
         }
+        if !log_fds.is_empty() {
+            let fd = |fd: Option<RawFd>| fd.unwrap_or(-1);
+            let list = log_fds
+                .iter()
+                .map(|(index, [out, err])| format!("{index}:{}:{}", fd(*out), fd(*err)))
+                .collect::<Vec<_>>()
+                .join(",");
+            args.extend(["--log-fds".into(), list.into()]);
+        }
         args
     }
+}
+
+/// `INDEX:OUT:ERR,…` of `--log-fds`.
+fn parse_log_fds(value: &OsString) -> Result<Vec<AppLogFds>, String> {
+    let text = value
+        .to_str()
+        .ok_or_else(|| format!("--log-fds: {value:?} is not UTF-8"))?;
+    text.split(',')
+        .map(|entry| {
+            let bad = || format!("--log-fds: {entry:?} is not INDEX:OUT:ERR");
+            let mut fields = entry.split(':');
+            let mut next = || {
+                fields
+                    .next()
+                    .and_then(|f| f.parse::<i64>().ok())
+                    .ok_or_else(bad)
+            };
+            let (index, out, err) = (next()?, next()?, next()?);
+            let fd = |n: i64| RawFd::try_from(n).ok().filter(|n| *n >= 0);
+            let index = usize::try_from(index).map_err(|_| bad())?;
+            Ok((index, [fd(out), fd(err)]))
+        })
+        .collect()
 }
 
 /// `rkt stage1-init ARGS`: parses `args` (those after the command name) and runs the stage;
@@ -230,17 +272,25 @@ fn run(args: &InitArgs) -> i32 {
     // relays, see `super::stdio`) and the socket-activation descriptors; and no process of
     // the pod is in the caller's session, where `/dev/tty` would be the caller's terminal.
     let listen = (3..3 + args.listen_fds).collect::<Vec<_>>();
+    let logs = args
+        .log_fds
+        .iter()
+        .flat_map(|(_, fds)| fds.iter().flatten().copied());
     let keep = [args.status_fd]
         .into_iter()
         .chain(args.exits_fd)
         .chain(listen)
+        .chain(logs.clone())
         .collect::<Vec<_>>();
     super::stdio::close_inherited(&keep);
     let _ = nix::unistd::setsid();
     // SAFETY: the runner passes us the write end of its status pipe under this number and
     // nothing else in this process uses or closes it.
     let status = unsafe { File::from_raw_fd(args.status_fd) };
-    for fd in std::iter::once(args.status_fd).chain(args.exits_fd) {
+    for fd in std::iter::once(args.status_fd)
+        .chain(args.exits_fd)
+        .chain(logs)
+    {
         if let Err(errno) = fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)) {
             eprintln!("rkt stage1-init: fd {fd}: {errno}");
             return SETUP_FAILED;
@@ -519,6 +569,11 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
             prepared: settled.prepare().map_err(StageError::Isolation)?,
             user_ns: settled.user_ns,
             listen_fds: args.listen_fds,
+            log_fds: args
+                .log_fds
+                .iter()
+                .find(|(i, _)| *i == index)
+                .map_or([None, None], |(_, fds)| *fds),
         };
         apps.push(PreparedApp {
             app,
@@ -735,8 +790,10 @@ mod tests {
             netns: Some(Path::new("/run/netns/rkt-x")),
             null_stdio: Default::default(),
             several_apps: false,
+            app_names: &[],
+            log_streams: Default::default(),
         };
-        let argv = InitArgs::parse(InitArgs::to_args(&spec, 7, None, 4242, 0)).unwrap();
+        let argv = InitArgs::parse(InitArgs::to_args(&spec, 7, None, 4242, 0, &[])).unwrap();
         assert_eq!(argv.pod_dir, spec.pod_dir);
         assert_eq!(argv.hostname, "rkt-x");
         assert_eq!(argv.netns.as_deref(), spec.netns);
@@ -746,7 +803,8 @@ mod tests {
             netns: None,
             ..spec
         };
-        let args = InitArgs::to_args(&host, 7, Some(9), 4242, 2);
+        let log_fds = [(0, [Some(11), None]), (2, [Some(12), Some(13)])];
+        let args = InitArgs::to_args(&host, 7, Some(9), 4242, 2, &log_fds);
         let fd = args_pipe(&args).unwrap();
         let read = read_args(&OsString::from(fd.as_raw_fd().to_string())).unwrap();
         std::mem::forget(fd); // closed by read_args
@@ -755,6 +813,11 @@ mod tests {
         assert_eq!(argv.netns, None);
         assert_eq!(argv.exits_fd, Some(9));
         assert_eq!(argv.listen_fds, 2);
+        assert_eq!(argv.log_fds, log_fds);
+        assert!(parse_log_fds(&"0:3".into())
+            .unwrap_err()
+            .contains("\"0:3\""));
+        assert!(parse_log_fds(&"x:3:4".into()).is_err());
     }
 
     #[test]

@@ -23,6 +23,7 @@
 //! pod's life cycle or networking, which the runner drives around it.
 
 mod app;
+pub mod app_logs;
 mod apps;
 pub mod enter;
 pub mod env;
@@ -96,6 +97,8 @@ pub enum StageError {
     #[error(transparent)]
     Volume(#[from] volumes::VolumeMountError),
     #[error(transparent)]
+    Log(#[from] crate::logs::LogError),
+    #[error(transparent)]
     ImageApp(#[from] crate::image_pod::process::ProcessError),
     #[error("the runner (PID {pid}) ended before the pod stage started")]
     RunnerGone { pid: i32 },
@@ -129,6 +132,10 @@ pub struct StageSpec<'a> {
     pub null_stdio: NullStdio,
     /// The pod has several apps: the init reports each one's exit status.
     pub several_apps: bool,
+    /// The apps' names, by index: their logs are named after them.
+    pub app_names: &'a [String],
+    /// Which of the apps' output streams go to their logs ([`app_logs`]).
+    pub log_streams: app_logs::LogStreams,
 }
 
 /// Which of the app's standard streams are `/dev/null` instead of the runner's
@@ -146,6 +153,8 @@ pub struct Started {
     child: Child,
     /// The relay of the pod's streams to the runner's terminal ([`stdio`]).
     relay: Option<stdio::Relay>,
+    /// The copies of the apps' logged streams into their logs ([`app_logs`]).
+    logs: Option<app_logs::LogCopies>,
     /// Host PID of the pod's init.
     pub init_pid: i32,
     /// In a pod of several apps: each app's PID in the pod's PID namespace, by index.
@@ -201,6 +210,7 @@ pub fn start(spec: &StageSpec) -> Result<Started, StageError> {
         None
     };
     let sealed = sealed_exe::seal(spec.exe)?;
+    let logs = app_logs::AppLogs::plan(spec.pod_dir, spec.app_names, spec.log_streams)?;
     // The arguments, with their host paths, go on a pipe: the stage's command line is the
     // pod's init's too, which `ps` in the pod shows.
     let args = init::InitArgs::to_args(
@@ -209,6 +219,7 @@ pub fn start(spec: &StageSpec) -> Result<Started, StageError> {
         exits.as_ref().map(|(_, w)| w.as_raw_fd()),
         std::process::id(),
         listen_fds(),
+        &logs.fds(),
     );
     let args = init::args_pipe(&args).map_err(spawn_err)?;
     let mut cmd = Command::new(sealed.path());
@@ -220,12 +231,17 @@ pub fn start(spec: &StageSpec) -> Result<Started, StageError> {
             init::POD_UUID.as_ref(),
             spec.pod_dir.file_name().unwrap_or_default(),
         ]);
-    // The stage's streams are the app's; the stage reports on the status pipe.
-    let streams = stdio::PodStdio::plan(spec.null_stdio)?;
+    // The stage's streams are the app's (but those that go to the apps' logs); the stage
+    // reports on the status pipe.
+    let mut null = spec.null_stdio;
+    null.stdout |= spec.log_streams.stdout;
+    null.stderr |= spec.log_streams.stderr;
+    let streams = stdio::PodStdio::plan(null)?;
     streams.apply(&mut cmd)?;
     let spawned = cmd.spawn();
     drop((inherited, sealed, args));
     let relay = streams.start();
+    let logs = logs.start();
     let exits = exits.map(|(read_end, inherited)| {
         drop(inherited);
         read_end
@@ -247,22 +263,24 @@ pub fn start(spec: &StageSpec) -> Result<Started, StageError> {
             errors.push(msg.to_string());
         }
     }
-    let failed = |child: &mut Child, err: StageError| {
+    let failed = |child: &mut Child, logs: app_logs::LogCopies, err: StageError| {
         let _ = child.wait();
         signals::stop_forwarding();
+        logs.finish();
         Err(err)
     };
     let relay = Some(relay);
     if let Err(source) = read {
-        return failed(&mut child, StageError::Wait { source });
+        return failed(&mut child, logs, StageError::Wait { source });
     }
     if !errors.is_empty() {
-        return failed(&mut child, StageError::Reported(errors.join("; ")));
+        return failed(&mut child, logs, StageError::Reported(errors.join("; ")));
     }
     match init_pid {
         Some(init_pid) => Ok(Started {
             child,
             relay,
+            logs: Some(logs),
             init_pid,
             app_pids,
             exits,
@@ -273,6 +291,7 @@ pub fn start(spec: &StageSpec) -> Result<Started, StageError> {
             if let Some(relay) = relay {
                 relay.finish(None);
             }
+            logs.finish();
             Err(StageError::NoStart { status })
         }
     }
@@ -321,6 +340,13 @@ impl Started {
         // Every process of the pod is gone, and with them the ends of its streams.
         if let Some(relay) = self.relay.take() {
             relay.finish(None);
+        }
+        // Kept for what it wrote before: a log that could not be written to has no place
+        // to say so but the runner's stderr.
+        if let Some(logs) = self.logs.take() {
+            for failure in logs.finish() {
+                eprintln!("rkt: {failure}");
+            }
         }
         // The init is gone, so the pipe holds all it will ever say.
         let app_exits = self.take_exits().map(Iterator::collect).unwrap_or_default();
