@@ -19,6 +19,7 @@ use super::env::find_executable;
 use super::volumes::Creatable;
 use super::{mounts, signals, StageError};
 use crate::isolation;
+use crate::isolation::syscall::Mounts;
 use crate::isolation::user::Identity;
 use crate::podstore::{App, Volume};
 
@@ -70,6 +71,7 @@ pub(super) fn read_byte(fd: &OwnedFd) -> Result<usize, Errno> {
 /// unprotected, and with `--readonly-rootfs`. Everything but `/proc`, which needs the pod's
 /// PID namespace (see [`enter_app`]).
 pub(super) fn mount_app_root(
+    sys: &dyn Mounts,
     pod_dir: &Path,
     prepared: &PreparedApp,
     own_netns: bool,
@@ -87,11 +89,12 @@ pub(super) fn mount_app_root(
     // `--readonly-rootfs`: their mounts, by descriptor (a volume may be mounted over one).
     let mut shadows = Vec::new();
     if app.rootfs.is_some() {
-        mounts::bind_rootfs(&root)?;
+        mounts::bind_rootfs(sys, &root)?;
     }
     if user_rootfs {
         let top_level_missing = super::volumes::top_level_missing(&root, &app.mounts);
         let (dev, made) = mounts::provide_mount_points(
+            sys,
             pod_dir,
             &root,
             &mounts::rootfs_mount_points(own_netns),
@@ -103,19 +106,20 @@ pub(super) fn mount_app_root(
     if isolation.paths {
         // No device node of the app's own making opens; the pod's /dev gets the few the
         // stage binds in, and /sys is read-only.
-        isolation::paths::nodev_tree(&root).map_err(StageError::Isolation)?;
+        isolation::paths::nodev_tree(sys, &root).map_err(StageError::Isolation)?;
     }
     // Before a host-command pod's tree turns read-only: a bind copies its source's flags.
-    let sources = super::volumes::take_sources(pod_dir, volumes, &app.mounts)?;
+    let sources = super::volumes::take_sources(sys, pod_dir, volumes, &app.mounts)?;
     let host_view = (app.rootfs.is_none() && (isolation.paths || isolation.readonly_rootfs))
         .then_some(mounts::HostView {
             private_tmp: !isolation.readonly_rootfs,
             hide_rkt_state: isolation.paths,
         });
     let own_tmp = match host_view {
-        Some(view) => mounts::read_only_host(pod_dir, view)?,
+        Some(view) => mounts::read_only_host(sys, pod_dir, view)?,
         None => {
             shadows.extend(mounts::bind_etc_files(
+                sys,
                 pod_dir,
                 &root,
                 app.rootfs.is_some(),
@@ -124,12 +128,12 @@ pub(super) fn mount_app_root(
         }
     };
     if own_netns {
-        mounts::mount_sysfs(&root)?;
+        mounts::mount_sysfs(sys, &root)?;
     } else if isolation.paths && app.rootfs.is_none() {
-        isolation::paths::read_only_tree(Path::new("/sys")).map_err(StageError::Isolation)?;
+        isolation::paths::read_only_tree(sys, Path::new("/sys")).map_err(StageError::Isolation)?;
     }
     if app.rootfs.is_some() || isolation.paths {
-        mounts::populate_dev(&root)?;
+        mounts::populate_dev(sys, &root)?;
     }
     let own_dev: Vec<u64> = own_dev.into_iter().collect();
     let creatable = match (&app.rootfs, user_rootfs) {
@@ -137,7 +141,14 @@ pub(super) fn mount_app_root(
         (Some(rootfs), true) => Creatable::Rootfs(rootfs, &own_dev),
         (Some(_), false) => Creatable::Anywhere,
     };
-    super::volumes::mount_app_volumes(&root, creatable, &app.mounts, sources, isolation.paths)?;
+    super::volumes::mount_app_volumes(
+        sys,
+        &root,
+        creatable,
+        &app.mounts,
+        sources,
+        isolation.paths,
+    )?;
     if isolation.readonly_rootfs && app.rootfs.is_some() {
         // /proc is mounted here later: the mount point must exist before.
         let proc_dir = root.join("proc");
@@ -146,9 +157,9 @@ pub(super) fn mount_app_root(
             path: proc_dir,
             source,
         })?;
-        isolation::paths::read_only_mount(&root).map_err(StageError::Isolation)?;
+        isolation::paths::read_only_mount(sys, &root).map_err(StageError::Isolation)?;
         for shadow in &shadows {
-            isolation::paths::read_only_mount_fd(shadow.fd.as_fd(), &shadow.path)
+            isolation::paths::read_only_mount_fd(sys, shadow.fd.as_fd(), &shadow.path)
                 .map_err(StageError::Isolation)?;
         }
     }
@@ -163,17 +174,18 @@ pub(super) fn mount_app_root(
 /// directory (or `--working-dir`), and settles the app's identity (the image's `User`,
 /// unless `--user`/`--group` chose one). Returns the environment the app gets.
 pub(super) fn enter_app(
+    sys: &dyn Mounts,
     prepared: &mut PreparedApp,
 ) -> Result<Vec<(OsString, OsString)>, StageError> {
     let app = &prepared.app;
     let isolation = &mut prepared.isolation;
     let root = app.rootfs.as_deref().unwrap_or(Path::new("/"));
-    mounts::mount_proc(root)?;
+    mounts::mount_proc(sys, root)?;
     if isolation.paths {
-        isolation::paths::protect_kernel_paths(root).map_err(StageError::Isolation)?;
+        isolation::paths::protect_kernel_paths(sys, root).map_err(StageError::Isolation)?;
     }
     if let Some(rootfs) = &app.rootfs {
-        mounts::enter_rootfs(rootfs)?;
+        mounts::enter_rootfs(sys, rootfs)?;
     }
     let creds = match &app.image {
         Some(image) => crate::image_pod::process::credentials(image)?,
