@@ -365,7 +365,193 @@ fn may_execute(exe: &Path, identity: Option<&Identity>) -> Result<(), Errno> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::isolation::syscall::test::{Call, Recorder};
+    use crate::podstore::volume::{Mount, VolumeKind};
     use std::os::unix::fs::PermissionsExt;
+
+    /// A `--rootfs` app with its own network, protected kernel paths and a read-only
+    /// volume at `/data`, in a temporary directory with every mount point in place.
+    struct Pod {
+        dir: tempfile::TempDir,
+        app: PreparedApp,
+        volumes: Vec<Volume>,
+    }
+
+    fn pod() -> Pod {
+        let dir = tempfile::tempdir().unwrap();
+        let rootfs = dir.path().join("rootfs");
+        for sub in ["dev", "sys", "etc", "data", "proc/acpi", "proc/sys"] {
+            std::fs::create_dir_all(rootfs.join(sub)).unwrap();
+        }
+        for file in ["etc/resolv.conf", "etc/hosts", "etc/hostname", "proc/kcore"] {
+            std::fs::write(rootfs.join(file), "").unwrap();
+        }
+        std::fs::create_dir_all(dir.path().join("pod")).unwrap();
+        std::fs::create_dir_all(dir.path().join("source")).unwrap();
+        let app = App {
+            name: "app".into(),
+            exec: vec!["/bin/true".into()],
+            rootfs: Some(rootfs),
+            mounts: vec![Mount {
+                volume: "data".into(),
+                target: "/data".into(),
+            }],
+            ..App::default()
+        };
+        let volumes = vec![Volume {
+            name: "data".into(),
+            kind: VolumeKind::Host {
+                source: dir.path().join("source"),
+                read_only: true,
+                recursive: false,
+            },
+        }];
+        let isolation = AppIsolation {
+            paths: true,
+            readonly_rootfs: false,
+            prepared: isolation::Isolation::default().prepare().unwrap(),
+            user_ns: None,
+            listen_fds: 0,
+        };
+        let app = PreparedApp {
+            app,
+            env: Vec::new(),
+            isolation,
+        };
+        Pod { dir, app, volumes }
+    }
+
+    impl Pod {
+        fn mount(&mut self, sys: &Recorder) -> Result<(), StageError> {
+            let pod_dir = self.dir.path().join("pod");
+            mount_app_root(sys, &pod_dir, &self.app, true, &self.volumes)?;
+            enter_app(sys, &mut self.app).map(drop)
+        }
+
+        /// What part of the app's view a path under the test's directory is.
+        fn part(&self, path: &Path) -> &'static str {
+            let rootfs = self.dir.path().join("rootfs");
+            let Ok(rel) = path.strip_prefix(&rootfs) else {
+                // The volume's mount is named by its target in the app's root.
+                return if path.starts_with(self.dir.path().join("source")) {
+                    "volume source"
+                } else if path == Path::new("/data") {
+                    "volume"
+                } else {
+                    "elsewhere"
+                };
+            };
+            let rel = rel.to_str().unwrap();
+            match rel.split('/').next().unwrap() {
+                "" => "root",
+                "etc" => "etc",
+                "sys" => "sys",
+                "dev" => "dev",
+                "data" => "volume",
+                "proc" if rel == "proc" => "proc",
+                "proc" => "kernel paths",
+                _ => "elsewhere",
+            }
+        }
+    }
+
+    #[test]
+    fn the_app_root_is_mounted_then_dev_then_volumes_then_proc_then_kernel_paths() {
+        let mut pod = pod();
+        let sys = Recorder::default();
+        pod.mount(&sys).unwrap();
+        let calls = sys.calls.take();
+        let mut parts: Vec<&str> = Vec::new();
+        for call in &calls {
+            let part = match call {
+                Call::Mount { target, .. } => pod.part(target),
+                Call::SetAttr(path, _) | Call::CloneTree(path, _) | Call::AttachTree(path) => {
+                    pod.part(path)
+                }
+                Call::Chdir(_) | Call::PivotRoot | Call::Detach(_) => "pivot_root",
+                other => panic!("not a mount: {other:?}"),
+            };
+            if parts.last() != Some(&part) {
+                parts.push(part);
+            }
+        }
+        assert_eq!(
+            parts,
+            [
+                "root",
+                "volume source",
+                "etc",
+                "sys",
+                "dev",
+                "volume",
+                "proc",
+                "kernel paths",
+                "pivot_root"
+            ],
+            "{calls:#?}"
+        );
+        // The root made nodev before anything is mounted on it; the volume read-only, then
+        // nodev; the masked paths before the read-only ones; the old root detached last.
+        use beneath::mount::{Attr, Flag};
+        let rootfs = pod.dir.path().join("rootfs");
+        assert_eq!(
+            calls[1],
+            Call::SetAttr(rootfs.clone(), Attr::set(Flag::NoDev).recursive())
+        );
+        let (data, target) = (rootfs.join("data"), PathBuf::from("/data"));
+        let volume: Vec<&Call> = calls
+            .iter()
+            .filter(|c| matches!(c, Call::SetAttr(..) | Call::AttachTree(..)))
+            .skip(1)
+            .collect();
+        assert_eq!(
+            volume,
+            [
+                &Call::AttachTree(data),
+                &Call::SetAttr(target.clone(), Attr::set(Flag::ReadOnly)),
+                &Call::SetAttr(target, Attr::set(Flag::NoDev).recursive()),
+            ]
+        );
+        let kernel: Vec<String> = calls
+            .iter()
+            .filter_map(|c| match c {
+                Call::Mount { target, .. } if pod.part(target) == "kernel paths" => {
+                    Some(target.strip_prefix(&rootfs).unwrap().display().to_string())
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(kernel, ["proc/acpi", "proc/kcore", "proc/sys", "proc/sys"]);
+        assert_eq!(
+            calls[calls.len() - 4..],
+            [
+                Call::Chdir(rootfs),
+                Call::PivotRoot,
+                Call::Detach(".".into()),
+                Call::Chdir("/".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_failed_mount_stops_the_sequence_and_names_its_target() {
+        let mut pod = pod();
+        // The root's bind, then its nodev: that one fails.
+        let sys = Recorder {
+            fail_at: Some(1),
+            ..Recorder::default()
+        };
+        let err = pod.mount(&sys).unwrap_err();
+        let rootfs = pod.dir.path().join("rootfs");
+        assert_eq!(
+            crate::error::chain(&err),
+            format!(
+                "pod isolation: cannot mount over {}: EPERM: Operation not permitted",
+                rootfs.display()
+            )
+        );
+        assert_eq!(sys.calls.take().len(), 2);
+    }
 
     #[test]
     fn a_program_is_executable_by_the_class_the_apps_user_is_in() {
