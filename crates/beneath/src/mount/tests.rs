@@ -121,31 +121,42 @@ fn check(what: &str, ok: bool) -> Result<(), String> {
     ok.then_some(()).ok_or_else(|| what.to_string())
 }
 
+/// With `change` ([`set_attr`] or its fallback): the tree turns read-only, each mount
+/// keeping its other flags; the top turns writable again alone; a path that is no mount
+/// point fails as `is_error` says.
+fn read_only_then_writable(
+    top: &Path,
+    below: &Path,
+    change: fn(&Path, Attr) -> Result<(), MountAttrError>,
+    is_error: fn(&MountAttrError) -> bool,
+) -> Result<(), String> {
+    change(top, Attr::set(Flag::ReadOnly).recursive()).map_err(|e| e.to_string())?;
+    let ro = MountFlags::RDONLY;
+    check(
+        "top keeps nosuid",
+        flags(top) == Some(ro | MountFlags::NOSUID),
+    )?;
+    check(
+        "below keeps noexec",
+        flags(below) == Some(ro | MountFlags::NOEXEC),
+    )?;
+    check("wrote below", std::fs::write(below.join("f"), "x").is_err())?;
+    change(top, Attr::clear(Flag::ReadOnly)).map_err(|e| e.to_string())?;
+    std::fs::write(top.join("f"), "x").map_err(|e| format!("top: {e}"))?;
+    check(
+        "below turned writable",
+        std::fs::write(below.join("f"), "x").is_err(),
+    )?;
+    let err = change(&top.join("f"), Attr::set(Flag::NoDev)).unwrap_err();
+    check(&format!("{err:?}"), is_error(&err))
+}
+
 #[test]
 fn a_tree_turns_read_only_and_one_mount_writable_again() {
     in_mount_namespace("a_tree_turns_read_only", |top, below| {
-        set_attr(top, Attr::set(Flag::ReadOnly).recursive()).map_err(|e| e.to_string())?;
-        let ro = MountFlags::RDONLY;
-        check(
-            "top keeps nosuid",
-            flags(top) == Some(ro | MountFlags::NOSUID),
-        )?;
-        check(
-            "below keeps noexec",
-            flags(below) == Some(ro | MountFlags::NOEXEC),
-        )?;
-        check("wrote below", std::fs::write(below.join("f"), "x").is_err())?;
-        set_attr(top, Attr::clear(Flag::ReadOnly)).map_err(|e| e.to_string())?;
-        std::fs::write(top.join("f"), "x").map_err(|e| format!("top: {e}"))?;
-        check(
-            "below turned writable",
-            std::fs::write(below.join("f"), "x").is_err(),
-        )?;
-        let err = set_attr(&top.join("f/nothing"), Attr::set(Flag::NoDev)).unwrap_err();
-        check(
-            &format!("{err:?}"),
-            matches!(err, MountAttrError::Set { .. }),
-        )
+        read_only_then_writable(top, below, set_attr, |e| {
+            matches!(e, MountAttrError::Set { .. })
+        })
     });
 }
 
@@ -190,29 +201,12 @@ fn a_cloned_tree_attaches_elsewhere_with_its_flags() {
     });
 }
 
-/// The fallback for kernels without mount_setattr(2), run for real: a tree of two tmpfs
-/// mounts turns read-only, the other flags stay, and one mount turns writable again.
+/// The fallback for kernels without mount_setattr(2), run for real, whatever the kernel.
 #[test]
 fn without_mount_setattr_each_mount_is_remounted_keeping_its_flags() {
     in_mount_namespace("without_mount_setattr", |top, below| {
-        remount_each(top, Attr::set(Flag::ReadOnly).recursive()).map_err(|e| e.to_string())?;
-        let ro = MountFlags::RDONLY;
-        check("top", flags(top) == Some(ro | MountFlags::NOSUID))?;
-        check("below", flags(below) == Some(ro | MountFlags::NOEXEC))?;
-        check(
-            "wrote below the read-only tree",
-            std::fs::write(below.join("f"), "x").is_err(),
-        )?;
-        remount_each(top, Attr::clear(Flag::ReadOnly)).map_err(|e| e.to_string())?;
-        std::fs::write(top.join("f"), "x").map_err(|e| format!("top: {e}"))?;
-        check(
-            "the mount below turned writable too",
-            std::fs::write(below.join("f"), "x").is_err(),
-        )?;
-        let err = remount_each(&top.join("f"), Attr::set(Flag::NoDev)).unwrap_err();
-        check(
-            &format!("{err:?}"),
-            matches!(err, MountAttrError::Remount { .. }),
-        )
+        read_only_then_writable(top, below, remount_each, |e| {
+            matches!(e, MountAttrError::Remount { .. })
+        })
     });
 }
