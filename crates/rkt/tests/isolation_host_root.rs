@@ -165,7 +165,8 @@ fn only_a_pods_own_mounts_are_writable_and_readonly_rootfs_leaves_its_volumes() 
             .run();
         out.assert_success();
         let vol_path = vol.display().to_string();
-        let writable = sorted_lines(&["/dev", "/dev/shm", "/tmp", &scratch, "/var/tmp", &vol_path]);
+        let writable =
+            sorted_lines(&["/dev", "/dev/shm", "/tmp", &scratch, "/var/tmp", &vol_path]);
         let expected = format!("vol-ok\nscratch-ok\nro-refused\n{writable}");
         assert_eq!(out.stdout(), expected, "{net}: {}", out.stderr());
         assert_eq!(fs::read_to_string(vol.join("a")).unwrap(), "a\n");
