@@ -1,5 +1,5 @@
 //! How rkt's errors are printed: a message names its subject (the pod, network, path or
-//! app) and leaves the cause to its [`Error::source`], so the whole story is the message
+//! app) and leaves the cause to its [`Error::source`](std::error::Error::source), so the whole story is the message
 //! followed by each source's. The command line prints errors this way, and so does every
 //! place that turns an error into text (the stage's status pipe, a list of failures).
 

@@ -459,15 +459,15 @@ pub fn clone_pod_overlay(rootfs: &Path) -> Result<Option<OwnedFd>, TemplateError
     if !is_pod_overlay(id) {
         return Ok(None);
     }
-    crate::netns::clone_tree(crate::netns::at_cwd(), Some(rootfs), true)
+    beneath::mount::clone_tree(crate::netns::at_cwd(), Some(rootfs), true)
         .map(Some)
-        .map_err(err("clone the mount", rootfs))
+        .map_err(|e| err("clone the mount", rootfs)(io_errno(e)))
 }
 
 /// Attaches a tree cloned by [`clone_pod_overlay`] at `target` in the current namespace.
 pub fn attach(tree: OwnedFd, target: &Path) -> Result<(), TemplateError> {
-    crate::netns::attach_tree(tree, crate::netns::at_cwd(), Some(target))
-        .map_err(err("attach the cloned mount at", target))
+    beneath::mount::attach_tree(tree, crate::netns::at_cwd(), Some(target))
+        .map_err(|e| err("attach the cloned mount at", target)(io_errno(e)))
 }
 
 fn cstring(path: &Path) -> std::ffi::CString {

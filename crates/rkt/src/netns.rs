@@ -26,7 +26,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::ErrorKind;
 use std::marker::PhantomData;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -348,70 +348,12 @@ pub fn set_propagation(dir: &Path, propagation: MsFlags) -> Result<(), (&'static
     .map_err(|source| ("make a mount point of", source))
 }
 
-/// A detached copy of the mount at `path` (`None`: the one `at` is open on), and with
-/// `recursive` of every mount below it (open_tree(2) with `OPEN_TREE_CLONE`, Linux 5.2). The
-/// copy keeps the flags and propagation its mounts have now, whatever is done to theirs
-/// before it is attached ([`attach_tree`]), and holds them while the descriptor is open.
-pub fn clone_tree(at: BorrowedFd, path: Option<&Path>, recursive: bool) -> Result<OwnedFd, Errno> {
-    let (c_path, mut flags) = match path {
-        Some(path) => (cpath(path)?, 0),
-        None => (
-            std::ffi::CString::default(),
-            libc::AT_EMPTY_PATH as libc::c_uint,
-        ),
-    };
-    flags |= OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint;
-    if recursive {
-        flags |= libc::AT_RECURSIVE as libc::c_uint;
-    }
-    // SAFETY: open_tree takes a directory descriptor, a NUL-terminated path that outlives
-    // the call, and flags; it returns a new descriptor or -1.
-    let fd = unsafe { libc::syscall(SYS_OPEN_TREE, at.as_raw_fd(), c_path.as_ptr(), flags) };
-    let fd = Errno::result(fd)?;
-    // SAFETY: the kernel just returned this descriptor and nothing else owns it.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
-}
-
-/// Attaches a tree [`clone_tree`] made onto `path` (`None`: the file or directory `at` is
-/// open on) in the current mount namespace (move_mount(2)).
-pub fn attach_tree(tree: OwnedFd, at: BorrowedFd, path: Option<&Path>) -> Result<(), Errno> {
-    let (to, mut flags) = match path {
-        Some(path) => (cpath(path)?, 0),
-        None => (std::ffi::CString::default(), MOVE_MOUNT_T_EMPTY_PATH),
-    };
-    flags |= MOVE_MOUNT_F_EMPTY_PATH;
-    // SAFETY: move_mount takes two descriptor/path pairs (NUL-terminated paths that
-    // outlive the call) and flags; `tree` is an open_tree descriptor.
-    let rc = unsafe {
-        libc::syscall(
-            SYS_MOVE_MOUNT,
-            tree.as_raw_fd(),
-            c"".as_ptr(),
-            at.as_raw_fd(),
-            to.as_ptr(),
-            flags,
-        )
-    };
-    Errno::result(rc).map(drop)
-}
-
 /// The current directory as the descriptor of *at calls (`AT_FDCWD`), for a path.
 pub fn at_cwd() -> BorrowedFd<'static> {
     // SAFETY: AT_FDCWD is no descriptor to close (nor -1); the kernel reads it as "the
     // current directory" in the calls it is passed to.
     unsafe { BorrowedFd::borrow_raw(libc::AT_FDCWD) }
 }
-
-fn cpath(path: &Path) -> Result<std::ffi::CString, Errno> {
-    std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| Errno::EINVAL)
-}
-
-// System call numbers from 424 on are the same on every architecture.
-const SYS_OPEN_TREE: libc::c_long = 428;
-const SYS_MOVE_MOUNT: libc::c_long = 429;
-const OPEN_TREE_CLONE: libc::c_uint = 1;
-const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 4;
-const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x40;
 
 /// Removes the namespace at `path`: detaches the bind mount and unlinks the file. A path
 /// that is not mounted or does not exist is fine.

@@ -2,7 +2,8 @@
 //! nothing outside it is ever written, whatever the layer holds. It knows no store: the
 //! caller hands it a reader and a target.
 //!
-//! Every entry's parent directory is opened with `openat2(2)` and `RESOLVE_IN_ROOT`, so the
+//! Every entry's parent directory is opened with `openat2(2)` and `RESOLVE_IN_ROOT`
+//! ([`beneath::open_beneath`]), so the
 //! kernel resolves `..` and symlinks (absolute or relative) as if the target were `/`: a
 //! link pointing out of the tree lands inside it, as it would in the container. The entry
 //! itself is then created relative to that directory descriptor with `O_NOFOLLOW`/`*at`
@@ -17,12 +18,12 @@
 
 use std::collections::HashSet;
 use std::ffi::{CString, OsStr};
-use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use beneath::{at, open_beneath, xattr, Kind};
 use sha2::{Digest as _, Sha256};
 
 use crate::digest::Digest;
@@ -216,126 +217,10 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 fn open_root(target: &Path) -> Result<OwnedFd, LayerError> {
-    let c = cstr(target.as_os_str()).map_err(|source| LayerError::Target {
+    beneath::open_path(target, Kind::Directory).map_err(|source| LayerError::Target {
         path: target.to_path_buf(),
         source,
-    })?;
-    // SAFETY: `c` is a valid NUL-terminated path; the returned descriptor is checked.
-    let fd = unsafe {
-        libc::open(
-            c.as_ptr(),
-            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(LayerError::Target {
-            path: target.to_path_buf(),
-            source: io::Error::last_os_error(),
-        });
-    }
-    // SAFETY: `fd` is a fresh descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-fn cstr(s: &OsStr) -> io::Result<CString> {
-    CString::new(s.as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL byte in path"))
-}
-
-/// Checks `rc` of a libc call.
-fn check(rc: libc::c_int) -> io::Result<()> {
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
-
-/// `openat2(dirfd, path, flags, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)`.
-fn open_in_root(dirfd: RawFd, path: &str, flags: i32) -> io::Result<OwnedFd> {
-    let c = cstr(OsStr::new(if path.is_empty() { "." } else { path }))?;
-    // SAFETY: open_how is plain data; all-zero is a valid value.
-    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    how.flags = (flags | libc::O_CLOEXEC) as u64;
-    how.resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS;
-    loop {
-        // SAFETY: `c` and `how` outlive the call, and the size passed is that of `how`.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_openat2,
-                dirfd,
-                c.as_ptr(),
-                &how as *const libc::open_how,
-                std::mem::size_of::<libc::open_how>(),
-            )
-        };
-        if fd >= 0 {
-            // SAFETY: a fresh descriptor that nothing else owns.
-            return Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) });
-        }
-        let err = io::Error::last_os_error();
-        // EAGAIN: a concurrent rename raced the resolution; try again.
-        if !matches!(err.raw_os_error(), Some(libc::EINTR | libc::EAGAIN)) {
-            return Err(err);
-        }
-    }
-}
-
-/// `fstatat(dirfd, name, AT_SYMLINK_NOFOLLOW)`, `None` when there is nothing.
-fn lstat_at(dirfd: RawFd, name: &CString) -> io::Result<Option<libc::stat>> {
-    // SAFETY: stat is plain data; fstatat fills it.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: `name` is NUL-terminated and `st` is a valid out pointer.
-    let rc = unsafe { libc::fstatat(dirfd, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
-    if rc == 0 {
-        return Ok(Some(st));
-    }
-    let err = io::Error::last_os_error();
-    if err.kind() == io::ErrorKind::NotFound {
-        Ok(None)
-    } else {
-        Err(err)
-    }
-}
-
-/// Removes `name` in `dirfd`, recursively when it is a directory; never follows a symlink.
-fn remove_at(dirfd: RawFd, name: &CString) -> io::Result<()> {
-    let Some(st) = lstat_at(dirfd, name)? else {
-        return Ok(());
-    };
-    if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
-        // SAFETY: `name` is NUL-terminated; the result is checked.
-        let fd = unsafe {
-            libc::openat(
-                dirfd,
-                name.as_ptr(),
-                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: a fresh descriptor that nothing else owns.
-        let dir = unsafe { OwnedFd::from_raw_fd(fd) };
-        for child in list_dir(&dir)? {
-            remove_at(dir.as_raw_fd(), &child)?;
-        }
-        // SAFETY: `name` is NUL-terminated.
-        check(unsafe { libc::unlinkat(dirfd, name.as_ptr(), libc::AT_REMOVEDIR) })
-    } else {
-        // SAFETY: `name` is NUL-terminated.
-        check(unsafe { libc::unlinkat(dirfd, name.as_ptr(), 0) })
-    }
-}
-
-/// The names in an open directory (through our own `/proc/self/fd` entry, which refers to
-/// exactly this descriptor).
-fn list_dir(dir: &OwnedFd) -> io::Result<Vec<CString>> {
-    let mut names = Vec::new();
-    for entry in std::fs::read_dir(format!("/proc/self/fd/{}", dir.as_raw_fd()))? {
-        names.push(cstr(&entry?.file_name())?);
-    }
-    Ok(names)
+    })
 }
 
 struct Unpacker {
@@ -380,34 +265,24 @@ impl Unpacker {
 
     /// Opens the directory `components` names beneath the root, creating missing ones.
     fn parent_dir(&self, components: &[String]) -> io::Result<OwnedFd> {
-        let flags = libc::O_PATH | libc::O_DIRECTORY;
-        match open_in_root(self.root.as_raw_fd(), &components.join("/"), flags) {
+        let root = self.root.as_fd();
+        match open_beneath(root, components.join("/"), Kind::Directory) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             other => return other,
         }
-        let mut dir = open_in_root(self.root.as_raw_fd(), "", flags)?;
+        let mut dir = open_beneath(root, "", Kind::Directory)?;
         for i in 0..components.len() {
             let path = components[..=i].join("/");
-            dir = match open_in_root(self.root.as_raw_fd(), &path, flags) {
+            dir = match open_beneath(root, &path, Kind::Directory) {
                 Ok(fd) => fd,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    let name = cstr(OsStr::new(&components[i]))?;
-                    // SAFETY: `name` is NUL-terminated; `dir` is an open directory.
-                    check(unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o755) })?;
+                    let name = &components[i];
+                    at::mkdir(dir.as_fd(), name, 0o755)?;
                     if let (Some(shift), true) = (self.options.id_shift, self.options.same_owner) {
-                        let root = shift.host_id(0);
-                        // SAFETY: `name` is NUL-terminated; `dir` is an open directory.
-                        check(unsafe {
-                            libc::fchownat(
-                                dir.as_raw_fd(),
-                                name.as_ptr(),
-                                root,
-                                root,
-                                libc::AT_SYMLINK_NOFOLLOW,
-                            )
-                        })?;
+                        let id = shift.host_id(0);
+                        at::chown(dir.as_fd(), name, id, id)?;
                     }
-                    open_in_root(self.root.as_raw_fd(), &path, flags)?
+                    open_beneath(root, &path, Kind::Directory)?
                 }
                 Err(e) => return Err(e),
             };
@@ -431,37 +306,32 @@ impl Unpacker {
             source,
         };
         let dir = self.parent_dir(parents).map_err(entry_err)?;
-        let dirfd = dir.as_raw_fd();
+        let dirfd = dir.as_fd();
         let parent_path = parents.join("/");
 
         if name == OPAQUE && self.options.overlay_whiteouts {
-            return set_opaque(&dir).map_err(entry_err);
+            return xattr::set(dirfd, c"trusted.overlay.opaque", b"y").map_err(entry_err);
         }
         if let (Some(hidden), true) = (name.strip_prefix(WHITEOUT), self.options.overlay_whiteouts)
         {
-            let c = cstr(OsStr::new(hidden)).map_err(entry_err)?;
-            remove_at(dirfd, &c).map_err(entry_err)?;
-            // SAFETY: `c` is NUL-terminated; a 0/0 character device is overlayfs's whiteout.
-            check(unsafe { libc::mknodat(dirfd, c.as_ptr(), libc::S_IFCHR, 0) })
-                .map_err(entry_err)?;
+            at::remove(dirfd, hidden).map_err(entry_err)?;
+            at::make_whiteout(dirfd, hidden).map_err(entry_err)?;
             self.created.insert(join(&parent_path, hidden));
             return Ok(());
         }
         if name == OPAQUE {
-            for child in list_dir_path(&dir).map_err(entry_err)? {
+            for child in at::list(dirfd).map_err(entry_err)? {
                 let child_path = join(&parent_path, &child.to_string_lossy());
                 if !self.created.contains(&child_path) {
-                    remove_at(dirfd, &child).map_err(entry_err)?;
+                    at::remove(dirfd, &child).map_err(entry_err)?;
                 }
             }
             return Ok(());
         }
         if let Some(hidden) = name.strip_prefix(WHITEOUT) {
-            let c = cstr(OsStr::new(hidden)).map_err(entry_err)?;
-            return remove_at(dirfd, &c).map_err(entry_err);
+            return at::remove(dirfd, hidden).map_err(entry_err);
         }
 
-        let cname = cstr(OsStr::new(name)).map_err(entry_err)?;
         let mut xattrs = layer_xattrs(entry).map_err(entry_err)?;
         if self.options.id_shift.is_some() {
             // An ACL names users and groups by the ids the layer gives them, which the
@@ -469,51 +339,34 @@ impl Unpacker {
             xattrs.retain(|(name, _)| !name.to_bytes().starts_with(b"system.posix_acl_"));
         }
         let header = entry.header();
-        let mode = header.mode().map_err(entry_err)? & 0o7777;
-        let uid = header.uid().map_err(entry_err)? as libc::uid_t;
-        let gid = header.gid().map_err(entry_err)? as libc::gid_t;
-        let mtime = header.mtime().unwrap_or(0) as libc::time_t;
-        let existing = lstat_at(dirfd, &cname).map_err(entry_err)?;
-        let existing_is_dir = existing.is_some_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
+        let meta = Meta {
+            mode: header.mode().map_err(entry_err)? & 0o7777,
+            uid: header.uid().map_err(entry_err)? as u32,
+            gid: header.gid().map_err(entry_err)? as u32,
+            mtime: header.mtime().unwrap_or(0) as i64,
+        };
+        let existing = at::lstat(dirfd, name).map_err(entry_err)?;
+        let existing_is_dir = existing.is_some_and(|st| st.is_dir());
 
         match kind {
             tar::EntryType::Directory => {
                 if !existing_is_dir {
-                    remove_at(dirfd, &cname).map_err(entry_err)?;
-                    // SAFETY: `cname` is NUL-terminated.
-                    check(unsafe { libc::mkdirat(dirfd, cname.as_ptr(), 0o700) })
-                        .map_err(entry_err)?;
+                    at::remove(dirfd, name).map_err(entry_err)?;
+                    at::mkdir(dirfd, name, 0o700).map_err(entry_err)?;
                 }
-                self.set_meta(dirfd, &cname, mode, uid, gid, mtime, false)
+                self.set_meta(dirfd, name, &meta, false)
                     .map_err(entry_err)?;
-                set_xattrs(dirfd, &cname, &xattrs).map_err(entry_err)?;
+                set_xattrs(dirfd, name, &xattrs).map_err(entry_err)?;
             }
             tar::EntryType::Regular | tar::EntryType::Continuous => {
-                remove_at(dirfd, &cname).map_err(entry_err)?;
-                // SAFETY: `cname` is NUL-terminated; the result is checked.
-                let fd = unsafe {
-                    libc::openat(
-                        dirfd,
-                        cname.as_ptr(),
-                        libc::O_WRONLY
-                            | libc::O_CREAT
-                            | libc::O_EXCL
-                            | libc::O_NOFOLLOW
-                            | libc::O_CLOEXEC,
-                        0o600,
-                    )
-                };
-                if fd < 0 {
-                    return Err(entry_err(io::Error::last_os_error()));
-                }
-                // SAFETY: a fresh descriptor that nothing else owns.
-                let mut file = unsafe { File::from_raw_fd(fd) };
+                at::remove(dirfd, name).map_err(entry_err)?;
+                let mut file = at::create_file(dirfd, name, 0o600).map_err(entry_err)?;
                 io::copy(entry, &mut file).map_err(entry_err)?;
                 drop(file);
-                self.set_meta(dirfd, &cname, mode, uid, gid, mtime, false)
+                self.set_meta(dirfd, name, &meta, false)
                     .map_err(entry_err)?;
                 // After chown, which would clear a file capability.
-                set_xattrs(dirfd, &cname, &xattrs).map_err(entry_err)?;
+                set_xattrs(dirfd, name, &xattrs).map_err(entry_err)?;
             }
             tar::EntryType::Symlink => {
                 let target = entry
@@ -521,12 +374,10 @@ impl Unpacker {
                     .ok_or_else(|| self.hostile(&raw, "is a symlink without a target"))?;
                 let target = CString::new(target.into_owned())
                     .map_err(|_| self.hostile(&raw, "has a NUL byte in its link target"))?;
-                remove_at(dirfd, &cname).map_err(entry_err)?;
-                // SAFETY: both strings are NUL-terminated.
-                check(unsafe { libc::symlinkat(target.as_ptr(), dirfd, cname.as_ptr()) })
-                    .map_err(entry_err)?;
-                self.set_meta(dirfd, &cname, mode, uid, gid, mtime, true)
-                    .map_err(entry_err)?;
+                at::remove(dirfd, name).map_err(entry_err)?;
+                let target = OsStr::from_bytes(target.as_bytes());
+                at::symlink(target, dirfd, name).map_err(entry_err)?;
+                self.set_meta(dirfd, name, &meta, true).map_err(entry_err)?;
             }
             tar::EntryType::Link => {
                 let target = entry
@@ -537,27 +388,15 @@ impl Unpacker {
                 let Some((tname, tparents)) = tcomps.split_last() else {
                     return Err(self.hostile(&raw, "is a hard link to the root"));
                 };
-                let tdir = open_in_root(
-                    self.root.as_raw_fd(),
-                    &tparents.join("/"),
-                    libc::O_PATH | libc::O_DIRECTORY,
-                )
-                .map_err(entry_err)?;
-                let tcname = cstr(OsStr::new(tname)).map_err(entry_err)?;
-                remove_at(dirfd, &cname).map_err(entry_err)?;
-                // SAFETY: both names are NUL-terminated; flags 0 links a symlink itself,
-                // never what it points to.
-                check(unsafe {
-                    libc::linkat(tdir.as_raw_fd(), tcname.as_ptr(), dirfd, cname.as_ptr(), 0)
-                })
-                .map_err(entry_err)?;
+                let tdir = open_beneath(self.root.as_fd(), tparents.join("/"), Kind::Directory)
+                    .map_err(entry_err)?;
+                at::remove(dirfd, name).map_err(entry_err)?;
+                at::hard_link(tdir.as_fd(), tname, dirfd, name).map_err(entry_err)?;
             }
             tar::EntryType::Fifo => {
-                remove_at(dirfd, &cname).map_err(entry_err)?;
-                // SAFETY: `cname` is NUL-terminated.
-                check(unsafe { libc::mknodat(dirfd, cname.as_ptr(), libc::S_IFIFO | 0o600, 0) })
-                    .map_err(entry_err)?;
-                self.set_meta(dirfd, &cname, mode, uid, gid, mtime, false)
+                at::remove(dirfd, name).map_err(entry_err)?;
+                at::make_fifo(dirfd, name, 0o600).map_err(entry_err)?;
+                self.set_meta(dirfd, name, &meta, false)
                     .map_err(entry_err)?;
             }
             // Extended headers are consumed by the tar reader; anything else (sparse
@@ -568,54 +407,36 @@ impl Unpacker {
         Ok(())
     }
 
-    /// Owner, mode and modification time of `name` in `dirfd`, without following it.
-    #[allow(clippy::too_many_arguments)]
+    /// Owner, mode and modification time of `name` in `dir`, without following it.
     fn set_meta(
         &self,
-        dirfd: RawFd,
-        name: &CString,
-        mode: u32,
-        uid: libc::uid_t,
-        gid: libc::gid_t,
-        mtime: libc::time_t,
+        dir: BorrowedFd<'_>,
+        name: &str,
+        meta: &Meta,
         symlink: bool,
     ) -> io::Result<()> {
         if self.options.same_owner {
             let (uid, gid) = match self.options.id_shift {
-                Some(shift) => (shift.host_id(uid), shift.host_id(gid)),
-                None => (uid, gid),
+                Some(shift) => (shift.host_id(meta.uid), shift.host_id(meta.gid)),
+                None => (meta.uid, meta.gid),
             };
-            // SAFETY: `name` is NUL-terminated.
-            check(unsafe {
-                libc::fchownat(dirfd, name.as_ptr(), uid, gid, libc::AT_SYMLINK_NOFOLLOW)
-            })?;
+            at::chown(dir, name, uid, gid)?;
         }
         if !symlink {
-            // After chown, which clears set-id bits. fchmodat does not follow a symlink
+            // After chown, which clears set-id bits. chmod does not follow a symlink
             // here: the entry was just created by us as a non-symlink.
-            // SAFETY: `name` is NUL-terminated.
-            check(unsafe { libc::fchmodat(dirfd, name.as_ptr(), mode as libc::mode_t, 0) })?;
+            at::chmod(dir, name, meta.mode)?;
         }
-        let times = [
-            libc::timespec {
-                tv_sec: mtime,
-                tv_nsec: 0,
-            },
-            libc::timespec {
-                tv_sec: mtime,
-                tv_nsec: 0,
-            },
-        ];
-        // SAFETY: `name` is NUL-terminated and `times` has the two entries utimensat reads.
-        check(unsafe {
-            libc::utimensat(
-                dirfd,
-                name.as_ptr(),
-                times.as_ptr(),
-                libc::AT_SYMLINK_NOFOLLOW,
-            )
-        })
+        at::set_times(dir, name, meta.mtime)
     }
+}
+
+/// What a tar header gives an entry: its permission bits, owner and modification time.
+struct Meta {
+    mode: u32,
+    uid: u32,
+    gid: u32,
+    mtime: i64,
 }
 
 /// The extended attributes a layer gives an entry (PAX `SCHILY.xattr.NAME` records), but
@@ -642,68 +463,22 @@ fn layer_xattrs<R: Read>(entry: &mut tar::Entry<R>) -> io::Result<Vec<(CString, 
     Ok(xattrs)
 }
 
-/// Sets `xattrs` on `name` in `dirfd` (a directory or a regular file this unpacking just
-/// made, never a symlink), through `/proc/self/fd` of an `O_PATH` descriptor, which
-/// neither follows a symlink nor blocks. A filesystem without extended attributes skips
-/// them.
-fn set_xattrs(dirfd: RawFd, name: &CString, xattrs: &[(CString, Vec<u8>)]) -> io::Result<()> {
+/// Sets `xattrs` on `name` in `dir` (a directory or a regular file this unpacking just
+/// made, never a symlink), opened `O_PATH`, which neither follows a symlink nor blocks. A
+/// filesystem without an attribute's namespace skips it.
+fn set_xattrs(dir: BorrowedFd<'_>, name: &str, xattrs: &[(CString, Vec<u8>)]) -> io::Result<()> {
     if xattrs.is_empty() {
         return Ok(());
     }
-    // SAFETY: `name` is NUL-terminated; the result is checked.
-    let fd = unsafe {
-        libc::openat(
-            dirfd,
-            name.as_ptr(),
-            libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a fresh descriptor that nothing else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let path = CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).expect("no NUL");
+    let entry = at::open_entry(dir, name)?;
     for (key, value) in xattrs {
-        // SAFETY: both strings are NUL-terminated; `value` is valid for its length.
-        let set = check(unsafe {
-            libc::setxattr(
-                path.as_ptr(),
-                key.as_ptr(),
-                value.as_ptr().cast(),
-                value.len(),
-                0,
-            )
-        });
-        match set {
+        match xattr::set(entry.as_fd(), key, value) {
             // This attribute's namespace is not supported here; the others may be.
             Err(e) if e.raw_os_error() == Some(libc::ENOTSUP) => continue,
             other => other?,
         }
     }
     Ok(())
-}
-
-/// Marks the directory opened with `O_PATH` as opaque for overlayfs (through
-/// `/proc/self/fd`, since the `f*xattr` calls refuse `O_PATH` descriptors).
-fn set_opaque(dir: &OwnedFd) -> io::Result<()> {
-    let path = CString::new(format!("/proc/self/fd/{}", dir.as_raw_fd())).expect("no NUL");
-    // SAFETY: both strings are NUL-terminated and the value is one byte long.
-    check(unsafe {
-        libc::setxattr(
-            path.as_ptr(),
-            c"trusted.overlay.opaque".as_ptr(),
-            c"y".as_ptr().cast(),
-            1,
-            0,
-        )
-    })
-}
-
-/// The names in a directory opened with `O_PATH` (reopened for reading through
-/// `/proc/self/fd`).
-fn list_dir_path(dir: &OwnedFd) -> io::Result<Vec<CString>> {
-    list_dir(dir)
 }
 
 fn join(parent: &str, name: &str) -> String {

@@ -19,6 +19,7 @@ use super::env::find_executable;
 use super::volumes::Creatable;
 use super::{mounts, signals, StageError};
 use crate::isolation;
+use crate::isolation::syscall::Mounts;
 use crate::isolation::user::Identity;
 use crate::podstore::{App, Volume};
 
@@ -73,6 +74,7 @@ pub(super) fn read_byte(fd: &OwnedFd) -> Result<usize, Errno> {
 /// unprotected, and with `--readonly-rootfs`. Everything but `/proc`, which needs the pod's
 /// PID namespace (see [`enter_app`]).
 pub(super) fn mount_app_root(
+    sys: &dyn Mounts,
     pod_dir: &Path,
     prepared: &PreparedApp,
     own_netns: bool,
@@ -90,11 +92,12 @@ pub(super) fn mount_app_root(
     // `--readonly-rootfs`: their mounts, by descriptor (a volume may be mounted over one).
     let mut shadows = Vec::new();
     if app.rootfs.is_some() {
-        mounts::bind_rootfs(&root)?;
+        mounts::bind_rootfs(sys, &root)?;
     }
     if user_rootfs {
         let top_level_missing = super::volumes::top_level_missing(&root, &app.mounts);
         let (dev, made) = mounts::provide_mount_points(
+            sys,
             pod_dir,
             &root,
             &mounts::rootfs_mount_points(own_netns),
@@ -106,19 +109,20 @@ pub(super) fn mount_app_root(
     if isolation.paths {
         // No device node of the app's own making opens; the pod's /dev gets the few the
         // stage binds in, and /sys is read-only.
-        isolation::paths::nodev_tree(&root).map_err(StageError::Isolation)?;
+        isolation::paths::nodev_tree(sys, &root).map_err(StageError::Isolation)?;
     }
     // Before a host-command pod's tree turns read-only: a bind copies its source's flags.
-    let sources = super::volumes::take_sources(pod_dir, volumes, &app.mounts)?;
+    let sources = super::volumes::take_sources(sys, pod_dir, volumes, &app.mounts)?;
     let host_view = (app.rootfs.is_none() && (isolation.paths || isolation.readonly_rootfs))
         .then_some(mounts::HostView {
             private_tmp: !isolation.readonly_rootfs,
             hide_rkt_state: isolation.paths,
         });
     let own_tmp = match host_view {
-        Some(view) => mounts::read_only_host(pod_dir, view)?,
+        Some(view) => mounts::read_only_host(sys, pod_dir, view)?,
         None => {
             shadows.extend(mounts::bind_etc_files(
+                sys,
                 pod_dir,
                 &root,
                 app.rootfs.is_some(),
@@ -127,12 +131,12 @@ pub(super) fn mount_app_root(
         }
     };
     if own_netns {
-        mounts::mount_sysfs(&root)?;
+        mounts::mount_sysfs(sys, &root)?;
     } else if isolation.paths && app.rootfs.is_none() {
-        isolation::paths::read_only_tree(Path::new("/sys")).map_err(StageError::Isolation)?;
+        isolation::paths::read_only_tree(sys, Path::new("/sys")).map_err(StageError::Isolation)?;
     }
     if app.rootfs.is_some() || isolation.paths {
-        mounts::populate_dev(&root)?;
+        mounts::populate_dev(sys, &root)?;
     }
     let own_dev: Vec<u64> = own_dev.into_iter().collect();
     let creatable = match (&app.rootfs, user_rootfs) {
@@ -140,7 +144,14 @@ pub(super) fn mount_app_root(
         (Some(rootfs), true) => Creatable::Rootfs(rootfs, &own_dev),
         (Some(_), false) => Creatable::Anywhere,
     };
-    super::volumes::mount_app_volumes(&root, creatable, &app.mounts, sources, isolation.paths)?;
+    super::volumes::mount_app_volumes(
+        sys,
+        &root,
+        creatable,
+        &app.mounts,
+        sources,
+        isolation.paths,
+    )?;
     if isolation.readonly_rootfs && app.rootfs.is_some() {
         // /proc is mounted here later: the mount point must exist before.
         let proc_dir = root.join("proc");
@@ -149,9 +160,9 @@ pub(super) fn mount_app_root(
             path: proc_dir,
             source,
         })?;
-        isolation::paths::read_only_mount(&root).map_err(StageError::Isolation)?;
+        isolation::paths::read_only_mount(sys, &root).map_err(StageError::Isolation)?;
         for shadow in &shadows {
-            isolation::paths::read_only_mount_fd(shadow.fd.as_fd(), &shadow.path)
+            isolation::paths::read_only_mount_fd(sys, shadow.fd.as_fd(), &shadow.path)
                 .map_err(StageError::Isolation)?;
         }
     }
@@ -166,17 +177,18 @@ pub(super) fn mount_app_root(
 /// directory (or `--working-dir`), and settles the app's identity (the image's `User`,
 /// unless `--user`/`--group` chose one). Returns the environment the app gets.
 pub(super) fn enter_app(
+    sys: &dyn Mounts,
     prepared: &mut PreparedApp,
 ) -> Result<Vec<(OsString, OsString)>, StageError> {
     let app = &prepared.app;
     let isolation = &mut prepared.isolation;
     let root = app.rootfs.as_deref().unwrap_or(Path::new("/"));
-    mounts::mount_proc(root)?;
+    mounts::mount_proc(sys, root)?;
     if isolation.paths {
-        isolation::paths::protect_kernel_paths(root).map_err(StageError::Isolation)?;
+        isolation::paths::protect_kernel_paths(sys, root).map_err(StageError::Isolation)?;
     }
     if let Some(rootfs) = &app.rootfs {
-        mounts::enter_rootfs(rootfs)?;
+        mounts::enter_rootfs(sys, rootfs)?;
     }
     let creds = match &app.image {
         Some(image) => crate::image_pod::process::credentials(image)?,
@@ -367,7 +379,193 @@ fn may_execute(exe: &Path, identity: Option<&Identity>) -> Result<(), Errno> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::isolation::syscall::test::{Call, Recorder};
+    use crate::podstore::volume::{Mount, VolumeKind};
     use std::os::unix::fs::PermissionsExt;
+
+    /// A `--rootfs` app with its own network, protected kernel paths and a read-only
+    /// volume at `/data`, in a temporary directory with every mount point in place.
+    struct Pod {
+        dir: tempfile::TempDir,
+        app: PreparedApp,
+        volumes: Vec<Volume>,
+    }
+
+    fn pod() -> Pod {
+        let dir = tempfile::tempdir().unwrap();
+        let rootfs = dir.path().join("rootfs");
+        for sub in ["dev", "sys", "etc", "data", "proc/acpi", "proc/sys"] {
+            std::fs::create_dir_all(rootfs.join(sub)).unwrap();
+        }
+        for file in ["etc/resolv.conf", "etc/hosts", "etc/hostname", "proc/kcore"] {
+            std::fs::write(rootfs.join(file), "").unwrap();
+        }
+        std::fs::create_dir_all(dir.path().join("pod")).unwrap();
+        std::fs::create_dir_all(dir.path().join("source")).unwrap();
+        let app = App {
+            name: "app".into(),
+            exec: vec!["/bin/true".into()],
+            rootfs: Some(rootfs),
+            mounts: vec![Mount {
+                volume: "data".into(),
+                target: "/data".into(),
+            }],
+            ..App::default()
+        };
+        let volumes = vec![Volume {
+            name: "data".into(),
+            kind: VolumeKind::Host {
+                source: dir.path().join("source"),
+                read_only: true,
+                recursive: false,
+            },
+        }];
+        let isolation = AppIsolation {
+            paths: true,
+            readonly_rootfs: false,
+            prepared: isolation::Isolation::default().prepare().unwrap(),
+            user_ns: None,
+            listen_fds: 0,
+        };
+        let app = PreparedApp {
+            app,
+            env: Vec::new(),
+            isolation,
+        };
+        Pod { dir, app, volumes }
+    }
+
+    impl Pod {
+        fn mount(&mut self, sys: &Recorder) -> Result<(), StageError> {
+            let pod_dir = self.dir.path().join("pod");
+            mount_app_root(sys, &pod_dir, &self.app, true, &self.volumes)?;
+            enter_app(sys, &mut self.app).map(drop)
+        }
+
+        /// What part of the app's view a path under the test's directory is.
+        fn part(&self, path: &Path) -> &'static str {
+            let rootfs = self.dir.path().join("rootfs");
+            let Ok(rel) = path.strip_prefix(&rootfs) else {
+                // The volume's mount is named by its target in the app's root.
+                return if path.starts_with(self.dir.path().join("source")) {
+                    "volume source"
+                } else if path == Path::new("/data") {
+                    "volume"
+                } else {
+                    "elsewhere"
+                };
+            };
+            let rel = rel.to_str().unwrap();
+            match rel.split('/').next().unwrap() {
+                "" => "root",
+                "etc" => "etc",
+                "sys" => "sys",
+                "dev" => "dev",
+                "data" => "volume",
+                "proc" if rel == "proc" => "proc",
+                "proc" => "kernel paths",
+                _ => "elsewhere",
+            }
+        }
+    }
+
+    #[test]
+    fn the_app_root_is_mounted_then_dev_then_volumes_then_proc_then_kernel_paths() {
+        let mut pod = pod();
+        let sys = Recorder::default();
+        pod.mount(&sys).unwrap();
+        let calls = sys.calls.take();
+        let mut parts: Vec<&str> = Vec::new();
+        for call in &calls {
+            let part = match call {
+                Call::Mount { target, .. } => pod.part(target),
+                Call::SetAttr(path, _) | Call::CloneTree(path, _) | Call::AttachTree(path) => {
+                    pod.part(path)
+                }
+                Call::Chdir(_) | Call::PivotRoot | Call::Detach(_) => "pivot_root",
+                other => panic!("not a mount: {other:?}"),
+            };
+            if parts.last() != Some(&part) {
+                parts.push(part);
+            }
+        }
+        assert_eq!(
+            parts,
+            [
+                "root",
+                "volume source",
+                "etc",
+                "sys",
+                "dev",
+                "volume",
+                "proc",
+                "kernel paths",
+                "pivot_root"
+            ],
+            "{calls:#?}"
+        );
+        // The root made nodev before anything is mounted on it; the volume read-only, then
+        // nodev; the masked paths before the read-only ones; the old root detached last.
+        use beneath::mount::{Attr, Flag};
+        let rootfs = pod.dir.path().join("rootfs");
+        assert_eq!(
+            calls[1],
+            Call::SetAttr(rootfs.clone(), Attr::set(Flag::NoDev).recursive())
+        );
+        let (data, target) = (rootfs.join("data"), PathBuf::from("/data"));
+        let volume: Vec<&Call> = calls
+            .iter()
+            .filter(|c| matches!(c, Call::SetAttr(..) | Call::AttachTree(..)))
+            .skip(1)
+            .collect();
+        assert_eq!(
+            volume,
+            [
+                &Call::AttachTree(data),
+                &Call::SetAttr(target.clone(), Attr::set(Flag::ReadOnly)),
+                &Call::SetAttr(target, Attr::set(Flag::NoDev).recursive()),
+            ]
+        );
+        let kernel: Vec<String> = calls
+            .iter()
+            .filter_map(|c| match c {
+                Call::Mount { target, .. } if pod.part(target) == "kernel paths" => {
+                    Some(target.strip_prefix(&rootfs).unwrap().display().to_string())
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(kernel, ["proc/acpi", "proc/kcore", "proc/sys", "proc/sys"]);
+        assert_eq!(
+            calls[calls.len() - 4..],
+            [
+                Call::Chdir(rootfs),
+                Call::PivotRoot,
+                Call::Detach(".".into()),
+                Call::Chdir("/".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_failed_mount_stops_the_sequence_and_names_its_target() {
+        let mut pod = pod();
+        // The root's bind, then its nodev: that one fails.
+        let sys = Recorder {
+            fail_at: Some(1),
+            ..Recorder::default()
+        };
+        let err = pod.mount(&sys).unwrap_err();
+        let rootfs = pod.dir.path().join("rootfs");
+        assert_eq!(
+            crate::error::chain(&err),
+            format!(
+                "pod isolation: cannot mount over {}: EPERM: Operation not permitted",
+                rootfs.display()
+            )
+        );
+        assert_eq!(sys.calls.take().len(), 2);
+    }
 
     #[test]
     fn a_program_is_executable_by_the_class_the_apps_user_is_in() {

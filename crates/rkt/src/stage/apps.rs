@@ -190,9 +190,10 @@ fn app_process(
             path: pod.pod_dir.to_path_buf(),
             source,
         })?;
-        mounts::make_root_slave()?;
-        mount_app_root(pod.pod_dir, &app, pod.own_netns, pod.volumes)?;
-        let env = enter_app(&mut app)?;
+        let sys = &isolation::syscall::Linux;
+        mounts::make_root_slave(sys)?;
+        mount_app_root(sys, pod.pod_dir, &app, pod.own_netns, pod.volumes)?;
+        let env = enter_app(sys, &mut app)?;
         let plan = ExecPlan::new(&app.app.exec, &env, app.isolation.prepared.identity())?;
         match (pod.user_ns, pod.join_user_ns) {
             // Last, as for a pod of one app: the pod's, or one the init maps once this app

@@ -644,8 +644,8 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
             source,
         })?;
     }
-    mounts::make_root_slave()?;
-    mounts::detach_netns_mounts()?;
+    mounts::make_root_slave(&isolation::syscall::Linux)?;
+    mounts::detach_netns_mounts(&isolation::syscall::Linux)?;
     // Once for the pod; each app mounts what it uses with its root.
     volumes::create_empty_volumes(
         &args.pod_dir,
@@ -653,7 +653,13 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
         first.isolation.user_ns.as_ref(),
     )?;
     if let [only] = &apps[..] {
-        mount_app_root(&args.pod_dir, only, args.netns.is_some(), &manifest.volumes)?;
+        mount_app_root(
+            &isolation::syscall::Linux,
+            &args.pod_dir,
+            only,
+            args.netns.is_some(),
+            &manifest.volumes,
+        )?;
     }
     sethostname(&args.hostname).map_err(|source| StageError::Hostname {
         hostname: args.hostname.clone(),
@@ -702,7 +708,7 @@ fn pod_init(
     user_ns: Option<UserNsEntry>,
     status: &mut Option<File>,
 ) -> Result<i32, StageError> {
-    let env = enter_app(&mut app)?;
+    let env = enter_app(&isolation::syscall::Linux, &mut app)?;
     // Last: the pod's other namespaces stay the host's, out of the app's reach.
     match user_ns {
         Some(UserNsEntry::Create(handshake)) => handshake.enter(),

@@ -30,24 +30,27 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
-use nix::mount::{mount, umount2, MntFlags, MsFlags};
-use nix::unistd::{chdir, pivot_root};
+use nix::mount::MsFlags;
+use nix::unistd::chdir;
 
 use super::StageError;
+use crate::isolation::syscall::Mounts;
 
 const DEV_NODES: [&str; 6] = ["null", "zero", "full", "random", "urandom", "tty"];
 
 fn do_mount(
+    sys: &dyn Mounts,
     source: Option<&Path>,
     target: &Path,
     fstype: Option<&str>,
     flags: MsFlags,
     data: Option<&str>,
 ) -> Result<(), StageError> {
-    mount(source, target, fstype, flags, data).map_err(|errno| StageError::Mount {
-        target: target.to_path_buf(),
-        source: errno,
-    })
+    sys.mount(source, target, fstype, flags, data)
+        .map_err(|errno| StageError::Mount {
+            target: target.to_path_buf(),
+            source: errno,
+        })
 }
 
 fn io_err(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> StageError {
@@ -56,8 +59,9 @@ fn io_err(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Sta
 }
 
 /// Stops mount propagation from the pod to the host.
-pub fn make_root_slave() -> Result<(), StageError> {
+pub fn make_root_slave(sys: &dyn Mounts) -> Result<(), StageError> {
     do_mount(
+        sys,
         None,
         Path::new("/"),
         None,
@@ -74,9 +78,9 @@ pub fn make_root_slave() -> Result<(), StageError> {
 /// started or stopped, `ip netns add`) would otherwise be copied into, or removed from,
 /// every running pod's mount namespace, a cost that grows with the pods running. Nothing
 /// to do where `/run/netns` is not a mount point (or does not exist).
-pub fn detach_netns_mounts() -> Result<(), StageError> {
+pub fn detach_netns_mounts(sys: &dyn Mounts) -> Result<(), StageError> {
     let dir = Path::new(crate::netns::NETNS_RUN_DIR);
-    match umount2(dir, MntFlags::MNT_DETACH) {
+    match sys.detach(dir) {
         Ok(()) | Err(Errno::EINVAL) | Err(Errno::ENOENT) => Ok(()),
         Err(errno) => Err(StageError::Mount {
             target: dir.to_path_buf(),
@@ -86,8 +90,9 @@ pub fn detach_netns_mounts() -> Result<(), StageError> {
 }
 
 /// Makes `rootfs` a mount point of its own, so that it can become the root later.
-pub fn bind_rootfs(rootfs: &Path) -> Result<(), StageError> {
+pub fn bind_rootfs(sys: &dyn Mounts, rootfs: &Path) -> Result<(), StageError> {
     do_mount(
+        sys,
         Some(rootfs),
         rootfs,
         None,
@@ -118,6 +123,7 @@ const ETC_FILES: [&str; 3] = ["resolv.conf", "hosts", "hostname"];
 /// Returns the mounts of the rootfs's own content made that way (the tmpfs and its binds),
 /// which `--readonly-rootfs` makes read-only with the root.
 pub fn bind_etc_files(
+    sys: &dyn Mounts,
     pod_dir: &Path,
     root: &Path,
     is_rootfs: bool,
@@ -127,7 +133,7 @@ pub fn bind_etc_files(
             let source = pod_dir.join("etc").join(name);
             let target = root.join("etc").join(name);
             if source.is_file() && fs::metadata(&target).is_ok() {
-                do_mount(Some(&source), &target, None, MsFlags::MS_BIND, None)?;
+                do_mount(sys, Some(&source), &target, None, MsFlags::MS_BIND, None)?;
             }
         }
         return Ok(Vec::new());
@@ -152,7 +158,7 @@ pub fn bind_etc_files(
     match fs::symlink_metadata(&etc) {
         Ok(m) if m.file_type().is_dir() => {
             if !ETC_FILES.iter().all(|name| is_file(&etc.join(name))) {
-                shadows = shadow_dir(&etc, &pod_dir.join("rootfs-etc"), &ETC_FILES, &[])?;
+                shadows = shadow_dir(sys, &etc, &pod_dir.join("rootfs-etc"), &ETC_FILES, &[])?;
             }
         }
         Ok(_) => {
@@ -163,7 +169,7 @@ pub fn bind_etc_files(
             })
         }
         Err(_) => {
-            shadows = shadow_dir(root, &pod_dir.join("rootfs-root"), &[], &["etc"])?;
+            shadows = shadow_dir(sys, root, &pod_dir.join("rootfs-root"), &[], &["etc"])?;
             // `etc` is now a directory of the shadow's tmpfs: the targets go there.
             for name in ETC_FILES {
                 let to = etc.join(name);
@@ -173,6 +179,7 @@ pub fn bind_etc_files(
     }
     for name in ETC_FILES {
         do_mount(
+            sys,
             Some(&pod_etc.join(name)),
             &etc.join(name),
             None,
@@ -228,6 +235,7 @@ pub fn rootfs_mount_points(own_netns: bool) -> Vec<&'static str> {
 /// volume targets may be created (`None` when the rootfs had everything), and the mounts
 /// made, which `--readonly-rootfs` makes read-only with the root.
 pub fn provide_mount_points(
+    sys: &dyn Mounts,
     pod_dir: &Path,
     rootfs: &Path,
     mount_points: &[&str],
@@ -246,7 +254,7 @@ pub fn provide_mount_points(
         return Ok((None, Vec::new()));
     }
     let staging = pod_dir.join("rootfs-mount-points");
-    let made = shadow_dir(rootfs, &staging, &[], &missing)?;
+    let made = shadow_dir(sys, rootfs, &staging, &[], &missing)?;
     let meta = fs::metadata(rootfs).map_err(io_err("read", rootfs))?;
     Ok((Some(meta.dev()), made))
 }
@@ -257,6 +265,7 @@ pub fn provide_mount_points(
 /// files to mount over; `new_dirs` are added as empty directories (0755). Returns the mounts made
 /// (the binds, then the tmpfs), each named by its place under `dir`.
 fn shadow_dir(
+    sys: &dyn Mounts,
     dir: &Path,
     staging: &Path,
     files: &[&str],
@@ -266,6 +275,7 @@ fn shadow_dir(
     let meta = fs::metadata(dir).map_err(io_err("read", dir))?;
     fs::create_dir_all(staging).map_err(io_err("create", staging))?;
     do_mount(
+        sys,
         Some(Path::new("tmpfs")),
         staging,
         Some("tmpfs"),
@@ -298,6 +308,7 @@ fn shadow_dir(
             fs::write(&to, b"").map_err(io_err("create", &to))?;
         }
         do_mount(
+            sys,
             Some(&from),
             &to,
             None,
@@ -318,7 +329,7 @@ fn shadow_dir(
         fs::set_permissions(&to, fs::Permissions::from_mode(0o755))
             .map_err(io_err("create", &to))?;
     }
-    do_mount(Some(staging), dir, None, MsFlags::MS_MOVE, None)?;
+    do_mount(sys, Some(staging), dir, None, MsFlags::MS_MOVE, None)?;
     made.push(ShadowMount::open(dir)?);
     Ok(made)
 }
@@ -349,10 +360,14 @@ pub struct HostView {
 /// 5. [`PRIVATE_TMP`] get a private tmpfs each.
 ///
 /// Returns the devices of those tmpfs mounts, where volume targets may be created.
-pub fn read_only_host(pod_dir: &Path, view: HostView) -> Result<Vec<u64>, StageError> {
+pub fn read_only_host(
+    sys: &dyn Mounts,
+    pod_dir: &Path,
+    view: HostView,
+) -> Result<Vec<u64>, StageError> {
     use std::os::fd::AsFd;
     use std::os::unix::fs::MetadataExt;
-    let sys = |what: &'static str, path: &Path| {
+    let err = |what: &'static str, path: &Path| {
         let path = path.to_path_buf();
         move |source| StageError::Sys { what, path, source }
     };
@@ -362,23 +377,24 @@ pub fn read_only_host(pod_dir: &Path, view: HostView) -> Result<Vec<u64>, StageE
         let source = pod_dir.join("etc").join(name);
         let target = Path::new("/etc").join(name);
         if source.is_file() && fs::metadata(&target).is_ok() {
-            let tree = crate::netns::clone_tree(cwd.as_fd(), Some(&source), false)
-                .map_err(sys("clone the mount of", &source))?;
+            let tree = sys
+                .clone_tree(cwd.as_fd(), Some(&source), false)
+                .map_err(err("clone the mount of", &source))?;
             etc.push((tree, target));
         }
     }
     if view.hide_rkt_state {
         for dir in rkt_state_dirs(pod_dir) {
             if fs::metadata(&dir).is_ok_and(|m| m.is_dir()) {
-                crate::isolation::paths::mask_dir(&dir)?;
+                crate::isolation::paths::mask_dir(sys, &dir)?;
             }
         }
     }
-    crate::isolation::paths::read_only_tree(Path::new("/"))?;
-    crate::isolation::paths::writable_mount(Path::new("/proc"))?;
+    crate::isolation::paths::read_only_tree(sys, Path::new("/"))?;
+    crate::isolation::paths::writable_mount(sys, Path::new("/proc"))?;
     for (tree, target) in etc {
-        crate::netns::attach_tree(tree, cwd, Some(&target))
-            .map_err(sys("bind-mount the pod's file over", &target))?;
+        sys.attach_tree(tree, cwd, Some(&target))
+            .map_err(err("bind-mount the pod's file over", &target))?;
     }
     let mut devices = Vec::new();
     if !view.private_tmp {
@@ -389,6 +405,7 @@ pub fn read_only_host(pod_dir: &Path, view: HostView) -> Result<Vec<u64>, StageE
             continue;
         }
         do_mount(
+            sys,
             Some(Path::new("tmpfs")),
             dir,
             Some("tmpfs"),
@@ -424,10 +441,11 @@ pub fn reenter_cwd() {
 }
 
 /// A fresh sysfs at `<root>/sys` showing the pod's network namespace.
-pub fn mount_sysfs(root: &Path) -> Result<(), StageError> {
+pub fn mount_sysfs(sys: &dyn Mounts, root: &Path) -> Result<(), StageError> {
     let target = root.join("sys");
     fs::create_dir_all(&target).map_err(io_err("create", &target))?;
     do_mount(
+        sys,
         Some(Path::new("sysfs")),
         &target,
         Some("sysfs"),
@@ -439,7 +457,7 @@ pub fn mount_sysfs(root: &Path) -> Result<(), StageError> {
 /// A minimal `/dev` under `root` (the host's root too): a `nodev` tmpfs with the host's
 /// basic device nodes bound in (each bind made `dev` again, since `root`'s mounts may all
 /// be `nodev`), a new devpts instance and a private `/dev/shm`.
-pub fn populate_dev(root: &Path) -> Result<(), StageError> {
+pub fn populate_dev(sys: &dyn Mounts, root: &Path) -> Result<(), StageError> {
     let dev = root.join("dev");
     fs::create_dir_all(&dev).map_err(io_err("create", &dev))?;
     // Opened before the tmpfs hides them when `root` is the host's root.
@@ -456,6 +474,7 @@ pub fn populate_dev(root: &Path) -> Result<(), StageError> {
         }
     }
     do_mount(
+        sys,
         Some(Path::new("tmpfs")),
         &dev,
         Some("tmpfs"),
@@ -471,8 +490,9 @@ pub fn populate_dev(root: &Path) -> Result<(), StageError> {
             .open(&target)
             .map_err(io_err("create", &target))?;
         let source = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
-        do_mount(Some(&source), &target, None, MsFlags::MS_BIND, None)?;
+        do_mount(sys, Some(&source), &target, None, MsFlags::MS_BIND, None)?;
         do_mount(
+            sys,
             None,
             &target,
             None,
@@ -483,6 +503,7 @@ pub fn populate_dev(root: &Path) -> Result<(), StageError> {
     let pts = dev.join("pts");
     fs::create_dir(&pts).map_err(io_err("create", &pts))?;
     do_mount(
+        sys,
         Some(Path::new("devpts")),
         &pts,
         Some("devpts"),
@@ -492,6 +513,7 @@ pub fn populate_dev(root: &Path) -> Result<(), StageError> {
     let shm = dev.join("shm");
     fs::create_dir(&shm).map_err(io_err("create", &shm))?;
     do_mount(
+        sys,
         Some(Path::new("tmpfs")),
         &shm,
         Some("tmpfs"),
@@ -512,10 +534,11 @@ pub fn populate_dev(root: &Path) -> Result<(), StageError> {
 }
 
 /// A `/proc` for the pod's PID namespace at `<root>/proc`. Run by the pod's init.
-pub fn mount_proc(root: &Path) -> Result<(), StageError> {
+pub fn mount_proc(sys: &dyn Mounts, root: &Path) -> Result<(), StageError> {
     let target = root.join("proc");
     fs::create_dir_all(&target).map_err(io_err("create", &target))?;
     do_mount(
+        sys,
         Some(Path::new("proc")),
         &target,
         Some("proc"),
@@ -526,12 +549,15 @@ pub fn mount_proc(root: &Path) -> Result<(), StageError> {
 
 /// Makes `rootfs` (already a mount point, see [`bind_rootfs`]) the root, detaching the old
 /// one. The current directory ends up at the new `/`.
-pub fn enter_rootfs(rootfs: &Path) -> Result<(), StageError> {
+pub fn enter_rootfs(sys: &dyn Mounts, rootfs: &Path) -> Result<(), StageError> {
     let errno =
         |what: &'static str, path: PathBuf| move |source| StageError::Sys { what, path, source };
-    chdir(rootfs).map_err(errno("change directory to", rootfs.to_path_buf()))?;
-    pivot_root(".", ".").map_err(errno("pivot_root into", rootfs.to_path_buf()))?;
-    umount2(".", MntFlags::MNT_DETACH)
+    sys.chdir(rootfs)
+        .map_err(errno("change directory to", rootfs.to_path_buf()))?;
+    sys.pivot_root_here()
+        .map_err(errno("pivot_root into", rootfs.to_path_buf()))?;
+    sys.detach(Path::new("."))
         .map_err(errno("detach the old root under", rootfs.to_path_buf()))?;
-    chdir("/").map_err(errno("change directory to", PathBuf::from("/")))
+    sys.chdir(Path::new("/"))
+        .map_err(errno("change directory to", PathBuf::from("/")))
 }

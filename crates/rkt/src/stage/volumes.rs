@@ -3,7 +3,7 @@
 //! app's mount namespace before it enters its root ([`mount_app_volumes`]).
 //!
 //! A mount target is resolved beneath the app's root with `openat2(2)` and
-//! `RESOLVE_IN_ROOT`, one component at a time, so a symlink in the root (absolute, or with
+//! `RESOLVE_IN_ROOT` ([`beneath::open_beneath`]), one component at a time, so a symlink in the root (absolute, or with
 //! `..`) resolves as it would for the app, inside the root, never to the host's files.
 //! Missing components are created (directories 0755, a last component that receives a file
 //! an empty 0644 file; a symlink to a missing path is followed from the root, its `..`
@@ -24,16 +24,18 @@
 //! namespace, which goes away with the pod: nothing is mounted on the host.
 
 use std::collections::VecDeque;
-use std::ffi::{CString, OsString};
+use std::ffi::OsString;
 use std::fs;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
+use beneath::mount::{Attr, Flag};
+use beneath::{at, open_beneath, Kind, MountAttrError};
 use nix::errno::Errno;
 use nix::sys::stat::fstat;
 
+use crate::isolation::syscall::{errno_of, Mounts};
 use crate::isolation::user_ns::IdMap;
 use crate::podstore::volume::{empty_dir, Mount, Volume, VolumeKind};
 use crate::podstore::App;
@@ -97,7 +99,7 @@ pub fn create_empty_volumes(
                 volume,
                 what,
                 path,
-                source: Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)),
+                source: errno_of(e),
             }
         };
         let dir = empty_dir(pod_dir, &volume.name);
@@ -136,6 +138,7 @@ pub struct Source {
 /// changes them (a host-command pod's host tree turns read-only, and a bind mount would
 /// copy that), after [`create_empty_volumes`].
 pub fn take_sources(
+    sys: &dyn Mounts,
     pod_dir: &Path,
     volumes: &[Volume],
     mounts: &[Mount],
@@ -155,7 +158,7 @@ pub fn take_sources(
             } => (source.clone(), *recursive, *read_only),
             VolumeKind::Empty { .. } => (empty_dir(pod_dir, &volume.name), false, false),
         };
-        let sys = |what: &'static str| {
+        let err = |what: &'static str| {
             let (volume, path) = (volume.name.clone(), source.clone());
             move |source| VolumeMountError::Sys {
                 volume,
@@ -164,10 +167,12 @@ pub fn take_sources(
                 source,
             }
         };
-        let source_fd = open_path(&source, 0).map_err(sys("open the source"))?;
-        let is_dir = is_dir(&source_fd).map_err(sys("inspect the source"))?;
-        let tree = crate::netns::clone_tree(source_fd.as_fd(), None, recursive)
-            .map_err(sys("clone the mount of the source"))?;
+        let source_fd = beneath::open_path(&source, Kind::Any)
+            .map_err(|e| err("open the source")(errno_of(e)))?;
+        let is_dir = is_dir(&source_fd).map_err(err("inspect the source"))?;
+        let tree = sys
+            .clone_tree(source_fd.as_fd(), None, recursive)
+            .map_err(err("clone the mount of the source"))?;
         sources.push(Source {
             volume: volume.name.clone(),
             tree,
@@ -215,6 +220,7 @@ pub fn top_level_missing(rootfs: &Path, mounts: &[Mount]) -> bool {
 /// it per app in the app's own mount namespace once the root's own mounts (`/dev`, `/etc`
 /// files) are in place, before the root is made read-only or entered.
 pub fn mount_app_volumes(
+    sys: &dyn Mounts,
     root: &Path,
     creatable: Creatable<'_>,
     mounts: &[Mount],
@@ -224,19 +230,20 @@ pub fn mount_app_volumes(
     let Some(first) = sources.first() else {
         return Ok(());
     };
-    let root_fd = open_path(root, libc::O_DIRECTORY).map_err(|source| VolumeMountError::Sys {
+    let root_fd = beneath::open_path(root, Kind::Directory).map_err(|e| VolumeMountError::Sys {
         volume: first.volume.clone(),
         what: "open the app's root",
         path: root.to_path_buf(),
-        source,
+        source: errno_of(e),
     })?;
     for (m, source) in mounts.iter().zip(sources) {
-        mount_one(&root_fd, creatable, source, m, nodev)?;
+        mount_one(sys, &root_fd, creatable, source, m, nodev)?;
     }
     Ok(())
 }
 
 fn mount_one(
+    sys: &dyn Mounts,
     root_fd: &OwnedFd,
     creatable: Creatable<'_>,
     source: Source,
@@ -244,7 +251,7 @@ fn mount_one(
     nodev: bool,
 ) -> Result<(), VolumeMountError> {
     let name = source.volume.as_str();
-    let sys = |what: &'static str, path: &Path| {
+    let err = |what: &'static str, path: &Path| {
         let (volume, path) = (name.to_string(), path.to_path_buf());
         move |source| VolumeMountError::Sys {
             volume,
@@ -255,15 +262,19 @@ fn mount_one(
     };
     let target = Path::new(&m.target);
     let target_fd = resolve_target(root_fd, m, source.is_dir, creatable, name)?;
-    crate::netns::attach_tree(source.tree, target_fd.as_fd(), None)
-        .map_err(sys("bind-mount the source onto", target))?;
+    sys.attach_tree(source.tree, target_fd.as_fd(), None)
+        .map_err(err("bind-mount the source onto", target))?;
     drop(target_fd);
-    let mut attrs: Vec<(u64, bool)> = Vec::new();
+    let mut attrs = Vec::new();
     if source.read_only {
-        attrs.push((MOUNT_ATTR_RDONLY, source.recursive));
+        let read_only = Attr::set(Flag::ReadOnly);
+        attrs.push(match source.recursive {
+            true => read_only.recursive(),
+            false => read_only,
+        });
     }
     if nodev {
-        attrs.push((MOUNT_ATTR_NODEV, true));
+        attrs.push(Attr::set(Flag::NoDev).recursive());
     }
     if attrs.is_empty() {
         return Ok(());
@@ -271,19 +282,22 @@ fn mount_one(
     // The new mount's root: resolving the target again crosses into it.
     let rel = m.relative_target();
     let mounted =
-        open_in_root(root_fd.as_raw_fd(), rel, 0).map_err(sys("open the new mount at", target))?;
-    for (attr, tree) in attrs {
-        set_attr(&mounted, attr, tree).map_err(|e| match e {
-            Errno::ENOSYS => VolumeMountError::Unsupported {
-                volume: name.to_string(),
-            },
-            source => VolumeMountError::Sys {
-                volume: name.to_string(),
-                what: "set the mount flags (read-only, nodev) of",
-                path: target.to_path_buf(),
-                source,
-            },
-        })?;
+        open_in_root(root_fd, rel, Kind::Any).map_err(err("open the new mount at", target))?;
+    for attr in attrs {
+        sys.set_attr_fd(mounted.as_fd(), attr, target)
+            .map_err(|e| match e {
+                MountAttrError::Unsupported { .. } => VolumeMountError::Unsupported {
+                    volume: name.to_string(),
+                },
+                MountAttrError::Set { source, .. }
+                | MountAttrError::Remount { source, .. }
+                | MountAttrError::Mountinfo { source, .. } => VolumeMountError::Sys {
+                    volume: name.to_string(),
+                    what: "set the mount flags (read-only, nodev) of",
+                    path: target.to_path_buf(),
+                    source: errno_of(source),
+                },
+            })?;
     }
     Ok(())
 }
@@ -358,11 +372,11 @@ fn resolve_target(
             continue;
         }
         let want_dir = !todo.is_empty() || source_is_dir;
-        let dir_flag = if want_dir { libc::O_DIRECTORY } else { 0 };
+        let kind = if want_dir { Kind::Directory } else { Kind::Any };
         let parent = joined(&done);
         let path = parent.join(&part);
         let shown = Path::new("/").join(&path);
-        match open_in_root(root_fd.as_raw_fd(), &path, dir_flag) {
+        match open_in_root(root_fd, &path, kind) {
             Ok(_) => {
                 done.push(part);
                 continue;
@@ -374,7 +388,7 @@ fn resolve_target(
                 };
                 if let Some(own) = own {
                     // Only in the pod's own tmpfs mounts.
-                    let parent_fd = open_in_root(root_fd.as_raw_fd(), &parent, libc::O_DIRECTORY);
+                    let parent_fd = open_in_root(root_fd, &parent, Kind::Directory);
                     let device = parent_fd.and_then(|fd| fstat(fd.as_raw_fd()));
                     if !device.is_ok_and(|st| own.contains(&st.st_dev)) {
                         let (volume, target) = (name.to_string(), m.target.clone());
@@ -406,12 +420,11 @@ fn resolve_target(
             Err(e) => return Err(sys("resolve", &shown)(e)),
         }
         // Missing: create it in its parent as resolved in the root.
-        let parent_fd = open_in_root(root_fd.as_raw_fd(), &parent, libc::O_DIRECTORY)
+        let parent_fd = open_in_root(root_fd, &parent, Kind::Directory)
             .map_err(sys("resolve", &Path::new("/").join(&parent)))?;
-        let name =
-            CString::new(part.as_bytes()).map_err(|_| sys("create", &shown)(Errno::EINVAL))?;
-        create_at(&parent_fd, &name, want_dir).map_err(sys("create", &shown))?;
-        match open_in_root(root_fd.as_raw_fd(), &path, dir_flag) {
+        at::create_mount_point(parent_fd.as_fd(), &part, kind)
+            .map_err(|e| sys("create", &shown)(errno_of(e)))?;
+        match open_in_root(root_fd, &path, kind) {
             Ok(_) => done.push(part),
             Err(Errno::ENOENT) => {
                 // There already, yet missing: a symlink to a missing path. Its target
@@ -420,7 +433,8 @@ fn resolve_target(
                 if links > 40 {
                     return Err(sys("resolve", &shown)(Errno::ELOOP));
                 }
-                let link = readlink_at(&parent_fd, &name).map_err(sys("read the link", &shown))?;
+                let link = at::readlink(parent_fd.as_fd(), &part)
+                    .map_err(|e| sys("read the link", &shown)(errno_of(e)))?;
                 if link.is_absolute() {
                     done.clear();
                 }
@@ -433,139 +447,19 @@ fn resolve_target(
             Err(e) => return Err(sys("open the created", &shown)(e)),
         }
     }
-    let dir_flag = if source_is_dir { libc::O_DIRECTORY } else { 0 };
-    open_in_root(root_fd.as_raw_fd(), &joined(&done), dir_flag)
-        .map_err(sys("resolve", Path::new(&m.target)))
-}
-
-/// The target of symlink `name` in `parent`.
-fn readlink_at(parent: &OwnedFd, name: &CString) -> Result<PathBuf, Errno> {
-    let mut buf = vec![0u8; libc::PATH_MAX as usize];
-    // SAFETY: `name` is NUL-terminated, `buf` is writable for its length.
-    let n = unsafe {
-        libc::readlinkat(
-            parent.as_raw_fd(),
-            name.as_ptr(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-        )
-    };
-    let n = Errno::result(n)? as usize;
-    buf.truncate(n);
-    Ok(PathBuf::from(OsString::from_vec(buf)))
-}
-
-/// Creates `name` in `parent`: a directory (0755) or an empty file (0644). Something
-/// created there meanwhile is fine.
-fn create_at(parent: &OwnedFd, name: &CString, dir: bool) -> Result<(), Errno> {
-    // SAFETY: `name` is NUL-terminated and outlives the calls; `parent` is an open
-    // descriptor (O_PATH directories serve as dirfd of *at calls).
-    let rc = unsafe {
-        if dir {
-            libc::mkdirat(parent.as_raw_fd(), name.as_ptr(), 0o755)
-        } else {
-            let fd = libc::openat(
-                parent.as_raw_fd(),
-                name.as_ptr(),
-                libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                0o644,
-            );
-            if fd >= 0 {
-                libc::close(fd);
-            }
-            fd.min(0)
-        }
-    };
-    match Errno::result(rc) {
-        Ok(_) | Err(Errno::EEXIST) => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
-/// `open(path, O_PATH | extra)`, following symlinks (a host source as the user gave it).
-fn open_path(path: &Path, extra: i32) -> Result<OwnedFd, Errno> {
-    let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| Errno::EINVAL)?;
-    // SAFETY: `c` is NUL-terminated and outlives the call.
-    let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC | extra) };
-    let fd = Errno::result(fd)?;
-    // SAFETY: a fresh descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// `openat2(root, rel, O_PATH | extra, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)`.
-/// An empty `rel` is the root itself.
-fn open_in_root(root: RawFd, rel: &Path, extra: i32) -> Result<OwnedFd, Errno> {
-    let rel = if rel.as_os_str().is_empty() {
-        Path::new(".")
+    let kind = if source_is_dir {
+        Kind::Directory
     } else {
-        rel
+        Kind::Any
     };
-    let c = CString::new(rel.as_os_str().as_bytes()).map_err(|_| Errno::EINVAL)?;
-    // SAFETY: open_how is plain data; all-zero is a valid value.
-    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    how.flags = (libc::O_PATH | libc::O_CLOEXEC | extra) as u64;
-    how.resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS;
-    loop {
-        // SAFETY: `c` and `how` outlive the call, and the size passed is that of `how`.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_openat2,
-                root,
-                c.as_ptr(),
-                &how as *const libc::open_how,
-                std::mem::size_of::<libc::open_how>(),
-            )
-        };
-        match Errno::result(fd) {
-            // SAFETY: a fresh descriptor that nothing else owns.
-            Ok(fd) => return Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) }),
-            // A concurrent rename raced the resolution: resolve again.
-            Err(Errno::EAGAIN | Errno::EINTR) => continue,
-            Err(e) => return Err(e),
-        }
-    }
+    open_in_root(root_fd, &joined(&done), kind).map_err(sys("resolve", Path::new(&m.target)))
+}
+
+/// `rel` beneath the root `root` is open on, `O_PATH` ([`beneath::open_beneath`]).
+fn open_in_root(root: &OwnedFd, rel: &Path, kind: Kind) -> Result<OwnedFd, Errno> {
+    open_beneath(root.as_fd(), rel, kind).map_err(errno_of)
 }
 
 fn is_dir(fd: &OwnedFd) -> Result<bool, Errno> {
     fstat(fd.as_raw_fd()).map(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
-}
-
-const MOUNT_ATTR_RDONLY: u64 = 0x1;
-const MOUNT_ATTR_NODEV: u64 = 0x4;
-const AT_RECURSIVE: libc::c_uint = 0x8000;
-
-/// `struct mount_attr` of mount_setattr(2).
-#[repr(C)]
-struct MountAttr {
-    attr_set: u64,
-    attr_clr: u64,
-    propagation: u64,
-    userns_fd: u64,
-}
-
-/// Sets `attr` on the mount whose root `fd` is, and with `tree` on every mount below it.
-fn set_attr(fd: &OwnedFd, attr: u64, tree: bool) -> Result<(), Errno> {
-    let attr = MountAttr {
-        attr_set: attr,
-        attr_clr: 0,
-        propagation: 0,
-        userns_fd: 0,
-    };
-    let mut flags = libc::AT_EMPTY_PATH as libc::c_uint;
-    if tree {
-        flags |= AT_RECURSIVE;
-    }
-    // SAFETY: an empty NUL-terminated path and a mount_attr of the size passed, alive for
-    // the call; `fd` is open.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_mount_setattr,
-            fd.as_raw_fd(),
-            c"".as_ptr(),
-            flags,
-            &attr as *const MountAttr,
-            std::mem::size_of::<MountAttr>(),
-        )
-    };
-    Errno::result(rc).map(drop)
 }

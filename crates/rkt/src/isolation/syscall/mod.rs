@@ -1,9 +1,13 @@
 //! The system calls that narrow a process, behind a trait, so that the order in which
 //! [`super::apply`] makes them can be tested without root (`test::Recorder`); the escape
-//! tests (`tests/isolation_escape.rs`) then prove the real ones ([`Linux`]).
+//! tests (`tests/isolation_escape.rs`) then prove the real ones ([`Linux`]). Its sibling
+//! [`Mounts`] does the same for the mounts that build an app's view of the files.
 
+mod mounts;
 #[cfg(test)]
 pub mod test;
+
+pub use mounts::{errno_of, Mounts};
 
 use nix::errno::Errno;
 use seccompiler::sock_filter;
