@@ -426,6 +426,7 @@ mod tests {
             prepared: isolation::Isolation::default().prepare().unwrap(),
             user_ns: None,
             listen_fds: 0,
+            log_fds: [None, None],
         };
         let app = PreparedApp {
             app,
