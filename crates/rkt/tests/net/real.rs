@@ -8,7 +8,7 @@
 use crate::{leaks, net_support};
 
 use std::fs;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 
 use net_support::{
@@ -19,15 +19,6 @@ use serde_json::{json, Value};
 use test_kit::unique;
 
 const SYSTEM_PLUGINS: &str = "/usr/lib/cni";
-
-fn root_or_skip(test: &str) -> bool {
-    if test_kit::is_root() {
-        true
-    } else {
-        eprintln!("{test}: skipped, needs root");
-        false
-    }
-}
 
 /// Options with the system plugin directory (after the world's own one).
 fn real_opts(w: &NetWorld, net: &[&str]) -> NetOptions {
@@ -83,9 +74,7 @@ fn assert_addr_on(ns: &TestNetns, ifname: &str, ip: Ipv4Addr) {
 
 #[test]
 fn builtin_default_gets_an_address_and_leaves_nothing() {
-    if !root_or_skip("builtin_default") {
-        return;
-    }
+    test_kit::require_root!();
     let w = NetWorld::new();
     let ns = TestNetns::new();
     let pod_dir = w.pod_dir();
@@ -123,46 +112,8 @@ fn builtin_default_gets_an_address_and_leaves_nothing() {
 }
 
 #[test]
-fn pinned_address_through_net_args_on_default_restricted() {
-    if !root_or_skip("pinned_address") {
-        return;
-    }
-    let w = NetWorld::new();
-    let ns = TestNetns::new();
-    let pod_dir = w.pod_dir();
-    let pod = w.pod(&pod_dir, Some(&ns.path));
-    let _guard = TeardownGuard(pod);
-    // a random address in 172.31.0.0/16, away from the low end host-local hands out first
-    let seed = uuid::Uuid::new_v4().as_u128();
-    let ip = Ipv4Addr::new(
-        172,
-        31,
-        100 + (seed % 150) as u8,
-        2 + ((seed >> 8) % 250) as u8,
-    );
-    let arg = format!("default-restricted:IP={ip}");
-    let mut g = leaks::Guard::new(w.leak_ctx().shared_network("default-restricted"));
-
-    let nets = networking::setup(&pod, &real_opts(&w, &[&arg])).unwrap();
-    let t = trace(&w.uuid, &nets);
-    guard_links(&mut g, &t.ifaces);
-    assert_eq!(nets[0].ip4(), Some(ip));
-    assert_eq!(nets[0].mask, Some("255.255.0.0".parse().unwrap()));
-    assert_addr_on(&ns, "eth0", ip);
-    assert!(
-        t.chains.is_empty(),
-        "default-restricted must not masquerade"
-    );
-
-    networking::teardown(&pod).unwrap();
-    g.check();
-}
-
-#[test]
 fn user_network_from_conf_dir_and_renamed_plugin_from_plugin_dir() {
-    if !root_or_skip("user_network_and_renamed_plugin") {
-        return;
-    }
+    test_kit::require_root!();
     let w = NetWorld::new();
     let ns = TestNetns::new();
     let renamed = format!("myptp{}", unique());
@@ -224,9 +175,7 @@ fn user_network_from_conf_dir_and_renamed_plugin_from_plugin_dir() {
 
 #[test]
 fn failing_second_network_tears_down_the_first() {
-    if !root_or_skip("failing_second_network") {
-        return;
-    }
+    test_kit::require_root!();
     let w = NetWorld::new();
     let ns = TestNetns::new();
     let name_a = format!("rkt-test-a-{}", unique());
@@ -273,9 +222,7 @@ fn failing_second_network_tears_down_the_first() {
 
 #[test]
 fn missing_plugin_names_it_and_leaves_nothing() {
-    if !root_or_skip("missing_plugin") {
-        return;
-    }
+    test_kit::require_root!();
     let w = NetWorld::new();
     let ns = TestNetns::new();
     let name = format!("rkt-test-{}", unique());
@@ -299,9 +246,7 @@ fn missing_plugin_names_it_and_leaves_nothing() {
 
 #[test]
 fn teardown_after_the_namespace_is_gone_leaves_nothing() {
-    if !root_or_skip("teardown_after_namespace_gone") {
-        return;
-    }
+    test_kit::require_root!();
     let w = NetWorld::new();
     let ns = TestNetns::new();
     let pod_dir = w.pod_dir();
@@ -320,62 +265,107 @@ fn teardown_after_the_namespace_is_gone_leaves_nothing() {
     g.check();
 }
 
+/// An address pinned through CNI_ARGS (`--net=NAME:IP=ADDR`) is the pod's, with the
+/// network's mask, on eth0, and goes with the teardown; one case per network and family.
 #[test]
-fn ipv6_address_pinned_through_net_args() {
-    if !root_or_skip("ipv6_address_pinned") {
-        return;
-    }
-    if !Path::new("/proc/sys/net/ipv6").exists() {
-        eprintln!("ipv6_address_pinned: skipped, no IPv6 in this kernel");
-        return;
-    }
-    let w = NetWorld::new();
-    let ns = TestNetns::new();
-    let name = format!("rkt-test-v6-{}", unique());
-    let _dirs = HostLocalDirs(vec![name.clone()]);
-    let prefix = "fd00:110:7";
-    let subnet = format!("{prefix}::/64");
-    w.conf(
-        "10-v6.conflist",
-        json!({
-            "cniVersion": "1.0.0",
-            "name": name,
-            "plugins": [{
-                "type": "ptp",
-                "ipMasq": false,
-                "ipam": {"type": "host-local", "subnet": subnet}
-            }]
-        }),
+fn addresses_pinned_through_net_args() {
+    test_kit::require_root!();
+    // a random address in 172.31.0.0/16, away from the low end host-local hands out first
+    let seed = uuid::Uuid::new_v4().as_u128();
+    let v4 = Ipv4Addr::new(
+        172,
+        31,
+        100 + (seed % 150) as u8,
+        2 + ((seed >> 8) % 250) as u8,
     );
-    let pod_dir = w.pod_dir();
-    let pod = w.pod(&pod_dir, Some(&ns.path));
-    let _guard = TeardownGuard(pod);
-    let mut g = leaks::Guard::new(w.leak_ctx().network(&name).subnet(&subnet));
-    let ip: std::net::Ipv6Addr = format!("{prefix}::5").parse().unwrap();
+    let v6_net = format!("rkt-test-v6-{}", unique());
+    let v6_subnet = "fd00:110:7::/64";
+    struct Case<'a> {
+        name: &'a str,
+        /// The network, and its configuration when it is no built-in.
+        net: &'a str,
+        conf: Option<Value>,
+        ip: IpAddr,
+        mask: &'a str,
+        /// `ip -o addr`'s words for the address: `inet 172.31.…/` or `inet6 fd00:…/64`.
+        shown: String,
+    }
+    let cases = [
+        Case {
+            name: "IPv4 on the built-in default-restricted",
+            net: "default-restricted",
+            conf: None,
+            ip: v4.into(),
+            mask: "255.255.0.0",
+            shown: format!("inet {v4}/"),
+        },
+        Case {
+            name: "IPv6 on a user network",
+            net: &v6_net,
+            conf: Some(json!({
+                "cniVersion": "1.0.0",
+                "name": v6_net,
+                "plugins": [{
+                    "type": "ptp",
+                    "ipMasq": false,
+                    "ipam": {"type": "host-local", "subnet": v6_subnet}
+                }]
+            })),
+            ip: "fd00:110:7::5".parse().unwrap(),
+            mask: "ffff:ffff:ffff:ffff::",
+            shown: "inet6 fd00:110:7::5/64".to_string(),
+        },
+    ];
+    for case in cases {
+        let name = case.name;
+        if case.ip.is_ipv6() && !Path::new("/proc/sys/net/ipv6").exists() {
+            eprintln!("{name}: skipped, no IPv6 in this kernel");
+            continue;
+        }
+        let w = NetWorld::new();
+        let ns = TestNetns::new();
+        // A user network's host-local directory goes with the case; a built-in's is shared.
+        let (ctx, _dirs) = match &case.conf {
+            Some(conf) => {
+                w.conf("10-pinned.conflist", conf.clone());
+                let ctx = w.leak_ctx().network(case.net).subnet(v6_subnet);
+                (ctx, HostLocalDirs(vec![case.net.to_string()]))
+            }
+            None => (w.leak_ctx().shared_network(case.net), HostLocalDirs(vec![])),
+        };
+        let pod_dir = w.pod_dir();
+        let pod = w.pod(&pod_dir, Some(&ns.path));
+        let _guard = TeardownGuard(pod);
+        let mut g = leaks::Guard::new(ctx);
 
-    let nets = networking::setup(&pod, &real_opts(&w, &[&format!("{name}:IP={ip}")])).unwrap();
-    let t = trace(&w.uuid, &nets);
-    guard_links(&mut g, &t.ifaces);
-    assert_eq!(nets[0].ip, Some(ip.into()));
-    assert_eq!(nets[0].ip4(), None);
-    assert_eq!(nets[0].mask, Some("ffff:ffff:ffff:ffff::".parse().unwrap()));
-    let addrs = ns.addrs();
-    assert!(
-        addrs
-            .lines()
-            .any(|l| l.contains(" eth0 ") && l.contains(&format!("inet6 {ip}/64"))),
-        "{ip} not on eth0:\n{addrs}"
-    );
+        let arg = format!("{}:IP={}", case.net, case.ip);
+        let nets = networking::setup(&pod, &real_opts(&w, &[&arg]))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let t = trace(&w.uuid, &nets);
+        guard_links(&mut g, &t.ifaces);
+        assert_eq!(nets[0].ip, Some(case.ip), "{name}");
+        assert_eq!(nets[0].mask, Some(case.mask.parse().unwrap()), "{name}");
+        let addrs = ns.addrs();
+        assert!(
+            addrs
+                .lines()
+                .any(|l| l.contains(" eth0 ") && l.contains(&case.shown)),
+            "{name}: {} not on eth0:\n{addrs}",
+            case.ip
+        );
+        assert!(
+            t.chains.is_empty(),
+            "{name}: the network must not masquerade"
+        );
 
-    networking::teardown(&pod).unwrap();
-    g.check();
+        networking::teardown(&pod).unwrap();
+        g.check();
+    }
 }
 
 #[test]
 fn all_sets_up_user_networks_and_both_builtins_and_dns_comes_from_the_result() {
-    if !root_or_skip("all_networks") {
-        return;
-    }
+    test_kit::require_root!();
     let w = NetWorld::new();
     let ns = TestNetns::new();
     let name = format!("rkt-test-all-{}", unique());
@@ -429,9 +419,7 @@ fn all_sets_up_user_networks_and_both_builtins_and_dns_comes_from_the_result() {
 
 #[test]
 fn concurrent_pods_on_default_get_distinct_addresses_and_all_come_down() {
-    if !root_or_skip("concurrent_pods") {
-        return;
-    }
+    test_kit::require_root!();
     const PODS: usize = 4;
     let worlds: Vec<NetWorld> = (0..PODS).map(|_| NetWorld::new()).collect();
     let namespaces: Vec<TestNetns> = (0..PODS).map(|_| TestNetns::new()).collect();

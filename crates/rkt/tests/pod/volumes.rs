@@ -16,6 +16,15 @@ use std::path::{Path, PathBuf};
 use pod_support::{mounts_under, World};
 
 /// A root filesystem with the static busybox as /bin/busybox and the applets the tests use.
+/// The set-up most tests here share: a world, its leak checker (dropped first, so it judges
+/// before the world's cleanup) and a busybox root filesystem in it.
+fn busybox_world() -> (World, leaks::Guard, PathBuf) {
+    let world = World::new(support::RKT);
+    let guard = leaks::Guard::new(world.leak_ctx());
+    let rootfs = busybox_rootfs(&world);
+    (world, guard, rootfs)
+}
+
 fn busybox_rootfs(world: &World) -> PathBuf {
     let rootfs = world.path("rootfs");
     for d in ["bin", "etc", "proc", "sys", "tmp"] {
@@ -70,9 +79,7 @@ impl Drop for TmpfsMount {
 #[test]
 fn a_host_volume_is_read_and_written_and_its_missing_target_made_without_writing_the_rootfs() {
     test_kit::require_root!();
-    let world = World::new(support::RKT);
-    let _g = leaks::Guard::new(world.leak_ctx());
-    let rootfs = busybox_rootfs(&world);
+    let (world, _g, rootfs) = busybox_world();
     let host = world.path("host-data");
     fs::create_dir(&host).unwrap();
     fs::write(host.join("in"), "from the host\n").unwrap();
@@ -104,9 +111,7 @@ fn a_host_volume_is_read_and_written_and_its_missing_target_made_without_writing
 #[test]
 fn a_read_only_host_volume_refuses_writes_with_erofs_below_its_submounts_too() {
     test_kit::require_root!();
-    let world = World::new(support::RKT);
-    let _g = leaks::Guard::new(world.leak_ctx());
-    let rootfs = busybox_rootfs(&world);
+    let (world, _g, rootfs) = busybox_world();
     let host = world.path("host-ro");
     let _sub = TmpfsMount::new(&host.join("sub"));
     fs::write(host.join("file"), "kept\n").unwrap();
@@ -136,9 +141,7 @@ fn a_read_only_host_volume_refuses_writes_with_erofs_below_its_submounts_too() {
 #[test]
 fn recursive_volumes_bring_the_hosts_submounts_and_non_recursive_ones_do_not() {
     test_kit::require_root!();
-    let world = World::new(support::RKT);
-    let _g = leaks::Guard::new(world.leak_ctx());
-    let rootfs = busybox_rootfs(&world);
+    let (world, _g, rootfs) = busybox_world();
     let host = world.path("host-tree");
     let _sub = TmpfsMount::new(&host.join("sub"));
     fs::write(host.join("sub/on-the-submount"), "").unwrap();
@@ -158,9 +161,7 @@ fn recursive_volumes_bring_the_hosts_submounts_and_non_recursive_ones_do_not() {
 #[test]
 fn an_empty_volume_has_its_mode_and_owner_and_goes_with_rkt_rm() {
     test_kit::require_root!();
-    let world = World::new(support::RKT);
-    let _g = leaks::Guard::new(world.leak_ctx());
-    let rootfs = busybox_rootfs(&world);
+    let (world, _g, rootfs) = busybox_world();
     let (out, uuid) = run_sh(
         &world,
         &rootfs,
@@ -193,9 +194,7 @@ fn a_prepared_pod_keeps_its_volumes_and_private_users_own_the_mapped_ids() {
         eprintln!("skipping: user namespaces are off");
         return;
     }
-    let world = World::new(support::RKT);
-    let _g = leaks::Guard::new(world.leak_ctx());
-    let rootfs = busybox_rootfs(&world);
+    let (world, _g, rootfs) = busybox_world();
     let out = world
         .rkt(&[
             "prepare",
@@ -227,9 +226,7 @@ fn a_prepared_pod_keeps_its_volumes_and_private_users_own_the_mapped_ids() {
 #[test]
 fn a_symlink_in_the_target_resolves_inside_the_root_never_to_the_host() {
     test_kit::require_root!();
-    let world = World::new(support::RKT);
-    let _g = leaks::Guard::new(world.leak_ctx());
-    let rootfs = busybox_rootfs(&world);
+    let (world, _g, rootfs) = busybox_world();
     // What the absolute symlink names is then missing at the rootfs's top level, where the
     // pod may make it (beside the rootfs, which is never written).
     fs::remove_dir(rootfs.join("tmp")).unwrap();
@@ -366,9 +363,7 @@ fn grammar_mistakes_name_the_word_and_leave_no_pod() {
 #[test]
 fn kill_9_of_rkt_run_with_volumes_then_gc_leaves_nothing() {
     test_kit::require_root!();
-    let mut world = World::new(support::RKT);
-    let _g = leaks::Guard::new(world.leak_ctx());
-    let rootfs = busybox_rootfs(&world);
+    let (mut world, _g, rootfs) = busybox_world();
     let host = world.path("host-k");
     let _sub = TmpfsMount::new(&host.join("sub"));
     let (uuid, index) = world.spawn_run(&[
@@ -471,9 +466,7 @@ fn an_image_pods_target_is_made_in_its_overlay_and_goes_with_the_pod() {
 #[test]
 fn two_apps_share_an_empty_volume_each_at_its_own_target_and_only_where_mounted() {
     test_kit::require_root!();
-    let world = World::new(support::RKT);
-    let _g = leaks::Guard::new(world.leak_ctx());
-    let rootfs = busybox_rootfs(&world);
+    let (world, _g, rootfs) = busybox_world();
     let root = format!("--rootfs={}", rootfs.display());
     let host = world.path("host-ro");
     fs::create_dir(&host).unwrap();
@@ -526,9 +519,7 @@ fn two_apps_share_an_empty_volume_each_at_its_own_target_and_only_where_mounted(
 #[test]
 fn volumes_stay_writable_under_a_read_only_rootfs() {
     test_kit::require_root!();
-    let world = World::new(support::RKT);
-    let _g = leaks::Guard::new(world.leak_ctx());
-    let rootfs = busybox_rootfs(&world);
+    let (world, _g, rootfs) = busybox_world();
     let (out, _) = run_sh(
         &world,
         &rootfs,
@@ -554,9 +545,7 @@ fn volumes_stay_writable_under_a_read_only_rootfs() {
 #[test]
 fn a_read_only_rootfs_keeps_etc_read_only_when_the_pod_adds_its_etc_files() {
     test_kit::require_root!();
-    let world = World::new(support::RKT);
-    let _g = leaks::Guard::new(world.leak_ctx());
-    let rootfs = busybox_rootfs(&world);
+    let (world, _g, rootfs) = busybox_world();
     fs::write(rootfs.join("etc/motd"), "hi\n").unwrap();
     let (out, _) = run_sh(
         &world,
