@@ -192,6 +192,19 @@ impl World {
         })
     }
 
+    /// Asserts that `rkt gc <options>` succeeds, says it removed pod `uuid`, and leaves no
+    /// pod in the data directory.
+    pub fn assert_gc_removes(&self, options: &[&str], uuid: &str) {
+        let mut args = vec!["gc"];
+        args.extend_from_slice(options);
+        self.rkt(&args)
+            .run()
+            .assert_success()
+            .assert_stdout_contains(&format!("removed pod {uuid}"));
+        let left = self.pods();
+        assert!(left.is_empty(), "rkt gc left pods {left:?}");
+    }
+
     /// The UUIDs of the pods in this world's data directory.
     pub fn pods(&self) -> Vec<String> {
         fs::read_dir(self.data().join("pods"))

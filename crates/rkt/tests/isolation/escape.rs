@@ -335,9 +335,7 @@ fn isolation_that_cannot_be_applied_fails_before_the_app_and_releases_the_networ
     use std::os::unix::process::CommandExt;
     let world = World::new(support::RKT);
     let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
-    let out_dir = world.path("out");
-    fs::create_dir(&out_dir).unwrap();
-    let (volume, mount) = pod_support::shared_dir("out", &out_dir);
+    let (out_dir, volume, mount) = pod_support::shared_dir_in(&world, "out");
     let marker = out_dir.join("app-ran");
     let file = world.path("uuid");
     let save = format!("--uuid-file-save={}", file.display());

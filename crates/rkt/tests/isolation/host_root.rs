@@ -10,8 +10,6 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-use pod_support::shared_dir;
-
 /// A shell script that tries to create a file in the root of every mount the pod sees
 /// (removing it at once) and prints, sorted, the mount points where that worked.
 const WRITABLE_MOUNTS: &str = r#"f=.rkt-write-probe-$$
@@ -124,9 +122,7 @@ fn only_a_pods_own_mounts_are_writable_and_readonly_rootfs_leaves_its_volumes() 
     test_kit::require_root!();
     let world = support::world_off_tmp();
     let _g = leaks::Guard::new(world.leak_ctx());
-    let vol = world.path("vol");
-    fs::create_dir(&vol).unwrap();
-    let (volume, mount) = shared_dir("vol", &vol);
+    let (vol, volume, mount) = pod_support::shared_dir_in(&world, "vol");
     let locked = world.path("locked");
     fs::create_dir(&locked).unwrap();
     let ro_volume = format!(

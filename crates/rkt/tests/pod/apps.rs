@@ -222,9 +222,7 @@ fn an_app_that_cannot_start_fails_the_pod_before_any_app_runs() {
     test_kit::require_root!();
     let world = World::new(support::RKT);
     let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
-    let out_dir = world.path("out");
-    fs::create_dir(&out_dir).unwrap();
-    let (volume, mount) = pod_support::shared_dir("out", &out_dir);
+    let (out_dir, volume, mount) = pod_support::shared_dir_in(&world, "out");
     let mark = out_dir.join("ran");
     let touch = format!("touch {}", mark.display());
     let (out, uuid) = world.run_uuid(&[

@@ -98,12 +98,7 @@ fn gc_expires_prepared_pods_only_after_the_expiry() {
     let uuid = prepare(&world, &["--", "true"]);
     world.rkt(&["gc"]).run().assert_success();
     assert_eq!(world.pods(), vec![uuid.clone()]);
-    world
-        .rkt(&["gc", "--expire-prepared=0s"])
-        .run()
-        .assert_success()
-        .assert_stdout_contains(&format!("removed pod {uuid}"));
-    assert!(world.pods().is_empty());
+    world.assert_gc_removes(&["--expire-prepared=0s"], &uuid);
 }
 
 #[test]
@@ -344,12 +339,7 @@ fn gc_after_kill_9_of_rkt_run_tears_down_and_later_removes() {
         .rkt(&["status", &uuid])
         .run()
         .assert_stdout_contains("state=exited");
-    world
-        .rkt(&["gc", "--grace-period=0s"])
-        .run()
-        .assert_success()
-        .assert_stdout_contains(&format!("removed pod {uuid}"));
-    assert!(world.pods().is_empty());
+    world.assert_gc_removes(&["--grace-period=0s"], &uuid);
 }
 
 #[test]

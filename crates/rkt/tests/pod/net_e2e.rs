@@ -268,12 +268,7 @@ fn gc_tears_down_from_the_record_and_reports_what_it_cannot() {
     assert_eq!(world.pods(), vec![uuid.clone()]);
 
     fs::rename(&moved, net.plugin_dir.join("renamed-ptp")).unwrap();
-    world
-        .rkt(&["gc", "--grace-period=0s"])
-        .run()
-        .assert_success()
-        .assert_stdout_contains(&format!("removed pod {uuid}"));
-    assert!(world.pods().is_empty());
+    world.assert_gc_removes(&["--grace-period=0s"], &uuid);
     assert_no_netns(&uuid);
     assert_no_lease(&net.name, &uuid);
 }

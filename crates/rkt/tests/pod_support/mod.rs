@@ -26,6 +26,15 @@ pub fn shared_dir(name: &str, dir: &Path) -> (String, String) {
     )
 }
 
+/// A directory `<world>/<name>` made for the test and shared with a host-command pod at the
+/// same path ([`shared_dir`]): the directory, the pod option and the app option.
+pub fn shared_dir_in(world: &World, name: &str) -> (PathBuf, String, String) {
+    let dir = world.path(name);
+    fs::create_dir(&dir).unwrap();
+    let (volume, mount) = shared_dir(name, &dir);
+    (dir, volume, mount)
+}
+
 /// `/run/netns/rkt-<uuid>`.
 pub fn netns_path(uuid: &str) -> PathBuf {
     rkt::netns::pod_netns_path(uuid)
