@@ -1,4 +1,5 @@
-//! `rkt` as scripts and users drive it: the defects found (issues 16 and 22), rkt 1.30's flags and output, completion and manual pages, a reader that went away.
+//! `rkt` as scripts and users drive it: the defects found (issues 16 and 22), rkt 1.30's flags
+//! and output, completion and manual pages, a reader that went away.
 //!
 //! One test binary of the room; each former file is a module, so a test keeps its name
 //! behind the module's (`cli::defects::…`). Tests of one binary run in parallel threads.

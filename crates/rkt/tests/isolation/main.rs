@@ -1,4 +1,5 @@
-//! Pod isolation proved from inside pods: escapes, what of the caller and of the host a pod reaches, user namespaces.
+//! Pod isolation proved from inside pods: escapes, what of the caller and of the host a pod
+//! reaches, user namespaces.
 //!
 //! One test binary of the room; each former file is a module, so a test keeps its name
 //! behind the module's (`isolation::escape::…`). Tests of one binary run in parallel threads.

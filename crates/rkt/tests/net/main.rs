@@ -1,4 +1,5 @@
-//! Pod networking: the `rkt net` commands, how plugins are called, port forwarding, setup and teardown with the test plugin and with the real plugins.
+//! Pod networking: the `rkt net` commands, how plugins are called, port forwarding, setup and
+//! teardown with the test plugin and with the real plugins.
 //!
 //! One test binary of the room; each former file is a module, so a test keeps its name
 //! behind the module's (`net::cli::…`). Tests of one binary run in parallel threads.

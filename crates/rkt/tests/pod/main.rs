@@ -1,4 +1,5 @@
-//! Pods through their life as users run them: apps, networks end to end, volumes, the stage's checks.
+//! Pods through their life as users run them: apps, networks end to end, volumes, the stage's
+//! checks.
 //!
 //! One test binary of the room; each former file is a module, so a test keeps its name
 //! behind the module's (`pod::apps::…`). Tests of one binary run in parallel threads.
