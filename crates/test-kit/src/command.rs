@@ -8,8 +8,22 @@
 //! ```
 
 use std::ffi::OsStr;
+use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+
+/// Runs `command` to completion with `input` written to its stdin (then closed), stdout and
+/// stderr captured.
+pub fn output_with_stdin(command: &mut Command, input: &[u8]) -> Output {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {:?}: {e}", command.get_program()));
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
 
 /// A command line for the `rkt` binary under test, built up then [run](Rkt::run).
 pub struct Rkt {

@@ -28,7 +28,7 @@ mod wait;
 mod world;
 
 pub use build::workspace_bin;
-pub use command::{Outcome, Rkt};
+pub use command::{output_with_stdin, Outcome, Rkt};
 pub use names::unique;
 pub use root::is_root;
 pub use wait::{wait_for, PATIENCE};

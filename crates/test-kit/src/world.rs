@@ -4,7 +4,6 @@
 //! what still runs, collects every pod and removes the namespaces they left.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
@@ -89,20 +88,7 @@ impl World {
     /// `rkt <globals> <args>` with `input` written to its stdin (then closed), run to
     /// completion.
     pub fn output_with_stdin(&self, args: &[&str], input: &str) -> Output {
-        let mut child = self
-            .command(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
+        crate::output_with_stdin(&mut self.command(args), input.as_bytes())
     }
 
     /// `rkt gc --grace-period=0s --expire-prepared=0s`.

@@ -8,8 +8,7 @@ use crate::{leaks, pod_support, support};
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use pod_support::World;
 use serde_json::Value;
@@ -64,19 +63,10 @@ fn is_go_layout(text: &str, offset: &str, zone: &str) -> bool {
 
 /// Pipes `input` through the real `cut -f<field>`.
 fn cut(input: &str, field: usize) -> Vec<String> {
-    let mut child = Command::new("cut")
-        .arg(format!("-f{field}"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = test_kit::output_with_stdin(
+        Command::new("cut").arg(format!("-f{field}")),
+        input.as_bytes(),
+    );
     String::from_utf8(out.stdout)
         .unwrap()
         .lines()
