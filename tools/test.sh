@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need on Debian or Ubuntu (only the packages missing), then runs the
 # whole test suite, `cargo test --workspace`; with arguments, `cargo test ARGS` instead, to
-# run less (tools/test.sh -p rkt --test cli_defects). .ci/run calls it without any.
+# run less (tools/test.sh -p rkt --test cli, one room's binary). .ci/run calls it without any.
 #   containernetworking-plugins, iptables, iproute2: the real plugins and what they call;
 #   golang-go, golang-github-appc-cni-dev: build the reference libcni driver the conformance
 #     tests compare against;

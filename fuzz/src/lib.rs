@@ -1,7 +1,7 @@
 //! The bodies of the fuzz targets: each takes arbitrary bytes, feeds them to one of rkt's
 //! parsers, and panics only when a property fails (a crash is a panic too). The cargo-fuzz
 //! binaries in `fuzz_targets/` call these, and so does the stable-Rust smoke loop in
-//! `crates/rkt/tests/reliability_fuzz.rs` (which includes this file), so CI runs them
+//! `crates/rkt/tests/reliability/fuzz.rs` (which includes this file), so CI runs them
 //! without nightly.
 //!
 //! Properties checked beyond "does not panic":

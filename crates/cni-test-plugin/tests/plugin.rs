@@ -12,25 +12,16 @@ const BIN: &str = env!("CARGO_BIN_EXE_cni-test-plugin");
 
 /// Runs `path` for `command` with `stdin` and extra environment.
 fn call(path: &Path, command: &str, stdin: &Value, env: &[(&str, &str)]) -> Output {
-    let mut child = Command::new(path)
-        .env_remove("CNI_TEST_PLUGIN_LOG")
-        .env_remove("CNI_TEST_PLUGIN_SCRIPT")
-        .env("CNI_COMMAND", command)
-        .env("CNI_IFNAME", "eth7")
-        .env("CNI_NETNS", "/run/netns/t")
-        .envs(env.iter().copied())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.to_string().as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    test_kit::output_with_stdin(
+        Command::new(path)
+            .env_remove("CNI_TEST_PLUGIN_LOG")
+            .env_remove("CNI_TEST_PLUGIN_SCRIPT")
+            .env("CNI_COMMAND", command)
+            .env("CNI_IFNAME", "eth7")
+            .env("CNI_NETNS", "/run/netns/t")
+            .envs(env.iter().copied()),
+        stdin.to_string().as_bytes(),
+    )
 }
 
 fn stdout_json(out: &Output) -> Value {

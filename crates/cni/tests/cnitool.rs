@@ -145,8 +145,7 @@ fn reservations(dir: &Path) -> Vec<String> {
 
 #[test]
 fn cnitool_example_adds_checks_deletes_and_gcs_with_the_real_plugins() {
-    // SAFETY: geteuid(2) has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if !test_kit::is_root() {
         eprintln!("skipping cnitool test: needs root");
         return;
     }

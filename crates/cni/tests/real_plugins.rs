@@ -42,8 +42,7 @@ const SHARED_CHAINS: &[&str] = &[
 
 /// Whether the tests can run here; prints why not.
 fn can_run(plugins: &[&str]) -> bool {
-    // SAFETY: geteuid(2) has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if !test_kit::is_root() {
         eprintln!("skipping real-plugin test: needs root");
         return false;
     }

@@ -253,7 +253,7 @@ fn a_wrong_example_fails() {
 
 #[test]
 fn the_docs_runnable_examples_work() {
-    let root = pod_support::is_root();
+    let root = test_kit::is_root();
     let mut failures = Vec::new();
     let mut ran = 0;
     for file in doc_files() {

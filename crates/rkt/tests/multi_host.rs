@@ -24,8 +24,9 @@ use std::time::Duration;
 
 use multi_host_support::dhcp::{DhcpDaemon, Dnsmasq, DHCP_POOL};
 use multi_host_support::probe::{self, Received};
-use multi_host_support::{unique, write_conf, Host, Lan};
+use multi_host_support::{write_conf, Host, Lan};
 use serde_json::{json, Value};
+use test_kit::unique;
 
 /// How long a listener waits for the traffic a pod's app sends (a deadline, not a timing
 /// assertion).
@@ -180,7 +181,7 @@ fn in_subnet(ip: Ipv4Addr, x: u8, n: u8) -> bool {
 
 #[test]
 fn routed_pods_on_three_hosts_reach_each_other_without_nat() {
-    require_root!();
+    test_kit::require_root!();
     let lan = Lan::new();
     let net = format!("pods-{}", unique());
     let mut hosts = routed_hosts(&lan, &net, 201);
@@ -246,7 +247,7 @@ fn in_pool(ip: Ipv4Addr) -> bool {
 
 #[test]
 fn dhcp_pods_on_one_segment_get_distinct_leases_from_one_server_and_release_them() {
-    require_root!();
+    test_kit::require_root!();
     let lan = Lan::new();
     let dnsmasq = Dnsmasq::start(&lan);
     let net = format!("lan-{}", unique());
@@ -306,7 +307,7 @@ fn dhcp_pods_on_one_segment_get_distinct_leases_from_one_server_and_release_them
 
 #[test]
 fn without_its_dhcp_daemon_rkt_run_fails_before_the_app_saying_how_to_start_it() {
-    require_root!();
+    test_kit::require_root!();
     let lan = Lan::new();
     let mut host = Host::new(&lan, 1);
     let net = format!("lan-{}", unique());
@@ -389,7 +390,7 @@ fn configure(host: &Host, way: Way, conf: &Value) -> Vec<String> {
 
 #[test]
 fn one_host_configuration_given_three_ways_gives_the_same_cluster() {
-    require_root!();
+    test_kit::require_root!();
     let lan = Lan::new();
     let net = format!("pods-{}", unique());
     let mut hosts = routed_hosts(&lan, &net, 202);

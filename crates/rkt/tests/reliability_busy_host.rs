@@ -3,20 +3,14 @@
 //! or a leak (issue 17).
 
 mod leaks;
+mod support;
 
 use std::time::{Duration, Instant};
 
-use leaks::lab::{ptp_masq_lab, stderr, wait_for, Lab, RemoveHostLocal, Running};
+use leaks::lab::{ptp_masq_lab, stderr, Lab, RemoveHostLocal, Running};
 use leaks::Guard;
 use serde_json::json;
-
-fn require_root() -> bool {
-    if !nix::unistd::geteuid().is_root() {
-        eprintln!("skipping: running pods needs root");
-        return false;
-    }
-    true
-}
+use test_kit::{wait_for, PATIENCE};
 
 /// A network whose plugin, on ADD, starts a child that writes `lease` after `delay_ms` (as
 /// ptp's host-local would record an address) and then hangs.
@@ -32,8 +26,8 @@ fn allocating_net(lab: &Lab, lease: &std::path::Path, delay_ms: u64) -> String {
 
 /// A `rkt run` on `net` (see [`allocating_net`]) whose plugin is in the middle of its ADD.
 fn run_in_add(lab: &Lab, net: &str) -> Running {
-    let run = lab.spawn_run(&[&format!("--net={net}"), "--", "/bin/true"]);
-    wait_for(|| {
+    let run = lab.spawn(&[&format!("--net={net}"), "--", "/bin/true"]);
+    wait_for("the ADD of alloc", PATIENCE, || {
         lab.call_lines()
             .first()
             .is_some_and(|c| c == "ADD alloc eth0")
@@ -46,9 +40,7 @@ fn run_in_add(lab: &Lab, net: &str) -> Running {
 /// rollback DEL.
 #[test]
 fn a_timed_out_add_leaves_nothing_written_after_its_rollback() {
-    if !require_root() {
-        return;
-    }
+    test_kit::require_root!();
     let lab = Lab::new();
     let lease = lab.path("lease");
     let net = allocating_net(&lab, &lease, 1500);
@@ -73,9 +65,7 @@ fn a_timed_out_add_leaves_nothing_written_after_its_rollback() {
 /// child are killed, the DEL follows, rkt exits long before the plugin timeout.
 #[test]
 fn sigterm_during_add_kills_the_plugin_and_its_children_before_the_del() {
-    if !require_root() {
-        return;
-    }
+    test_kit::require_root!();
     let lab = Lab::new();
     let lease = lab.path("lease");
     let net = allocating_net(&lab, &lease, 1500);
@@ -151,9 +141,7 @@ fn start_at_once(lab: &Lab, net: &str, n: usize, limit: &str) {
 /// never overlap; with four, they do (so the check can fail).
 #[test]
 fn network_operations_are_admitted_one_at_a_time_when_the_limit_says_one() {
-    if !require_root() {
-        return;
-    }
+    test_kit::require_root!();
     let lab = Lab::new();
     let (net, overlap) = overlap_detecting_net(&lab);
     let _g = Guard::new(lab.ctx(&[&net]));
@@ -199,7 +187,7 @@ fn logging_table_dumps(lab: &Lab) -> (String, std::path::PathBuf) {
 
 /// Starts `rkt run --net=<net> -- sleep 600` with `PATH`, returns it once the app runs.
 fn sleeping_pod_with_path(lab: &Lab, net: &str, path: &str) -> (std::process::Child, String) {
-    let uuid_file = lab.path(&format!("uuid-{}", leaks::lab::unique()));
+    let uuid_file = lab.path(&format!("uuid-{}", test_kit::unique()));
     let child = lab
         .run_command(&[
             &format!("--uuid-file-save={}", uuid_file.display()),
@@ -213,7 +201,7 @@ fn sleeping_pod_with_path(lab: &Lab, net: &str, path: &str) -> (std::process::Ch
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let uuid = wait_for(|| {
+    let uuid = wait_for("the pod's UUID", PATIENCE, || {
         let text = std::fs::read_to_string(&uuid_file).ok()?;
         (!text.trim().is_empty()).then(|| text.trim().to_string())
     });
@@ -226,16 +214,14 @@ fn sleeping_pod_with_path(lab: &Lab, net: &str, path: &str) -> (std::process::Ch
 /// not. Nothing is left either way.
 #[test]
 fn the_clean_teardown_dumps_no_table_and_the_unclean_one_sweeps() {
-    if !require_root() {
-        return;
-    }
+    test_kit::require_root!();
     let (lab, net, subnet) = masquerading_lab("sw");
     let _hl = RemoveHostLocal(net.clone());
     let _g = Guard::new(lab.ctx(&[&net]).subnet(&subnet));
     let (path, saves) = logging_table_dumps(&lab);
 
     let (child, uuid) = sleeping_pod_with_path(&lab, &net, &path);
-    let stop = lab.rkt(&["stop", &uuid]);
+    let stop = lab.output(&["stop", &uuid]);
     assert!(stop.status.success(), "{}", stderr(&stop));
     let out = child.wait_with_output().unwrap();
     assert!(!stderr(&out).contains("fail"), "{}", stderr(&out));
@@ -249,7 +235,7 @@ fn the_clean_teardown_dumps_no_table_and_the_unclean_one_sweeps() {
         .status()
         .unwrap();
     assert!(del.success());
-    let stop = lab.rkt(&["stop", &uuid]);
+    let stop = lab.output(&["stop", &uuid]);
     assert!(stop.status.success(), "{}", stderr(&stop));
     let out = child.wait_with_output().unwrap();
     assert!(!stderr(&out).contains("fail"), "{}", stderr(&out));
@@ -271,16 +257,14 @@ fn hanging_net(lab: &Lab) -> String {
 /// runner abandons the ADD, DELs, and ends long before the plugin timeout.
 #[test]
 fn stop_of_a_pod_setting_up_its_networks_aborts_its_start() {
-    if !require_root() {
-        return;
-    }
+    test_kit::require_root!();
     let lab = Lab::new();
     let net = hanging_net(&lab);
     let _g = Guard::new(lab.ctx(&[&net]));
     for force in [false, true] {
         let _ = std::fs::remove_file(lab.log());
-        let run = lab.spawn_run(&[&format!("--net={net}"), "--", "/bin/true"]);
-        wait_for(|| {
+        let run = lab.spawn(&[&format!("--net={net}"), "--", "/bin/true"]);
+        wait_for("the ADD of hang", PATIENCE, || {
             lab.call_lines()
                 .first()
                 .is_some_and(|c| c == "ADD hang eth0")
@@ -292,7 +276,7 @@ fn stop_of_a_pod_setting_up_its_networks_aborts_its_start() {
             args.push("--force");
         }
         args.push(&run.uuid);
-        let stop = lab.rkt(&args);
+        let stop = lab.output(&args);
         assert_eq!(stop.status.code(), Some(0), "{}", stderr(&stop));
         let uuid = run.uuid.clone();
         let out = run.wait();
@@ -309,9 +293,7 @@ fn stop_of_a_pod_setting_up_its_networks_aborts_its_start() {
 /// ADD) is stopped without ever running one.
 #[test]
 fn stop_of_a_pod_queued_for_its_turn_aborts_before_any_plugin_runs() {
-    if !require_root() {
-        return;
-    }
+    test_kit::require_root!();
     let lab = Lab::new();
     let net = hanging_net(&lab);
     let _g = Guard::new(lab.ctx(&[&net]));
@@ -323,16 +305,18 @@ fn stop_of_a_pod_queued_for_its_turn_aborts_before_any_plugin_runs() {
         cmd.spawn().unwrap()
     };
     let first = spawn();
-    wait_for(|| (lab.call_lines().len() == 1).then_some(()));
+    wait_for("the first ADD", PATIENCE, || {
+        (lab.call_lines().len() == 1).then_some(())
+    });
     let second = spawn();
-    let queued = wait_for(|| {
+    let queued = wait_for("the second pod, queued", PATIENCE, || {
         let pods = lab.pods();
         (pods.len() == 2).then_some(())?;
         pods.into_iter()
             .find(|p| lab.calls().iter().all(|c| &c.container != p))
     });
     std::thread::sleep(Duration::from_millis(300));
-    let stop = lab.rkt(&["stop", &queued]);
+    let stop = lab.output(&["stop", &queued]);
     assert_eq!(stop.status.code(), Some(0), "{}", stderr(&stop));
     let out = second.wait_with_output().unwrap();
     assert_ne!(out.status.code(), Some(0));
@@ -346,7 +330,7 @@ fn stop_of_a_pod_queued_for_its_turn_aborts_before_any_plugin_runs() {
     );
     // The first one too.
     let first_uuid = lab.pods().into_iter().find(|p| p != &queued).unwrap();
-    let stop = lab.rkt(&["stop", &first_uuid]);
+    let stop = lab.output(&["stop", &first_uuid]);
     assert_eq!(stop.status.code(), Some(0), "{}", stderr(&stop));
     let _ = first.wait_with_output().unwrap();
     lab.assert_every_add_deleted();
@@ -367,9 +351,7 @@ fn dels(lab: &Lab) -> usize {
 /// succeeds it says so, and the exited pod itself stays for its grace period.
 #[test]
 fn gc_retries_a_failed_teardown_on_every_run_whatever_the_grace_period() {
-    if !require_root() {
-        return;
-    }
+    test_kit::require_root!();
     let lab = Lab::new();
     let net = lab.net("d");
     lab.plugin(
@@ -383,7 +365,7 @@ fn gc_retries_a_failed_teardown_on_every_run_whatever_the_grace_period() {
     let uuid = lab.pods().pop().unwrap();
     for _ in 0..2 {
         let before = dels(&lab);
-        let gc = lab.rkt(&["gc"]);
+        let gc = lab.output(&["gc"]);
         let err = stderr(&gc);
         assert_eq!(gc.status.code(), Some(254), "{err}");
         assert!(
@@ -393,7 +375,7 @@ fn gc_retries_a_failed_teardown_on_every_run_whatever_the_grace_period() {
         assert_eq!(dels(&lab), before + 1, "{:?}", lab.call_lines());
     }
     lab.plugin("delfail", json!({}));
-    let gc = lab.rkt(&["gc"]);
+    let gc = lab.output(&["gc"]);
     assert_eq!(gc.status.code(), Some(0), "{}", stderr(&gc));
     assert!(
         leaks::lab::stdout(&gc).contains(&format!("released the networks of pod {uuid}")),
@@ -402,7 +384,7 @@ fn gc_retries_a_failed_teardown_on_every_run_whatever_the_grace_period() {
     );
     assert_eq!(lab.pods(), vec![uuid], "kept for its grace period");
     let before = dels(&lab);
-    let gc = lab.rkt(&["gc"]);
+    let gc = lab.output(&["gc"]);
     assert_eq!(gc.status.code(), Some(0), "{}", stderr(&gc));
     assert_eq!(dels(&lab), before, "nothing left to release");
 }
@@ -421,9 +403,7 @@ fn kill_9(run: leaks::lab::Running) {
 /// reports the failure once (it used to release the pod twice and report both).
 #[test]
 fn gc_reports_a_dead_runners_failed_teardown_once() {
-    if !require_root() {
-        return;
-    }
+    test_kit::require_root!();
     let lab = Lab::new();
     let net = lab.net("o");
     lab.plugin(
@@ -450,9 +430,7 @@ fn gc_reports_a_dead_runners_failed_teardown_once() {
 /// started) is killed before the DEL, so nothing it would have written appears after gc.
 #[test]
 fn gc_kills_a_dead_runners_orphaned_plugin_before_its_del() {
-    if !require_root() {
-        return;
-    }
+    test_kit::require_root!();
     let lab = Lab::new();
     let lease = lab.path("lease");
     let net = allocating_net(&lab, &lease, 1500);
@@ -598,16 +576,14 @@ fn wait_long<T>(mut f: impl FnMut() -> Option<T>) -> T {
 
 #[test]
 fn two_hundred_pods_started_at_once_stopped_at_once_then_gc() {
-    if require_root() {
-        fill_and_drain(200);
-    }
+    test_kit::require_root!();
+    fill_and_drain(200);
 }
 
 /// The busy host of issue 17 (several minutes; run before a release).
 #[test]
 #[ignore]
 fn a_thousand_pods_started_at_once_stopped_at_once_then_gc() {
-    if require_root() {
-        fill_and_drain(1000);
-    }
+    test_kit::require_root!();
+    fill_and_drain(1000);
 }

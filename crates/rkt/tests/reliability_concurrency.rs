@@ -5,6 +5,7 @@
 //! are `#[ignore]`d (see docs/RELIABILITY.md).
 
 mod leaks;
+mod support;
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,14 +13,6 @@ use std::sync::Mutex;
 
 use leaks::lab::{ptp_masq_lab, stderr, stdout, Lab, RemoveHostLocal};
 use leaks::Guard;
-
-fn require_root() -> bool {
-    if !nix::unistd::geteuid().is_root() {
-        eprintln!("skipping: running pods needs root");
-        return false;
-    }
-    true
-}
 
 /// A lab with one ptp network on a subnet of its own (below 10.160: apart from other files).
 fn real_lab(name: &str) -> (Lab, String, String) {
@@ -45,7 +38,7 @@ fn storm(pods: usize) {
         // The housekeeping loop.
         s.spawn(|| {
             while !done.load(Ordering::Relaxed) {
-                let list = lab.rkt(&["list", "--no-legend", "--full"]);
+                let list = lab.output(&["list", "--no-legend", "--full"]);
                 if list.status.code() != Some(0) {
                     unexpected
                         .lock()
@@ -56,7 +49,7 @@ fn storm(pods: usize) {
                     let Some(uuid) = line.split_whitespace().next() else {
                         continue;
                     };
-                    let rm = lab.rkt(&["rm", uuid]);
+                    let rm = lab.output(&["rm", uuid]);
                     if rm.status.code() != Some(0) && !expected_rm_error(&stderr(&rm)) {
                         unexpected
                             .lock()
@@ -64,7 +57,7 @@ fn storm(pods: usize) {
                             .push(format!("rm: {}", stderr(&rm)));
                     }
                 }
-                let gc = lab.rkt(&["gc", "--grace-period=0s"]);
+                let gc = lab.output(&["gc", "--grace-period=0s"]);
                 if gc.status.code() != Some(0) {
                     unexpected
                         .lock()
@@ -125,27 +118,21 @@ fn storm(pods: usize) {
 
 #[test]
 fn eight_runs_at_once_with_gc_list_and_rm_beside_them() {
-    if !require_root() {
-        return;
-    }
+    test_kit::require_root!();
     storm(8);
 }
 
 #[test]
 #[ignore = "64 pods at once: a minute or two; run before each release"]
 fn sixty_four_runs_at_once_with_gc_list_and_rm_beside_them() {
-    if !require_root() {
-        return;
-    }
+    test_kit::require_root!();
     storm(64);
 }
 
 #[test]
 #[ignore = "1,000 sequential pod cycles: several minutes; run before each release"]
 fn soak_of_1000_sequential_pod_cycles() {
-    if !require_root() {
-        return;
-    }
+    test_kit::require_root!();
     let cycles: usize = std::env::var("RKT_SOAK_CYCLES")
         .ok()
         .and_then(|v| v.parse().ok())

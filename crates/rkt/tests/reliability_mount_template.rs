@@ -6,6 +6,7 @@
 
 mod leaks;
 mod net_support;
+mod support;
 
 #[path = "../../image/tests/common/mod.rs"]
 mod image_common;
@@ -155,7 +156,7 @@ fn a_busy_hosts_pods_copy_the_template_and_still_see_exactly_the_hosts_mounts() 
     let layout = image_common::busybox_layout(lab.root.path());
     let v1 = format!("oci:{}:v1", layout.display());
     let before = template_record().unwrap();
-    let sleeping = lab.spawn_run(&[&net_flag, &v1, "--exec=/bin/busybox", "--", "sleep", "600"]);
+    let sleeping = lab.spawn(&[&net_flag, &v1, "--exec=/bin/busybox", "--", "sleep", "600"]);
     lab.wait_running(&sleeping.uuid);
     let seen = run_pod(&[&v1, "--exec=/bin/busybox", "--", "cat", "/etc/second"]);
     assert_eq!(seen, "layer 2\n");

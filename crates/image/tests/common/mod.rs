@@ -11,8 +11,7 @@ use std::time::{Duration, Instant};
 /// True when the test can run: as root, with every tool in `tools` on PATH. Otherwise
 /// prints why and returns false; under `CI` a missing tool is a failure instead.
 pub fn ready(test: &str, tools: &[&str]) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !test_kit::is_root() {
         eprintln!("skipping {test}: needs root");
         return false;
     }

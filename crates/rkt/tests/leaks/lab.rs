@@ -1,37 +1,20 @@
-//! A temporary rkt world for fault tests: its own data dir, empty local and system
-//! configuration, a network configuration directory and a plugin directory holding copies
-//! (hard links) of the scriptable test plugin, all of whose calls go to one log. Every
-//! network name it hands out is unique, so the leak checker can attribute state to it.
+//! A lab for fault tests: the temporary rkt world of `test-kit` (its own data dir, empty
+//! local and system configuration) with a network configuration directory and a plugin
+//! directory holding copies (hard links) of the scriptable test plugin, all of whose calls
+//! go to one log. Every network name it hands out is unique, so the leak checker can
+//! attribute state to it.
 
 use std::fs;
+use std::ops::Deref;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::OnceLock;
 
 use serde_json::Value;
+use test_kit::{unique, wait_for, World, PATIENCE};
 
 use super::Ctx;
-
-/// The `cni-test-plugin` binary, built once per test process.
-pub fn test_plugin() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let status = Command::new(env!("CARGO"))
-                .args(["build", "-q", "-p", "cni-test-plugin"])
-                .status()
-                .expect("run cargo build for the test plugin");
-            assert!(status.success(), "building cni-test-plugin failed");
-            let target = std::env::var_os("CARGO_TARGET_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-            let bin = target.join("debug/cni-test-plugin");
-            assert!(bin.is_file(), "{} missing", bin.display());
-            bin
-        })
-        .clone()
-}
+use crate::support::{test_plugin, RKT};
 
 /// Puts the test plugin at `path`: a hard link (a copy across file systems), not a
 /// symlink, so that rkt's ownership check, run as root, looks at the lab's directories and
@@ -41,11 +24,6 @@ fn install_test_plugin(path: &Path) {
     if fs::hard_link(&bin, path).is_err() {
         fs::copy(&bin, path).unwrap();
     }
-}
-
-/// A short random suffix.
-pub fn unique() -> String {
-    uuid::Uuid::new_v4().simple().to_string()[..8].to_string()
 }
 
 /// One logged plugin call.
@@ -67,9 +45,18 @@ impl Call {
     }
 }
 
+/// A [`World`] (data directory, empty local and system configuration) with a network
+/// configuration directory (`conf`) and a plugin directory (`plugins`) of its own.
 pub struct Lab {
-    pub root: tempfile::TempDir,
-    pub id: String,
+    world: World,
+}
+
+impl Deref for Lab {
+    type Target = World;
+
+    fn deref(&self) -> &World {
+        &self.world
+    }
 }
 
 impl Default for Lab {
@@ -80,19 +67,13 @@ impl Default for Lab {
 
 impl Lab {
     pub fn new() -> Lab {
-        let root = tempfile::tempdir().unwrap();
-        for d in ["data", "local", "system", "conf", "plugins"] {
-            fs::create_dir(root.path().join(d)).unwrap();
+        let world = World::new(RKT);
+        for d in ["conf", "plugins"] {
+            fs::create_dir(world.path(d)).unwrap();
         }
-        Lab { root, id: unique() }
+        Lab { world }
     }
 
-    pub fn path(&self, rel: &str) -> PathBuf {
-        self.root.path().join(rel)
-    }
-    pub fn data(&self) -> PathBuf {
-        self.path("data")
-    }
     pub fn conf_dir(&self) -> PathBuf {
         self.path("conf")
     }
@@ -166,21 +147,6 @@ impl Lab {
         );
     }
 
-    fn globals(&self) -> Vec<String> {
-        vec![
-            format!("--dir={}", self.data().display()),
-            format!("--local-config={}", self.path("local").display()),
-            format!("--system-config={}", self.path("system").display()),
-        ]
-    }
-
-    /// `rkt <globals> <args>`.
-    pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rkt"));
-        cmd.args(self.globals()).args(args).stdin(Stdio::null());
-        cmd
-    }
-
     /// `rkt <globals> run --net-conf-dir=.. --net-plugin-dir=.. <args>`, not started.
     pub fn run_command(&self, args: &[&str]) -> Command {
         self.run_command_saving_uuid(args).0
@@ -204,16 +170,6 @@ impl Lab {
     /// Runs `rkt run` with this lab's directories and `args`; returns its output.
     pub fn run(&self, args: &[&str]) -> Output {
         self.run_command(args).output().unwrap()
-    }
-
-    /// Runs `rkt <args>` (with the global options) to completion.
-    pub fn rkt(&self, args: &[&str]) -> Output {
-        self.command(args).output().unwrap()
-    }
-
-    /// `rkt gc --grace-period=0s --expire-prepared=0s`.
-    pub fn gc(&self) -> Output {
-        self.rkt(&["gc", "--grace-period=0s", "--expire-prepared=0s"])
     }
 
     /// Every logged call but VERSION, in order.
@@ -267,26 +223,6 @@ impl Lab {
             );
         }
     }
-
-    /// The UUIDs of the pods in this lab's data dir.
-    pub fn pods(&self) -> Vec<String> {
-        fs::read_dir(self.data().join("pods"))
-            .map(|d| {
-                d.flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| !n.starts_with('.'))
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
-    /// The state of pod `uuid` (`state.json`'s `state`).
-    pub fn state(&self, uuid: &str) -> String {
-        let text = fs::read_to_string(self.data().join("pods").join(uuid).join("state.json"))
-            .unwrap_or_default();
-        let v: Value = serde_json::from_str(&text).unwrap_or_default();
-        v["state"].as_str().unwrap_or("").to_string()
-    }
 }
 
 /// A background `rkt run`, killed (SIGKILL) on drop if still running, so a failing test
@@ -318,8 +254,9 @@ impl Drop for Running {
 }
 
 impl Lab {
-    /// Starts `rkt run <args>` in the background and waits until its UUID is known.
-    pub fn spawn_run(&self, args: &[&str]) -> Running {
+    /// Starts `rkt run <args>` (with the lab's directories) in the background and waits
+    /// until its UUID is known.
+    pub fn spawn(&self, args: &[&str]) -> Running {
         let (mut cmd, uuid_file) = self.run_command_saving_uuid(args);
         let child = cmd
             .stdout(Stdio::null())
@@ -330,7 +267,7 @@ impl Lab {
             uuid: String::new(),
             child: Some(child),
         };
-        running.uuid = wait_for(|| {
+        running.uuid = wait_for("the pod's UUID", PATIENCE, || {
             let text = fs::read_to_string(&uuid_file).ok()?;
             let uuid = text.trim().to_string();
             (!uuid.is_empty()).then_some(uuid)
@@ -341,47 +278,9 @@ impl Lab {
     /// `rkt run --net=<net> -- /bin/sleep 600` in the background, returned once its app
     /// runs.
     pub fn start_sleeping_pod(&self, net: &str) -> Running {
-        let pod = self.spawn_run(&[&format!("--net={net}"), "--", "/bin/sleep", "600"]);
+        let pod = self.spawn(&[&format!("--net={net}"), "--", "/bin/sleep", "600"]);
         self.wait_running(&pod.uuid);
         pod
-    }
-
-    /// Waits until pod `uuid` runs its app (`rkt status` shows state running and a PID).
-    pub fn wait_running(&self, uuid: &str) {
-        wait_for(|| {
-            let out = self.rkt(&["status", "--format=json", uuid]);
-            let v: Value = serde_json::from_slice(&out.stdout).ok()?;
-            (v["state"] == "running" && v["pid"].as_i64().is_some()).then_some(())
-        })
-    }
-}
-
-/// Polls `f` every 20 ms for at most 60 s (a deadline for a hung test, not a timing
-/// assertion).
-pub fn wait_for<T>(mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(std::time::Instant::now() < deadline, "gave up waiting");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-}
-
-impl Drop for Lab {
-    /// Best effort: gc whatever the test left, so a failing test does not leak onto the
-    /// host (the leak guard, dropped earlier, has already judged).
-    fn drop(&mut self) {
-        let pods = self.pods();
-        let _ = self.gc();
-        for uuid in pods {
-            let ns = PathBuf::from(format!("/run/netns/rkt-{uuid}"));
-            if ns.exists() {
-                let _ = Command::new("umount").arg(&ns).status();
-                let _ = fs::remove_file(&ns);
-            }
-        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! The leak checker of rkt's tests: the `leak-check` crate (`crates/leak-check`, shared
 //! with the CNI runtime's tests), re-exported so tests write `leaks::Guard`, `leaks::Ctx`,
-//! plus [`lab`], a temporary rkt world driving the `rkt` binary, which only rkt's tests can
-//! have (`env!("CARGO_BIN_EXE_rkt")`).
+//! plus [`lab`], the kit's temporary rkt world with networks of test plugins (it takes the
+//! binary under test from `crate::support`, which every binary declaring this one declares).
 //!
 //! ```ignore
 //! mod leaks;

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use super::{wait_for, Host, Lan};
+use super::{Host, Lan};
+use test_kit::wait_for;
 
 /// Where distributions install the CNI plugins (and so the `dhcp` daemon).
 pub const CNI_DHCP: &str = "/usr/lib/cni/dhcp";

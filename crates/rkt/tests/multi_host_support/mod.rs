@@ -27,46 +27,13 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::leaks;
-use crate::support::{self, Outcome, Rkt};
-
-/// Whether the tests run as root; namespaces need it.
-pub fn is_root() -> bool {
-    nix::unistd::geteuid().is_root()
-}
-
-/// Returns early from a test (with a note) when not root.
-#[macro_export]
-macro_rules! require_root {
-    () => {
-        if !multi_host_support::is_root() {
-            eprintln!("skipping: simulated hosts need root");
-            return;
-        }
-    };
-}
-
-/// A short random id, so that tests running at once never share a name.
-pub fn unique() -> String {
-    uuid::Uuid::new_v4().simple().to_string()[..6].to_string()
-}
-
-/// Polls `f` every 20 ms until it returns something; panics naming `what` after `limit`
-/// (a deadline for a hung step, not a timing assertion).
-pub fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "gave up waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use crate::support::{self, Outcome, Rkt, RKT};
+use test_kit::{unique, wait_for};
 
 /// Makes `cmd` enter the network namespace at `path` after fork, before exec (only the
 /// network namespace: the mount namespace stays the test's).
@@ -334,7 +301,7 @@ impl Host {
     /// (so that pods of several hosts can start at once).
     pub fn start(&mut self, args: &[&str]) -> Starting {
         let uuid_file = self.path(&format!("uuid-{}", unique()));
-        let mut cmd = self.netns.command(env!("CARGO_BIN_EXE_rkt"));
+        let mut cmd = self.netns.command(RKT);
         cmd.args(self.globals())
             .arg("run")
             .arg(format!("--uuid-file-save={}", uuid_file.display()))

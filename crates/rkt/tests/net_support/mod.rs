@@ -1,4 +1,4 @@
-//! Helpers of the networking tests (`net_*.rs`): the scriptable test plugin, temporary pods,
+//! Helpers of the networking tests (`net/`): the scriptable test plugin, temporary pods,
 //! network namespaces made by the test, and what the leak checker (`tests/leaks`, which
 //! every file using this module also declares) attributes to a test's pod.
 
@@ -14,32 +14,23 @@ use serde_json::Value;
 
 use crate::leaks;
 
-pub use crate::leaks::lab::test_plugin;
+pub use crate::support::test_plugin;
+use test_kit::unique;
 
-/// Whether the tests run as root (the real-plugin tests need it).
-pub fn is_root() -> bool {
-    nix::unistd::geteuid().is_root()
-}
-
-/// A unique suffix for names shared with the host (namespaces, networks, subnets).
-pub fn unique() -> String {
-    uuid::Uuid::new_v4().simple().to_string()[..10].to_string()
-}
-
-/// A temporary world for one test: a pod directory, a configuration directory, a plugin
+/// A temporary world for one test of the networking library (no `rkt` binary): a pod directory, a configuration directory, a plugin
 /// directory and a CNI cache directory.
-pub struct World {
+pub struct NetWorld {
     pub root: tempfile::TempDir,
     pub uuid: String,
 }
 
-impl World {
-    pub fn new() -> World {
+impl NetWorld {
+    pub fn new() -> NetWorld {
         let root = tempfile::tempdir().unwrap();
         for d in ["pod", "conf", "plugins", "cache"] {
             fs::create_dir(root.path().join(d)).unwrap();
         }
-        World {
+        NetWorld {
             root,
             uuid: uuid::Uuid::new_v4().to_string(),
         }

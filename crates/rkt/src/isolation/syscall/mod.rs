@@ -1,6 +1,6 @@
 //! The system calls that narrow a process, behind a trait, so that the order in which
 //! [`super::apply`] makes them can be tested without root (`test::Recorder`); the escape
-//! tests (`tests/isolation_escape.rs`) then prove the real ones ([`Linux`]). Its sibling
+//! tests (`tests/isolation/escape.rs`) then prove the real ones ([`Linux`]). Its sibling
 //! [`Mounts`] does the same for the mounts that build an app's view of the files.
 
 mod mounts;

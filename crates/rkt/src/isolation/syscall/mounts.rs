@@ -2,7 +2,7 @@
 //! that their order (the root, then `/dev`, the volumes, `/proc`, then the masked and
 //! read-only kernel paths, then `pivot_root`) can be tested without root
 //! ([`super::test::Recorder`], `stage::app`'s tests); the escape tests
-//! (`tests/isolation_escape.rs`) then prove the real ones ([`super::Linux`]).
+//! (`tests/isolation/escape.rs`) then prove the real ones ([`super::Linux`]).
 
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::path::Path;
