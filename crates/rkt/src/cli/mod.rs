@@ -13,6 +13,7 @@ mod output;
 
 mod completion;
 mod config;
+mod detach;
 mod enter;
 mod fetch;
 mod gc;

@@ -361,6 +361,7 @@ impl PodNetArgs {
             null_stdio,
             log_streams,
             isolation_off: insecure.isolation,
+            started_notice: None,
         };
         Ok((opts, store))
     }

@@ -5,8 +5,9 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use rkt::pod::run::run_new;
+use rkt::pod::run::{run_new, StartedNotice};
 
+use super::detach::{as_runner, detached_stdio, start_runner, DetachArgs, Role};
 use super::pod_apps::{pod_spec, PodAppsArgs};
 use super::pod_args::{finish, AppArgs, PodNetArgs, StdioArgs, UnsupportedArgs};
 use super::volume_args::VolumeArgs;
@@ -38,6 +39,9 @@ pub struct RunArgs {
     pub stdio: StdioArgs,
 
     #[command(flatten)]
+    pub detach: DetachArgs,
+
+    #[command(flatten)]
     pub unsupported: UnsupportedArgs,
 
     #[command(flatten)]
@@ -46,10 +50,26 @@ pub struct RunArgs {
 
 pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     args.unsupported.refuse()?;
+    match args.detach.role(&args.stdio)? {
+        Role::Foreground => run_pod(global, args, &args.stdio, None),
+        Role::Parent => start_runner(),
+        Role::Runner(notice) => as_runner(&notice.clone(), || {
+            run_pod(global, args, &detached_stdio(&args.stdio), Some(notice))
+        }),
+    }
+}
+
+fn run_pod(
+    global: &GlobalArgs,
+    args: &RunArgs,
+    stdio: &StdioArgs,
+    notice: Option<StartedNotice>,
+) -> anyhow::Result<ExitCode> {
     let dirs = global.effective_dirs(&args.net.dirs)?;
     let (mut opts, store) =
         args.net
-            .run_options(global, &dirs, &args.stdio, args.uuid_file_save.clone())?;
+            .run_options(global, &dirs, stdio, args.uuid_file_save.clone())?;
+    opts.started_notice = notice;
     let mut spec = pod_spec(global, &dirs.data.value, &args.app, &args.apps)?;
     spec.volumes = args.volumes.volumes(global, &spec.apps)?;
     let apps: Vec<&rkt::pod::App> = spec.apps.iter().collect();

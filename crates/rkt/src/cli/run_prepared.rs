@@ -4,8 +4,9 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use rkt::pod::run::run_prepared;
+use rkt::pod::run::{run_prepared, StartedNotice};
 
+use super::detach::{as_runner, detached_stdio, start_runner, DetachArgs, Role};
 use super::pod_args::{finish, PodNetArgs, PodRef, StdioArgs, UnsupportedArgs};
 use super::GlobalArgs;
 
@@ -20,6 +21,9 @@ pub struct RunPreparedArgs {
     pub stdio: StdioArgs,
 
     #[command(flatten)]
+    pub detach: DetachArgs,
+
+    #[command(flatten)]
     pub unsupported: UnsupportedArgs,
 
     #[command(flatten)]
@@ -28,8 +32,24 @@ pub struct RunPreparedArgs {
 
 pub fn run(global: &GlobalArgs, args: &RunPreparedArgs) -> anyhow::Result<ExitCode> {
     args.unsupported.refuse()?;
+    match args.detach.role(&args.stdio)? {
+        Role::Foreground => run_pod(global, args, &args.stdio, None),
+        Role::Parent => start_runner(),
+        Role::Runner(notice) => as_runner(&notice.clone(), || {
+            run_pod(global, args, &detached_stdio(&args.stdio), Some(notice))
+        }),
+    }
+}
+
+fn run_pod(
+    global: &GlobalArgs,
+    args: &RunPreparedArgs,
+    stdio: &StdioArgs,
+    notice: Option<StartedNotice>,
+) -> anyhow::Result<ExitCode> {
     let dirs = global.effective_dirs(&args.net.dirs)?;
-    let (mut opts, store) = args.net.run_options(global, &dirs, &args.stdio, None)?;
+    let (mut opts, store) = args.net.run_options(global, &dirs, stdio, None)?;
+    opts.started_notice = notice;
     let pod = args.pod.lookup(&store)?;
     if args
         .net

@@ -54,6 +54,40 @@ pub struct RunOptions {
     pub log_streams: stage::app_logs::LogStreams,
     /// The parts of pod isolation `--insecure-options` turned off.
     pub isolation_off: isolation::Disabled,
+    /// Told once the pod's apps run (`rkt run --detach`).
+    pub started_notice: Option<StartedNotice>,
+}
+
+/// Where a runner says that its pod's apps run: one line, `started <uuid>`, on a descriptor
+/// that is then closed. `rkt run --detach` returns when its detached runner says so; the
+/// runner goes on holding the pod.
+#[derive(Debug, Clone)]
+pub struct StartedNotice(std::sync::Arc<std::sync::Mutex<Option<std::fs::File>>>);
+
+impl StartedNotice {
+    /// A notice written to `file`.
+    pub fn new(file: std::fs::File) -> StartedNotice {
+        StartedNotice(std::sync::Arc::new(std::sync::Mutex::new(Some(file))))
+    }
+
+    fn take(&self) -> Option<std::fs::File> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
+    /// Says the apps of pod `uuid` run, once; later calls do nothing.
+    pub fn started(&self, uuid: &str) {
+        if let Some(mut file) = self.take() {
+            let _ = file.write_all(format!("started {uuid}\n").as_bytes());
+        }
+    }
+
+    /// Says why the pod did not start (one line), unless it was already told it started.
+    pub fn failed(&self, message: &str) {
+        if let Some(mut file) = self.take() {
+            let line = message.replace('\n', " ");
+            let _ = file.write_all(format!("error {line}\n").as_bytes());
+        }
+    }
 }
 
 /// How a pod run ended.
@@ -386,6 +420,9 @@ fn run_locked(
     }
     // The pod runs whether or not this record could be written; stop/enter need it.
     let record_err = state.store(&pod.dir).err();
+    if let Some(notice) = &opts.started_notice {
+        notice.started(&uuid);
+    }
     // Each app's exit recorded as it happens, so that status shows an app that ended
     // while the others run. The main thread writes the record only once this is done.
     let reporter = stage.take_exits().map(|exits| {

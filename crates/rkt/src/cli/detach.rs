@@ -1,0 +1,142 @@
+//! `rkt run --detach` and `rkt run-prepared --detach`: the pod outlives the command that
+//! started it.
+//!
+//! The command starts itself again, with the same arguments, as the pod's runner: in a
+//! session of its own (no terminal, so the caller's logout or Ctrl-C does not reach it),
+//! stdin, stdout and stderr on `/dev/null`, in the caller's cgroup. It tells its parent on a
+//! pipe (named by [`NOTICE_FD_VAR`]) when the pod's apps run, `started <uuid>`, or why the
+//! pod did not start, `error <message>` ([`rkt::pod::run::StartedNotice`]); the parent then
+//! prints the UUID (or the error) and returns, and the runner goes on holding the pod
+//! until its apps end or `rkt stop`.
+
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::process::{Command, ExitCode, Stdio};
+
+use anyhow::{bail, Context};
+use clap::Args;
+use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
+
+use rkt::pod::run::StartedNotice;
+
+use super::pod_args::StdioArgs;
+
+/// The variable that tells the detached runner where its notice goes.
+pub const NOTICE_FD_VAR: &str = "RKT_DETACHED_NOTICE_FD";
+
+/// `--detach`.
+#[derive(Debug, Clone, Args)]
+pub struct DetachArgs {
+    /// Start the pod in the background: print its UUID once its apps run and return, while
+    /// the pod runs on until its apps end or `rkt stop UUID`. Its runner has no terminal
+    /// and survives the caller; the apps' stdin is /dev/null and their stdout and stderr
+    /// go to their logs (`rkt logs UUID`) unless --stdout/--stderr say `null`.
+    #[arg(long, help_heading = "Pod")]
+    pub detach: bool,
+}
+
+/// How this process takes part in a detached start.
+pub enum Role {
+    /// Not detached: run the pod in the foreground.
+    Foreground,
+    /// `--detach` given here: start the detached runner.
+    Parent,
+    /// The detached runner: tell the parent on this notice.
+    Runner(StartedNotice),
+}
+
+impl DetachArgs {
+    /// This process's role: the runner when the parent left its notice descriptor in the
+    /// environment (the variable is removed, so the pod's apps do not see it).
+    pub fn role(&self, stdio: &StdioArgs) -> anyhow::Result<Role> {
+        if !self.detach {
+            return Ok(Role::Foreground);
+        }
+        if stdio.interactive == Some(true) {
+            bail!("--detach and --interactive exclude each other: a detached pod has no terminal to read");
+        }
+        for (flag, value) in [
+            ("stdin", &stdio.stdin),
+            ("stdout", &stdio.stdout),
+            ("stderr", &stdio.stderr),
+        ] {
+            if let Some(mode) = value.as_deref().filter(|m| !matches!(*m, "null" | "log")) {
+                bail!(
+                    "--{flag}={mode} with --detach: a detached pod's streams are `null` or `log`"
+                );
+            }
+        }
+        let Some(fd) = std::env::var_os(NOTICE_FD_VAR) else {
+            return Ok(Role::Parent);
+        };
+        // SAFETY: edition 2021; the process is still single-threaded here.
+        std::env::remove_var(NOTICE_FD_VAR);
+        let fd: i32 = fd
+            .to_str()
+            .and_then(|f| f.parse().ok())
+            .filter(|f| *f > 2)
+            .with_context(|| format!("{NOTICE_FD_VAR}={fd:?} is not a descriptor"))?;
+        fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))
+            .with_context(|| format!("{NOTICE_FD_VAR}={fd} is not open"))?;
+        // SAFETY: the parent passed this descriptor for us alone; it is owned from here.
+        let notice = unsafe { File::from_raw_fd(fd) };
+        let _ = nix::unistd::setsid();
+        Ok(Role::Runner(StartedNotice::new(notice)))
+    }
+}
+
+/// The streams of a detached pod's apps: its stdout and stderr to their logs unless given.
+pub fn detached_stdio(stdio: &StdioArgs) -> StdioArgs {
+    let mut stdio = stdio.clone();
+    stdio.stdin.get_or_insert_with(|| "null".into());
+    stdio.stdout.get_or_insert_with(|| "log".into());
+    stdio.stderr.get_or_insert_with(|| "log".into());
+    stdio
+}
+
+/// Runs `run` as the detached runner: its failure goes to the parent on the notice.
+pub fn as_runner(
+    notice: &StartedNotice,
+    run: impl FnOnce() -> anyhow::Result<ExitCode>,
+) -> anyhow::Result<ExitCode> {
+    let outcome = run();
+    if let Err(err) = &outcome {
+        notice.failed(&super::describe(err));
+    }
+    outcome
+}
+
+/// In the parent: starts this command again as the detached runner and waits until it says
+/// the pod's apps run; prints the pod's UUID.
+pub fn start_runner() -> anyhow::Result<ExitCode> {
+    let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).context("cannot make a pipe")?;
+    // The runner's copy, without close-on-exec; no other thread starts processes here.
+    // SAFETY: dup(2) returns a new descriptor that nothing else owns.
+    let inherited =
+        unsafe { OwnedFd::from_raw_fd(nix::unistd::dup(write.as_raw_fd()).context("dup")?) };
+    drop(write);
+    let spawned = Command::new("/proc/self/exe")
+        .args(std::env::args_os().skip(1))
+        .env(NOTICE_FD_VAR, inherited.as_raw_fd().to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("cannot start the detached runner");
+    drop(inherited);
+    let _runner = spawned?;
+    let mut said = String::new();
+    File::from(read)
+        .read_to_string(&mut said)
+        .context("cannot read what the detached runner said")?;
+    let said = said.trim_end();
+    if let Some(uuid) = said.strip_prefix("started ") {
+        super::output::print(&format!("{uuid}\n"))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    match said.strip_prefix("error ") {
+        Some(message) => bail!("{message}"),
+        None => bail!("the detached runner ended before the pod started"),
+    }
+}
