@@ -35,7 +35,7 @@ fn detach_returns_once_the_app_runs_and_the_pod_runs_on_until_stopped() {
     let uuid = out.stdout().trim().to_string();
     assert_eq!(
         world.pods(),
-        [uuid.clone()],
+        vec![uuid.clone()],
         "the UUID printed is the pod's"
     );
     let pid = world.wait_running(&uuid);
