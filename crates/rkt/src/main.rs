@@ -15,6 +15,12 @@ fn main() -> ExitCode {
         Some(cmd) if cmd == rkt::stage::enter::ENTER_COMMAND => {
             rkt::stage::enter::helper_main_from_args(args)
         }
+        Some(cmd) if cmd == rkt::stage::sandbox::START_COMMAND => {
+            rkt::stage::sandbox::helper_main_from_args(args)
+        }
+        Some(cmd) if cmd == rkt::stage::app_logs::LOG_COMMAND => {
+            rkt::stage::app_logs::logger_main_from_args(args)
+        }
         _ => return cli::main(),
     };
     ExitCode::from((status & 0xff) as u8)

@@ -16,6 +16,8 @@ use std::process::{Command, ExitCode, Stdio};
 
 use anyhow::{bail, Context};
 use clap::Args;
+
+use super::on_off::OnOff;
 use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
 
 use rkt::pod::run::StartedNotice;
@@ -32,7 +34,7 @@ pub struct DetachArgs {
     /// the pod runs on until its apps end or `rkt stop UUID`. Its runner has no terminal
     /// and survives the caller; the apps' stdin is /dev/null and their stdout and stderr
     /// go to their logs (`rkt logs UUID`) unless --stdout/--stderr say `null`.
-    #[arg(long, help_heading = "Pod")]
+    #[arg(long, help_heading = "Pod", on_off = false)]
     pub detach: bool,
 }
 

@@ -7,6 +7,8 @@ use std::time::{Duration, SystemTime};
 use anyhow::bail;
 use clap::Args;
 
+use super::on_off::OnOff;
+
 use rkt::logs::reader::{read, Line, Selection};
 use rkt::logs::LogStream;
 use rkt::pod::{PodStatus, State};
@@ -28,7 +30,7 @@ pub struct LogsArgs {
     pub app: Option<String>,
 
     /// Keep printing what the app writes until the pod ends.
-    #[arg(short, long)]
+    #[arg(short, long, on_off = false)]
     pub follow: bool,
 
     /// Only the last N lines (of those --since selects).
@@ -41,7 +43,7 @@ pub struct LogsArgs {
     pub since: Option<SystemTime>,
 
     /// Start each line with the time it was written (RFC 3339, UTC, nanoseconds).
-    #[arg(short, long)]
+    #[arg(short, long, on_off = false)]
     pub timestamps: bool,
 
     #[command(flatten)]

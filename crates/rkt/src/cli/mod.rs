@@ -11,6 +11,7 @@
 #[macro_use]
 mod output;
 
+mod app;
 mod completion;
 mod config;
 mod detach;
@@ -159,6 +160,7 @@ pub enum Command {
     Rm(rm::RmArgs),
     Stop(stop::StopArgs),
     Enter(enter::EnterArgs),
+    App(app::AppCommandArgs),
     Logs(logs::LogsArgs),
     Net(net::NetArgs),
     Completion(completion::CompletionArgs),
@@ -424,6 +426,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Rm(args) => rm::run(global, args),
         Command::Stop(args) => stop::run(global, args),
         Command::Enter(args) => enter::run(global, args),
+        Command::App(args) => app::run(global, args),
         Command::Logs(args) => logs::run(global, args),
         Command::Net(args) => net::run(global, args),
         Command::Completion(args) => completion::run(global, args),

@@ -197,6 +197,7 @@ impl AppArgs {
             user_annotations: parse_user_meta("user-annotation", &self.user_annotation)?,
             user_labels: parse_user_meta("user-label", &self.user_label)?,
             isolators,
+            log: None,
             mounts: self
                 .mount
                 .iter()
@@ -427,6 +428,19 @@ fn parse_size(text: &str) -> Result<u64, String> {
 }
 
 impl StdioArgs {
+    /// A sandbox's own streams: it has no app of its own, so nothing of its reaches a
+    /// terminal.
+    pub fn default_for_sandbox() -> StdioArgs {
+        StdioArgs {
+            interactive: None,
+            stdin: Some("null".into()),
+            stdout: Some("null".into()),
+            stderr: Some("null".into()),
+            log_max_size: 10 << 20,
+            log_max_files: 5,
+        }
+    }
+
     /// Which streams are /dev/null and which go to the apps' logs; any other mode is
     /// refused, naming the flag.
     pub fn streams(&self) -> anyhow::Result<(NullStdio, LogStreams)> {

@@ -12,6 +12,7 @@
 //! pod's whole life. A pod recorded as `running` whose lock is free has lost its runner
 //! (killed, machine crash): it counts as exited, and gc tears down what it left behind.
 
+pub mod apps;
 pub mod cleanup;
 pub mod control;
 pub mod gc;

@@ -179,9 +179,12 @@ pub fn run_new(
     // Before the pod exists: `rkt stop` of a pod this young signals this runner, which must
     // then abort the start rather than die of it (a failure here is reported by `start`).
     let _ = signals::install();
-    let mut isolation = settle_isolation(&spec.apps, opts)?;
+    let mut isolation = settle_isolation(&spec.apps, spec.sandbox.as_ref(), opts)?;
     let host_ports = before_create(&spec.apps, opts, store.dir(), "")?;
-    let private_users = spec.apps[0].isolators.private_users;
+    let private_users = match &spec.sandbox {
+        Some(pod) => pod.private_users,
+        None => spec.apps[0].isolators.private_users,
+    };
     let in_use = if private_users {
         id_ranges_in_use(store)
     } else {
@@ -217,7 +220,7 @@ pub fn run_prepared(pod: &Pod, opts: &RunOptions) -> Result<RunOutcome, StartFai
         .into());
     }
     let apps = pod.manifest()?.apps;
-    let mut isolation = settle_isolation(&apps, opts)?;
+    let mut isolation = settle_isolation(&apps, None, opts)?;
     let pods = pod.dir.parent().unwrap_or(Path::new("/"));
     let host_ports = before_create(&apps, opts, pods, &pod.uuid)?;
     if apps[0].isolators.private_users {
@@ -269,6 +272,9 @@ impl Settled {
                     isolation,
                     pid: None,
                     exit_status: None,
+                    created: None,
+                    started: None,
+                    finished: None,
                 })
                 .collect();
         }
@@ -278,18 +284,26 @@ impl Settled {
 
 /// What the apps will run with: their flags, less what `--insecure-options` turned off.
 /// With `--private-users`, checks first that this host can create user namespaces.
-fn settle_isolation(apps: &[App], opts: &RunOptions) -> Result<Settled, StartFailure> {
+fn settle_isolation(
+    apps: &[App],
+    sandbox: Option<&isolation::Isolators>,
+    opts: &RunOptions,
+) -> Result<Settled, StartFailure> {
     let failed = |e| StartFailure {
         error: Box::new(RunError::Isolation(e)),
         cleanup: Vec::new(),
     };
-    let first = &apps[0];
-    if first.isolators.private_users {
+    // A sandbox's own settings, or the first app's (whose settings are the pod's).
+    let (pod_isolators, others) = match sandbox {
+        Some(isolators) => (isolators, apps),
+        None => (&apps[0].isolators, &apps[1..]),
+    };
+    if pod_isolators.private_users {
         isolation::user_ns::check_available(Path::new(isolation::user_ns::MAX_USER_NAMESPACES))
             .map_err(failed)?;
     }
-    let pod = Isolation::new(&first.isolators, opts.isolation_off).map_err(failed)?;
-    let others = apps[1..]
+    let pod = Isolation::new(pod_isolators, opts.isolation_off).map_err(failed)?;
+    let others = others
         .iter()
         .map(|app| {
             Isolation::new(&app.isolators, opts.isolation_off).map(|i| (app.name.clone(), i))
@@ -299,7 +313,7 @@ fn settle_isolation(apps: &[App], opts: &RunOptions) -> Result<Settled, StartFai
     Ok(Settled {
         pod,
         others,
-        first_name: first.name.clone(),
+        first_name: apps.first().map(|a| a.name.clone()).unwrap_or_default(),
     })
 }
 
@@ -380,6 +394,13 @@ fn run_locked(
     };
     let uuid = pod.uuid.clone();
     let netns_path = state.netns.clone();
+    // A sandbox's apps are recorded by `rkt app` commands as they come and go: this runner
+    // writes the pod's own fields and keeps theirs.
+    let sandbox = pod.manifest().map(|m| m.sandbox.is_some()).unwrap_or(false);
+    let store = |state: &PodState| match sandbox {
+        true => store_keeping_apps(state, &pod.dir),
+        false => state.store(&pod.dir),
+    };
 
     let ports_lock = host_ports.take_lock();
     let started = start(
@@ -397,7 +418,7 @@ fn run_locked(
             state.state = State::Exited;
             state.exited = Some(Timestamp::now());
             state.error = Some(crate::error::chain(&error));
-            if let Err(e) = state.store(&pod.dir) {
+            if let Err(e) = store(&state) {
                 return Err(StartFailure {
                     error: Box::new(error),
                     cleanup: cleanup.into_iter().chain([CleanupError::Pod(e)]).collect(),
@@ -419,12 +440,23 @@ fn run_locked(
         }
     }
     // The pod runs whether or not this record could be written; stop/enter need it.
-    let record_err = state.store(&pod.dir).err();
+    let record_err = store(&state).err();
     if let Some(notice) = &opts.started_notice {
         notice.started(&uuid);
     }
     // Each app's exit recorded as it happens, so that status shows an app that ended
     // while the others run. The main thread writes the record only once this is done.
+    let sandbox_reporter = match sandbox {
+        true => stage.take_sandbox_exits().map(|exits| {
+            let dir = pod.dir.clone();
+            std::thread::spawn(move || {
+                for (pid, code) in exits {
+                    let _ = super::apps::record_exit(&dir, pid, code);
+                }
+            })
+        }),
+        false => None,
+    };
     let reporter = stage.take_exits().map(|exits| {
         let (mut live, dir) = (state.clone(), pod.dir.clone());
         std::thread::spawn(move || {
@@ -440,6 +472,9 @@ fn run_locked(
         })
     });
     let waited = stage.wait();
+    if let Some(thread) = sandbox_reporter {
+        let _ = thread.join();
+    }
     let reported = reporter
         .and_then(|thread| thread.join().ok())
         .unwrap_or_default();
@@ -449,7 +484,7 @@ fn run_locked(
     for app in &mut state.apps {
         app.pid = None;
     }
-    let _ = state.store(&pod.dir);
+    let _ = store(&state);
     let mut cleanup = release(&uuid, &pod.dir, netns_path.as_deref(), opts.plugin_timeout);
     cleanup.extend(record_err.map(CleanupError::Pod));
     state.state = State::Exited;
@@ -471,14 +506,14 @@ fn run_locked(
                 uuid: uuid.clone(),
                 source,
             };
-            let _ = state.store(&pod.dir);
+            let _ = store(&state);
             return Err(StartFailure {
                 error: Box::new(error),
                 cleanup,
             });
         }
     };
-    if let Err(e) = state.store(&pod.dir) {
+    if let Err(e) = store(&state) {
         cleanup.push(CleanupError::Pod(e));
     }
     drop(lock);
@@ -487,6 +522,17 @@ fn run_locked(
         exit_status,
         cleanup_errors: cleanup,
     })
+}
+
+/// Writes `state` but for its apps, which are the on-disk record's: a sandbox's apps are
+/// recorded by the `rkt app` commands (under the apps' lock, taken here too).
+fn store_keeping_apps(state: &PodState, dir: &Path) -> Result<(), PodError> {
+    let _apps = crate::podstore::lock::AppsLock::lock(dir)?;
+    let mut state = state.clone();
+    if let Ok(on_disk) = PodState::load(dir) {
+        state.apps = on_disk.apps;
+    }
+    state.store(dir)
 }
 
 /// Everything up to the app running; on error the caller releases what was set up.
@@ -609,6 +655,7 @@ fn start(
             .map(|a| a.name.clone())
             .collect::<Vec<_>>(),
         log_streams: opts.log_streams,
+        sandbox: manifest.sandbox.is_some(),
     })
     .map_err(|source| RunError::Stage {
         uuid: uuid(),

@@ -87,3 +87,40 @@ impl PodLock {
         &self.lock
     }
 }
+
+/// The lock of a running sandbox's apps: `flock(2)` on `apps.lock` in the pod's directory,
+/// held by whoever changes the apps' records (`rkt app add`, `start`, `stop`, `rm`, and the
+/// runner recording an app's exit) for the read, change and write of `pod.json` and
+/// `state.json`, so that no change is lost to another made at the same moment. The runner
+/// keeps the pod's own lock throughout; this one is taken and let go around each change.
+#[derive(Debug)]
+pub struct AppsLock {
+    _lock: Flock<File>,
+}
+
+/// The file of [`AppsLock`] in a pod's directory.
+pub const APPS_LOCK_FILE: &str = "apps.lock";
+
+impl AppsLock {
+    /// Waits for the lock of the apps of the pod in `dir`.
+    pub fn lock(dir: &Path) -> Result<AppsLock, PodError> {
+        let path = dir.join(APPS_LOCK_FILE);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|source| PodError::Io {
+                what: "open the apps' lock",
+                path: path.clone(),
+                source,
+            })?;
+        let lock =
+            Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, errno)| PodError::Io {
+                what: "lock the apps of",
+                path: path.clone(),
+                source: errno.into(),
+            })?;
+        Ok(AppsLock { _lock: lock })
+    }
+}

@@ -56,6 +56,22 @@ pub struct App {
     /// `--mount`: the pod's volumes this app sees, and where.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mounts: Vec<Mount>,
+    /// A sandbox's app (`rkt app add`): which of its streams go to its log, and how the
+    /// log rotates. `None`: its stdout and stderr are `/dev/null`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<AppLog>,
+}
+
+/// Which of a sandbox app's output streams go to its log, and how the log rotates.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppLog {
+    pub stdout: bool,
+    pub stderr: bool,
+    /// The size at which the log rotates; 0: never.
+    pub max_size: u64,
+    /// How many files the log keeps, the current one included.
+    pub max_files: u32,
 }
 
 /// The pod's IPC namespace (`--ipc`, upstream rkt's values; its `auto` is `private`).
@@ -146,6 +162,10 @@ pub struct PodSpec {
     pub exit_policy: ExitPolicy,
     /// `--volume`: the volumes the apps may mount.
     pub volumes: Vec<Volume>,
+    /// A sandbox (`rkt app sandbox`): a pod made without apps, whose apps are added,
+    /// started, stopped and removed while it runs, and which ends only when stopped. Its
+    /// pod-wide settings (resource limits, user namespace) are these, not an app's.
+    pub sandbox: Option<Isolators>,
 }
 
 impl From<App> for PodSpec {
@@ -154,6 +174,7 @@ impl From<App> for PodSpec {
             apps: vec![app],
             exit_policy: ExitPolicy::default(),
             volumes: Vec::new(),
+            sandbox: None,
         }
     }
 }
@@ -199,13 +220,17 @@ pub struct PodManifest {
     pub uuid: String,
     /// When the pod was created.
     pub created: Timestamp,
-    /// The apps, in the order given on the command line; never empty.
+    /// The apps, in the order given on the command line (a sandbox's: in the order they
+    /// were added); never empty but in a sandbox.
     pub apps: Vec<App>,
     #[serde(default, skip_serializing_if = "ExitPolicy::is_default")]
     pub exit_policy: ExitPolicy,
     /// `--volume`: the volumes the pod's apps may mount.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub volumes: Vec<Volume>,
+    /// A sandbox's pod-wide settings (see [`PodSpec::sandbox`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<Isolators>,
 }
 
 impl PodManifest {
@@ -229,13 +254,15 @@ struct ManifestFile {
     exit_policy: ExitPolicy,
     #[serde(default)]
     volumes: Vec<Volume>,
+    #[serde(default)]
+    sandbox: Option<Isolators>,
 }
 
 impl From<ManifestFile> for PodManifest {
     fn from(file: ManifestFile) -> PodManifest {
         let mut apps = file.apps;
         apps.extend(file.app);
-        if apps.is_empty() {
+        if apps.is_empty() && file.sandbox.is_none() {
             // Nothing to run; the stage reports that the pod has no command.
             apps.push(App::default());
         }
@@ -245,6 +272,7 @@ impl From<ManifestFile> for PodManifest {
             apps,
             exit_policy: file.exit_policy,
             volumes: file.volumes,
+            sandbox: file.sandbox,
         }
     }
 }

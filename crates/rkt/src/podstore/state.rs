@@ -116,6 +116,15 @@ pub struct AppRecord {
     /// it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_status: Option<i32>,
+    /// A sandbox's app: when it was added (`rkt app add`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<Timestamp>,
+    /// A sandbox's app: when it was last started (`rkt app start`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<Timestamp>,
+    /// A sandbox's app: when it last exited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished: Option<Timestamp>,
 }
 
 /// What status and list show of one network: rkt's `net-info.json` fields.

@@ -133,6 +133,7 @@ impl PodStore {
                 apps: spec.apps,
                 exit_policy: spec.exit_policy,
                 volumes: spec.volumes,
+                sandbox: spec.sandbox,
             };
             let bytes = serde_json::to_vec_pretty(&manifest).expect("a manifest serializes");
             create_new(&tmp, MANIFEST_FILE, &bytes)?;
@@ -293,6 +294,13 @@ pub fn is_uuid(name: &str) -> bool {
     name.len() == 36
         && Uuid::try_parse(name).is_ok()
         && !name.chars().any(|c| c.is_ascii_uppercase())
+}
+
+/// Replaces `<dir>/pod.json` with `manifest`, whole (a sandbox's apps change while it runs;
+/// the caller holds the apps' lock).
+pub fn write_atomic_manifest(dir: &Path, manifest: &PodManifest) -> Result<(), PodError> {
+    let bytes = serde_json::to_vec_pretty(manifest).expect("a manifest serializes");
+    super::state::write_atomic(dir, MANIFEST_FILE, &bytes)
 }
 
 #[cfg(test)]

@@ -47,8 +47,6 @@ pub(super) struct AppIsolation {
     pub(super) paths: bool,
     pub(super) readonly_rootfs: bool,
     pub(super) prepared: isolation::Prepared,
-    /// `--private-users`: the pod's host ids.
-    pub(super) user_ns: Option<isolation::user_ns::IdMap>,
     /// The systemd socket-activation descriptors (3 to 3 + N - 1) the app keeps; 0: none.
     pub(super) listen_fds: i32,
     /// The app's stdout and stderr when they go to its log: the write ends of pipes the
@@ -424,7 +422,6 @@ mod tests {
             paths: true,
             readonly_rootfs: false,
             prepared: isolation::Isolation::default().prepare().unwrap(),
-            user_ns: None,
             listen_fds: 0,
             log_fds: [None, None],
         };

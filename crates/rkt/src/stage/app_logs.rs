@@ -154,3 +154,130 @@ impl LogCopies {
             .collect()
     }
 }
+
+/// The hidden command of a sandbox app's log copier (`rkt app start` runs one per app whose
+/// stdout or stderr is `log`): a process of its own, in a session of its own, that reads
+/// the app's streams until every writer is gone, so the log outlives `rkt app start`.
+pub const LOG_COMMAND: &str = "stage1-log";
+
+/// The pipes of an app's logged streams and the copier that reads them.
+#[derive(Debug)]
+pub struct AppLogPipes {
+    /// The write ends, for the app (stdout, stderr); `None` for a stream not logged.
+    pub writers: [Option<OwnedFd>; 2],
+}
+
+/// Makes the pipes of the streams `streams` logs and starts their copier into `path`
+/// (the `rkt` binary `exe`, normally `/proc/self/exe`); nothing when no stream is logged.
+pub fn start_copier(
+    exe: &Path,
+    path: &Path,
+    streams: LogStreams,
+) -> Result<AppLogPipes, StageError> {
+    let mut pipes = AppLogPipes {
+        writers: [None, None],
+    };
+    if !streams.any() {
+        return Ok(pipes);
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| StageError::Io {
+            what: "create",
+            path: dir.to_path_buf(),
+            source: e,
+        })?;
+    }
+    // Opened here first, so that a log that cannot be written fails the start.
+    drop(LogFile::create(path, streams.config)?);
+    let mut readers: [Option<OwnedFd>; 2] = [None, None];
+    for (i, logged) in [streams.stdout, streams.stderr].into_iter().enumerate() {
+        if !logged {
+            continue;
+        }
+        let (read, write) = pipe2(OFlag::O_CLOEXEC).map_err(sys("make a pipe for", path))?;
+        let inherited = read.try_clone().map_err(|e| StageError::Io {
+            what: "duplicate a pipe for",
+            path: path.to_path_buf(),
+            source: e,
+        })?;
+        nix::fcntl::fcntl(
+            inherited.as_raw_fd(),
+            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
+        )
+        .map_err(sys("pass a pipe for", path))?;
+        readers[i] = Some(inherited);
+        pipes.writers[i] = Some(write);
+    }
+    let fd = |f: &Option<OwnedFd>| f.as_ref().map_or(-1, AsRawFd::as_raw_fd).to_string();
+    let spawned = std::process::Command::new(exe)
+        .arg(LOG_COMMAND)
+        .arg("--log")
+        .arg(path)
+        .args(["--split", &streams.config.split.to_string()])
+        .args(["--max-size", &streams.config.max_size.to_string()])
+        .args(["--max-files", &streams.config.max_files.to_string()])
+        .args(["--stdout-fd", &fd(&readers[0])])
+        .args(["--stderr-fd", &fd(&readers[1])])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    drop(readers);
+    // Not waited for: it ends with the app's streams, and init or the caller's parent
+    // reaps it.
+    spawned.map_err(|source| StageError::Spawn {
+        exe: exe.to_path_buf(),
+        source,
+    })?;
+    Ok(pipes)
+}
+
+/// `rkt stage1-log ARGS`: copies the app's streams into its log until they end.
+pub fn logger_main_from_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32 {
+    let mut values = std::collections::HashMap::new();
+    let mut args = args.into_iter();
+    while let (Some(flag), Some(value)) = (args.next(), args.next()) {
+        values.insert(flag.to_string_lossy().into_owned(), value);
+    }
+    let number = |name: &str| -> Option<i64> { values.get(name)?.to_str()?.parse().ok() };
+    let (Some(path), Some(split), Some(max_size), Some(max_files)) = (
+        values.get("--log").map(PathBuf::from),
+        number("--split"),
+        number("--max-size"),
+        number("--max-files"),
+    ) else {
+        eprintln!("rkt {LOG_COMMAND}: --log, --split, --max-size and --max-files are required");
+        return 2;
+    };
+    let fds: Vec<(RawFdNumber, LogStream)> = [
+        (number("--stdout-fd"), LogStream::Stdout),
+        (number("--stderr-fd"), LogStream::Stderr),
+    ]
+    .into_iter()
+    .filter_map(|(fd, stream)| Some((i32::try_from(fd?).ok().filter(|f| *f >= 0)?, stream)))
+    .collect();
+    super::stdio::close_inherited(&fds.iter().map(|(fd, _)| *fd).collect::<Vec<_>>());
+    let _ = nix::unistd::setsid();
+    let config = LogConfig {
+        split: usize::try_from(split).unwrap_or(16 * 1024),
+        max_size: u64::try_from(max_size).unwrap_or(0),
+        max_files: u32::try_from(max_files).unwrap_or(1),
+    };
+    let Ok(log) = LogFile::create(&path, config) else {
+        return 1;
+    };
+    let log = Arc::new(log);
+    let threads: Vec<_> = fds
+        .into_iter()
+        .map(|(fd, stream)| {
+            // SAFETY: the descriptor was passed for this process alone.
+            let file = unsafe { File::from_raw_fd(fd) };
+            let log = log.clone();
+            std::thread::spawn(move || copy(file, stream, &log))
+        })
+        .collect();
+    let failed = threads.into_iter().any(|t| !matches!(t.join(), Ok(Ok(_))));
+    i32::from(failed)
+}
+
+type RawFdNumber = i32;

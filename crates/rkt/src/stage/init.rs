@@ -81,6 +81,8 @@ pub struct InitArgs {
     /// the pipes the runner copies into the logs (`--log-fds INDEX:OUT:ERR,…`, -1 for a
     /// stream that is not logged), inherited from the runner.
     pub log_fds: Vec<AppLogFds>,
+    /// A sandbox (`--sandbox 1`): the init starts no app and ends only when stopped.
+    pub sandbox: bool,
 }
 
 impl InitArgs {
@@ -89,6 +91,7 @@ impl InitArgs {
         let (mut pod_dir, mut hostname, mut netns, mut status_fd, mut runner_pid) =
             (None, None, None, None, None);
         let (mut exits_fd, mut listen_fds, mut log_fds) = (None, 0, Vec::new());
+        let mut sandbox = false;
         let mut args = args.into_iter();
         while let Some(flag) = args.next() {
             let flag = flag.to_string_lossy().into_owned();
@@ -113,6 +116,7 @@ impl InitArgs {
                 "--exits-fd" => exits_fd = Some(number(&value)?),
                 "--listen-fds" => listen_fds = number(&value)?,
                 "--log-fds" => log_fds = parse_log_fds(&value)?,
+                "--sandbox" => sandbox = number(&value)? != 0,
                 _ => return Err(format!("unknown argument {flag:?}")),
             }
         }
@@ -126,6 +130,7 @@ impl InitArgs {
             exits_fd,
             listen_fds,
             log_fds,
+            sandbox,
         })
     }
 
@@ -156,6 +161,9 @@ impl InitArgs {
         }
         if listen_fds > 0 {
             args.extend(["--listen-fds".into(), listen_fds.to_string().into()]);
+        }
+        if spec.sandbox {
+            args.extend(["--sandbox".into(), "1".into()]);
         }
         if !log_fds.is_empty() {
             let fd = |fd: Option<RawFd>| fd.unwrap_or(-1);
@@ -312,6 +320,8 @@ struct PreparedPod {
     /// `--private-users` with a network namespace of the pod's: the user namespace that
     /// owns it, which the init (or each app) joins.
     user_ns_fd: Option<OwnedFd>,
+    /// `--private-users`: the pod's host ids.
+    user_ns: Option<isolation::user_ns::IdMap>,
     apps: Vec<PreparedApp>,
     exit_policy: ExitPolicy,
     /// The pod's volumes, which each app mounts ([`super::volumes`]).
@@ -338,7 +348,7 @@ fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
     // a pod of several, the init maps each app's (see [`super::apps`]).
     // When the pod's network namespace belongs to the pod's user namespace (the runner made
     // them together), the init or each app joins that one instead, already mapped.
-    let pod_user_ns = prepared.apps[0].isolation.user_ns;
+    let pod_user_ns = prepared.user_ns;
     let joined = prepared.user_ns_fd.as_ref().map(|fd| fd.as_raw_fd());
     let user_ns = pod_user_ns.filter(|_| prepared.apps.len() == 1 && joined.is_none());
     let handshake = match user_ns.map(|_| UserNsHandshake::new()).transpose() {
@@ -361,6 +371,12 @@ fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
             let mut status = Some(status);
             let init = match follow_stage(&alive_read) {
                 Err(err) => Err(err),
+                Ok(()) if args.sandbox => {
+                    // SAFETY: the runner passes the exits pipe's write end under this number
+                    // to a sandbox; nothing else in this process uses it.
+                    let exits = args.exits_fd.map(|fd| unsafe { File::from_raw_fd(fd) });
+                    super::sandbox::init(exits, &mut status)
+                }
                 Ok(()) if prepared.apps.len() == 1 => {
                     let app = prepared.apps.into_iter().next().expect("one app");
                     let entry = match (&handshake, joined) {
@@ -560,26 +576,13 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
     let mut apps = Vec::with_capacity(manifest.apps.len());
     for (index, app) in manifest.apps.into_iter().enumerate() {
         let app_dir = crate::image_pod::app_dir(&args.pod_dir, index, &app.name);
-        let app = crate::image_pod::for_stage(app, &app_dir);
-        let env = app_env(&app, std::env::vars_os());
-        let settled = record.app_isolation(index);
-        let isolation = AppIsolation {
-            paths: settled.paths,
-            readonly_rootfs: settled.readonly_rootfs,
-            prepared: settled.prepare().map_err(StageError::Isolation)?,
-            user_ns: settled.user_ns,
-            listen_fds: args.listen_fds,
-            log_fds: args
-                .log_fds
-                .iter()
-                .find(|(i, _)| *i == index)
-                .map_or([None, None], |(_, fds)| *fds),
-        };
-        apps.push(PreparedApp {
-            app,
-            env,
-            isolation,
-        });
+        let log_fds = args
+            .log_fds
+            .iter()
+            .find(|(i, _)| *i == index)
+            .map_or([None, None], |(_, fds)| *fds);
+        let fds = (args.listen_fds, log_fds);
+        apps.push(prepare_app(app, &app_dir, &record, index, fds)?);
     }
     let limits = record
         .isolation
@@ -597,7 +600,9 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
         .join(&uuid, &limits)
         .map_err(StageError::Isolation)?;
 
-    let first = &apps[0];
+    // The pod-wide settings: the first app's, or a sandbox's own (it may have no app yet).
+    let first = apps.first().map(|a| &a.app);
+    let pod_user_ns = record.app_isolation(0).user_ns;
     let mut user_ns_fd = None;
     if let Some(netns) = &args.netns {
         let file = File::open(netns).map_err(|source| StageError::Io {
@@ -610,7 +615,7 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
             path: netns.clone(),
             source,
         })?;
-        if first.isolation.user_ns.is_some() {
+        if pod_user_ns.is_some() {
             isolation::user_ns::open_pod_network().map_err(StageError::Isolation)?;
             user_ns_fd =
                 crate::netns::owner_of(file.as_fd()).map_err(|source| StageError::Sys {
@@ -622,7 +627,7 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
     }
     let mut namespaces =
         CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWUTS | CloneFlags::CLONE_NEWPID;
-    if first.app.ipc == IpcMode::Private {
+    if first.map_or(IpcMode::Private, |a| a.ipc) == IpcMode::Private {
         namespaces |= CloneFlags::CLONE_NEWIPC;
     }
     let overlays = enter_mount_template(&apps);
@@ -635,7 +640,7 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
         mount_template::attach(tree, &rootfs)
             .map_err(|e| StageError::Reported(crate::error::chain(&e)))?;
     }
-    if let Some(adj) = first.app.oom_score_adjust {
+    if let Some(adj) = first.and_then(|a| a.oom_score_adjust) {
         // Inherited by the init and the apps, all forked from here.
         let path = PathBuf::from("/proc/self/oom_score_adj");
         std::fs::write(&path, adj.to_string()).map_err(|source| StageError::Io {
@@ -647,11 +652,7 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
     mounts::make_root_slave(&isolation::syscall::Linux)?;
     mounts::detach_netns_mounts(&isolation::syscall::Linux)?;
     // Once for the pod; each app mounts what it uses with its root.
-    volumes::create_empty_volumes(
-        &args.pod_dir,
-        &manifest.volumes,
-        first.isolation.user_ns.as_ref(),
-    )?;
+    volumes::create_empty_volumes(&args.pod_dir, &manifest.volumes, pod_user_ns.as_ref())?;
     if let [only] = &apps[..] {
         mount_app_root(
             &isolation::syscall::Linux,
@@ -672,9 +673,37 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
     })?;
     Ok(PreparedPod {
         user_ns_fd,
+        user_ns: pod_user_ns,
         apps,
         exit_policy: manifest.exit_policy,
         volumes: manifest.volumes,
+    })
+}
+
+/// App `index` of the pod recorded in `record`, ready for its process: its root in
+/// `app_dir` (an image app's), its environment, its isolation compiled; the socket-activation
+/// descriptors it keeps and its logged streams' descriptors (`fds`).
+pub(super) fn prepare_app(
+    app: crate::podstore::App,
+    app_dir: &std::path::Path,
+    record: &PodState,
+    index: usize,
+    (listen_fds, log_fds): (i32, [Option<RawFd>; 2]),
+) -> Result<PreparedApp, StageError> {
+    let app = crate::image_pod::for_stage(app, app_dir);
+    let env = app_env(&app, std::env::vars_os());
+    let settled = record.app_isolation(index);
+    let isolation = AppIsolation {
+        paths: settled.paths,
+        readonly_rootfs: settled.readonly_rootfs,
+        prepared: settled.prepare().map_err(StageError::Isolation)?,
+        listen_fds,
+        log_fds,
+    };
+    Ok(PreparedApp {
+        app,
+        env,
+        isolation,
     })
 }
 
@@ -798,6 +827,7 @@ mod tests {
             several_apps: false,
             app_names: &[],
             log_streams: Default::default(),
+            sandbox: false,
         };
         let argv = InitArgs::parse(InitArgs::to_args(&spec, 7, None, 4242, 0, &[])).unwrap();
         assert_eq!(argv.pod_dir, spec.pod_dir);

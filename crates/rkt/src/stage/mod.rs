@@ -29,6 +29,7 @@ pub mod enter;
 pub mod env;
 pub mod init;
 pub mod mounts;
+pub mod sandbox;
 pub mod sealed_exe;
 pub mod signals;
 pub mod stdio;
@@ -136,6 +137,9 @@ pub struct StageSpec<'a> {
     pub app_names: &'a [String],
     /// Which of the apps' output streams go to their logs ([`app_logs`]).
     pub log_streams: app_logs::LogStreams,
+    /// A sandbox: no app yet; the init reaps the apps `rkt app start` adds and reports
+    /// each one's exit by PID ([`sandbox`]), and ends only when stopped.
+    pub sandbox: bool,
 }
 
 /// Which of the app's standard streams are `/dev/null` instead of the runner's
@@ -197,7 +201,7 @@ pub fn start(spec: &StageSpec) -> Result<Started, StageError> {
         )
     };
     drop(write_end);
-    let exits = if spec.several_apps {
+    let exits = if spec.several_apps || spec.sandbox {
         let (read_end, write_end) = pipe2(OFlag::O_CLOEXEC).map_err(|e| spawn_err(e.into()))?;
         // SAFETY: as above.
         let inherited = unsafe {
@@ -322,6 +326,18 @@ impl Iterator for AppExits {
 }
 
 impl Started {
+    /// In a sandbox: the apps' exits as the init reports them, `(pid in the pod, status)`;
+    /// iterating blocks until the next, and ends when the init is gone.
+    pub fn take_sandbox_exits(&mut self) -> Option<impl Iterator<Item = (i32, i32)>> {
+        use std::io::BufRead;
+        self.exits.take().map(|f| {
+            std::io::BufReader::new(f)
+                .lines()
+                .map_while(Result::ok)
+                .filter_map(|line| sandbox::parse_exit(&line))
+        })
+    }
+
     /// In a pod of several apps: the apps' exits as they happen (then [`Started::wait`]
     /// reports none itself).
     pub fn take_exits(&mut self) -> Option<AppExits> {

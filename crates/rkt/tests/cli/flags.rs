@@ -408,7 +408,12 @@ fn flags_interactive_and_null_streams() {
     assert_eq!(cat(&["--stdin=null"]), "end\n");
     assert_eq!(cat(&["--stdout=null"]), "");
     let before = world.pods().len();
-    for flag in ["--stdin=tty", "--stdout=stream", "--stderr=log"] {
+    for flag in [
+        "--stdin=tty",
+        "--stdout=stream",
+        "--stderr=tty",
+        "--stdin=log",
+    ] {
         world
             .rkt(&["run", flag, "--", "true"])
             .run()

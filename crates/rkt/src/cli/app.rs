@@ -1,0 +1,413 @@
+//! `rkt app`: rkt 1.30's app-level commands over [`rkt::pod::apps`]: a sandbox, a pod made
+//! without apps that runs until stopped, and its apps added, started, stopped, removed,
+//! listed, shown and entered one at a time. `RKT_EXPERIMENT_APP`, which rkt 1.30 required,
+//! is accepted and not needed.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::bail;
+use clap::{Args, Subcommand};
+
+use rkt::pod::apps::{self, AppState};
+use rkt::pod::run::run_new;
+use rkt::pod::{PodSpec, PodStatus};
+use rkt::podstore::AppLog;
+
+use super::detach::{as_runner, start_runner, DetachArgs, Role};
+use super::on_off::OnOff;
+use super::pod_args::{finish, store, AppArgs, PodNetArgs, PodRef, StdioArgs};
+use super::status::Format;
+use super::volume_args::VolumeArgs;
+use super::GlobalArgs;
+
+/// Pods whose apps come and go: rkt 1.30's app-level API.
+///
+/// `rkt app sandbox` makes a pod without apps (its namespaces, networks and an init that
+/// reaps) and prints its UUID; `rkt app add` prepares an app in it, `start` runs it, `stop`
+/// stops it, `rm` removes it; `rkt stop` ends the sandbox. The apps' stdout and stderr go
+/// to their logs (`rkt logs UUID --app=NAME`) unless `--stdout/--stderr=null`.
+#[derive(Debug, Args)]
+pub struct AppCommandArgs {
+    #[command(subcommand)]
+    pub command: AppCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AppCommand {
+    Sandbox(Box<SandboxArgs>),
+    Add(Box<AddArgs>),
+    Start(AppRef),
+    Stop(StopArgs),
+    Rm(StopArgs),
+    List(ListArgs),
+    Status(StatusArgs),
+}
+
+/// Make a pod without apps, print its UUID and keep it running until `rkt stop`.
+///
+/// The pod's networks are brought up, its namespaces made and its init started; it runs in
+/// the background (as `rkt run --detach`) and survives the caller. Add apps with `rkt app
+/// add`.
+#[derive(Debug, Args)]
+pub struct SandboxArgs {
+    #[command(flatten)]
+    pub net: PodNetArgs,
+
+    /// Write the new pod's UUID to FILE.
+    #[arg(long, value_name = "FILE", help_heading = "Pod")]
+    pub uuid_file_save: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub volumes: VolumeArgs,
+
+    /// Limit the pod's memory (e.g. 64M, 1G), for all its apps together.
+    #[arg(long, value_name = "SIZE", help_heading = "Pod")]
+    pub memory: Option<String>,
+
+    /// Limit the pod's CPU time, in thousandths of a CPU (500m) or CPUs (2), for all its
+    /// apps together.
+    #[arg(long, value_name = "MILLICORES", help_heading = "Pod")]
+    pub cpu: Option<String>,
+
+    /// Limit the pod's tasks (processes and threads) to N at once; 0 or -1: no limit
+    /// [default: 2048].
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        help_heading = "Pod"
+    )]
+    pub pids_limit: Option<String>,
+
+    /// Run the pod in a user namespace of its own (see docs/isolation.md); its apps too.
+    #[arg(long, on_off = false, help_heading = "Pod")]
+    pub private_users: bool,
+}
+
+/// Add an app to a running sandbox, prepared and waiting in state `created`.
+///
+/// APP is an image, `--rootfs=DIR` or a host command, as for `rkt run`. Its stdout and
+/// stderr go to its log unless `--stdout=null`/`--stderr=null`; its stdin is /dev/null.
+/// Resource limits and --private-users are the sandbox's, not an app's.
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    /// The sandbox's UUID, or any unique prefix of it.
+    #[arg(value_name = "UUID")]
+    pub uuid: String,
+
+    #[command(flatten)]
+    pub stdio: StdioArgs,
+
+    #[command(flatten)]
+    pub app: AppArgs,
+}
+
+/// One app of a pod.
+#[derive(Debug, Args)]
+pub struct AppRef {
+    /// The pod's UUID, or any unique prefix of it.
+    #[arg(value_name = "UUID")]
+    pub uuid: String,
+
+    /// The app's name.
+    #[arg(long, value_name = "NAME")]
+    pub app: String,
+}
+
+/// Stop an app (`stop`: SIGTERM, then SIGKILL after --timeout; it can be started again) or
+/// remove it (`rm`: stopped first, then its root filesystem released and its records
+/// removed; its log stays until the pod is removed).
+#[derive(Debug, Args)]
+pub struct StopArgs {
+    #[command(flatten)]
+    pub app: AppRef,
+
+    /// How long the app has between SIGTERM and SIGKILL.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub timeout: Duration,
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|e| format!("{e} (expected e.g. 10s, 1m, 0s)"))
+}
+
+/// List a pod's apps: name, state, and when each was created, started and finished.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// The pod's UUID, or any unique prefix of it.
+    #[arg(value_name = "UUID")]
+    pub uuid: String,
+
+    /// Do not print the header line.
+    #[arg(long, on_off = false)]
+    pub no_legend: bool,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// Print one app's state, times, exit code, PID (in the pod) and mounts.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub app: AppRef,
+
+    /// Output format: `key=value` lines, or JSON.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+pub fn run(global: &GlobalArgs, args: &AppCommandArgs) -> anyhow::Result<ExitCode> {
+    match &args.command {
+        AppCommand::Sandbox(a) => sandbox(global, a),
+        AppCommand::Add(a) => add(global, a),
+        AppCommand::Start(a) => {
+            let pod = pod(global, &a.uuid)?;
+            apps::start(&pod, &a.app, std::path::Path::new("/proc/self/exe"))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        AppCommand::Stop(a) => {
+            apps::stop(&pod(global, &a.app.uuid)?, &a.app.app, a.timeout)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        AppCommand::Rm(a) => {
+            apps::remove(&pod(global, &a.app.uuid)?, &a.app.app, a.timeout)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        AppCommand::List(a) => list(global, a),
+        AppCommand::Status(a) => status(global, a),
+    }
+}
+
+fn pod(global: &GlobalArgs, uuid: &str) -> anyhow::Result<rkt::pod::Pod> {
+    let pod_ref = PodRef {
+        uuid: Some(uuid.to_string()),
+        uuid_file: None,
+    };
+    pod_ref.lookup(&store(global)?)
+}
+
+fn sandbox(global: &GlobalArgs, args: &SandboxArgs) -> anyhow::Result<ExitCode> {
+    let stdio = StdioArgs::default_for_sandbox();
+    let detach = DetachArgs { detach: true };
+    match detach.role(&stdio)? {
+        Role::Foreground => unreachable!("a sandbox always runs detached"),
+        Role::Parent => start_runner(),
+        Role::Runner(notice) => as_runner(&notice.clone(), || {
+            let dirs = global.effective_dirs(&args.net.dirs)?;
+            let (mut opts, store) =
+                args.net
+                    .run_options(global, &dirs, &stdio, args.uuid_file_save.clone())?;
+            opts.started_notice = Some(notice);
+            let isolation = super::isolation_args::IsolationArgs {
+                memory: args.memory.clone(),
+                cpu: args.cpu.clone(),
+                pids_limit: args.pids_limit.clone(),
+                private_users: args.private_users,
+                ..Default::default()
+            };
+            let spec = PodSpec {
+                apps: Vec::new(),
+                exit_policy: Default::default(),
+                volumes: args.volumes.volumes(global, &[])?,
+                sandbox: Some(isolation.isolators(rkt::image_pod::user::AppRoot::Host)?),
+            };
+            let outcome = run_new(&store, spec, &opts)?;
+            Ok(finish(global, &outcome))
+        }),
+    }
+}
+
+fn add(global: &GlobalArgs, args: &AddArgs) -> anyhow::Result<ExitCode> {
+    let pod = pod(global, &args.uuid)?;
+    let isolation = &args.app.isolation;
+    for (flag, given) in [
+        ("--memory", isolation.memory.is_some()),
+        ("--cpu", isolation.cpu.is_some()),
+        ("--pids-limit", isolation.pids_limit.is_some()),
+        ("--private-users", isolation.private_users),
+    ] {
+        if given {
+            bail!(
+                "{flag} is the sandbox's, for all its apps together: give it to `rkt app sandbox`"
+            );
+        }
+    }
+    if args.stdio.interactive == Some(true) {
+        bail!("--interactive: a sandbox's app has no terminal to read (its stdin is /dev/null)");
+    }
+    let stdio = super::detach::detached_stdio(&args.stdio);
+    let (null, logs) = stdio.streams()?;
+    if !null.stdin {
+        bail!("--stdin: a sandbox's app reads /dev/null (`null`)");
+    }
+    let dirs = global.effective_dirs(&Default::default())?;
+    let mut app = super::image_app::app(global, &dirs.data.value, &args.app)?;
+    app.log = Some(AppLog {
+        stdout: logs.stdout,
+        stderr: logs.stderr,
+        max_size: logs.config.max_size,
+        max_files: logs.config.max_files,
+    });
+    apps::add(&pod, app, global.insecure()?.isolation)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn list(global: &GlobalArgs, args: &ListArgs) -> anyhow::Result<ExitCode> {
+    let pod = pod(global, &args.uuid)?;
+    let status = PodStatus::read(&pod)?;
+    let rows = app_rows(&status);
+    if args.format != Format::Text {
+        let json: Vec<serde_json::Value> = rows.iter().map(AppRow::to_json).collect();
+        args.format.print_json(&json)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut text = String::new();
+    if !args.no_legend {
+        text.push_str("NAME\tSTATE\tCREATED\tSTARTED\tFINISHED\tEXIT\n");
+    }
+    for row in &rows {
+        let time = |t: Option<rkt::podstore::time::Timestamp>| {
+            t.map_or("-".to_string(), |t| t.to_string())
+        };
+        let exit = row.exit_code.map_or("-".to_string(), |c| c.to_string());
+        text.push_str(&format!(
+            "{}\t{}\t{}\t{}\t{}\t{exit}\n",
+            row.name,
+            row.state.as_str(),
+            time(row.created),
+            time(row.started),
+            time(row.finished),
+        ));
+    }
+    super::output::print(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn status(global: &GlobalArgs, args: &StatusArgs) -> anyhow::Result<ExitCode> {
+    let pod = pod(global, &args.app.uuid)?;
+    let status = PodStatus::read(&pod)?;
+    let rows = app_rows(&status);
+    let Some(row) = rows.iter().find(|r| r.name == args.app.app) else {
+        let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+        bail!(
+            "pod {} has no app {} (its apps: {})",
+            pod.uuid,
+            args.app.app,
+            if names.is_empty() {
+                "none".into()
+            } else {
+                names.join(", ")
+            }
+        );
+    };
+    let json = row.to_json();
+    if args.format != Format::Text {
+        args.format.print_json(&json)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut text = String::new();
+    for (key, value) in json.as_object().into_iter().flatten() {
+        let value = match value {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        text.push_str(&format!("{key}={value}\n"));
+    }
+    super::output::print(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One app as `app list` and `app status` show it.
+struct AppRow {
+    name: String,
+    state: AppState,
+    created: Option<rkt::podstore::time::Timestamp>,
+    started: Option<rkt::podstore::time::Timestamp>,
+    finished: Option<rkt::podstore::time::Timestamp>,
+    exit_code: Option<i32>,
+    pid: Option<i32>,
+    mounts: Vec<(String, String)>,
+}
+
+impl AppRow {
+    fn to_json(&self) -> serde_json::Value {
+        let rfc = |t: Option<rkt::podstore::time::Timestamp>| t.map(|t| t.to_string());
+        let mut map = serde_json::Map::new();
+        map.insert("name".into(), self.name.clone().into());
+        map.insert("state".into(), self.state.as_str().into());
+        for (key, value) in [
+            ("created", rfc(self.created)),
+            ("started", rfc(self.started)),
+            ("finished", rfc(self.finished)),
+        ] {
+            if let Some(v) = value {
+                map.insert(key.into(), v.into());
+            }
+        }
+        if let Some(code) = self.exit_code {
+            map.insert("exit_code".into(), code.into());
+        }
+        if let Some(pid) = self.pid {
+            map.insert("pid".into(), pid.into());
+        }
+        let mounts: Vec<serde_json::Value> = self
+            .mounts
+            .iter()
+            .map(|(volume, target)| serde_json::json!({"volume": volume, "target": target}))
+            .collect();
+        map.insert("mounts".into(), mounts.into());
+        serde_json::Value::Object(map)
+    }
+}
+
+/// The pod's apps: a sandbox's from their own records; a pod run with its apps fixed from
+/// the pod's.
+fn app_rows(status: &PodStatus) -> Vec<AppRow> {
+    let sandbox = status.manifest.sandbox.is_some();
+    status
+        .manifest
+        .apps
+        .iter()
+        .enumerate()
+        .map(|(index, app)| {
+            let record = status.record.apps.get(index);
+            let (state, created, started, finished, pid) = match (sandbox, record) {
+                (true, Some(r)) => (AppState::of(r), r.created, r.started, r.finished, r.pid),
+                _ => {
+                    let state = match status.app_state(index) {
+                        "running" => AppState::Running,
+                        "exited" => AppState::Exited,
+                        _ => AppState::Created,
+                    };
+                    let record = &status.record;
+                    let pid = record.apps.get(index).and_then(|r| r.pid);
+                    (
+                        state,
+                        Some(status.manifest.created),
+                        record.started,
+                        record.exited,
+                        pid,
+                    )
+                }
+            };
+            AppRow {
+                name: app.name.clone(),
+                state,
+                created,
+                started,
+                finished,
+                exit_code: status.record.app_exit_status(index),
+                pid,
+                mounts: app
+                    .mounts
+                    .iter()
+                    .map(|m| (m.volume.clone(), m.target.clone()))
+                    .collect(),
+            }
+        })
+        .collect()
+}

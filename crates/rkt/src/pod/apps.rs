@@ -1,0 +1,353 @@
+//! The apps of a running sandbox (`rkt app sandbox`), one at a time: added (prepared and
+//! recorded, state `created`), started, stopped, removed, and their exits recorded.
+//!
+//! Every change reads, changes and writes the pod's manifest (`pod.json`, the apps) and state
+//! record (`state.json`, each app's isolation, PID, times and exit status) under the apps'
+//! lock ([`crate::podstore::lock::AppsLock`]), each file replaced whole, so that several
+//! `rkt app` commands at once and the runner recording an exit never lose each other's
+//! change; a change that fails writes nothing. The pod's runner holds the pod; the commands
+//! reach its processes through its init ([`crate::stage::sandbox`]).
+//!
+//! An app's root directory is `apps/<name>` in the pod's directory, whatever its place in
+//! the list, so that removing one app never moves another's.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use crate::isolation::{self, Isolation};
+use crate::podstore::lock::AppsLock;
+use crate::podstore::state::{AppRecord, PodState, State};
+use crate::podstore::store::{write_atomic_manifest, Pod};
+use crate::podstore::time::Timestamp;
+use crate::podstore::{App, PodError, PodManifest};
+use crate::stage::app_logs::{log_path, start_copier, LogStreams};
+use crate::stage::sandbox::{start_app, unmount_in_pod, AppStart};
+use crate::stage::StageError;
+
+/// What can go wrong with a sandbox's app. Each names the pod and the app.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error(transparent)]
+    Pod(#[from] PodError),
+    #[error("pod {uuid} is not a sandbox: its apps were fixed when it started (`rkt app sandbox` makes one whose apps come and go)")]
+    NotSandbox { uuid: String },
+    #[error("pod {uuid} is {state}: its apps can be changed only while it runs")]
+    NotRunning { uuid: String, state: String },
+    #[error("pod {uuid} has no app {name} (its apps: {})", if apps.is_empty() { "none".to_string() } else { apps.join(", ") })]
+    NoSuchApp {
+        uuid: String,
+        name: String,
+        apps: Vec<String>,
+    },
+    #[error("pod {uuid} already has an app {name}: remove it first (`rkt app rm`) or choose another --name")]
+    NameTaken { uuid: String, name: String },
+    #[error("pod {uuid}, app {name}: --mount names volume {volume}, which the pod does not have (its volumes are given to `rkt app sandbox --volume`)")]
+    NoVolume {
+        uuid: String,
+        name: String,
+        volume: String,
+    },
+    #[error("pod {uuid}, app {name}")]
+    Isolation {
+        uuid: String,
+        name: String,
+        source: isolation::IsolationError,
+    },
+    #[error("pod {uuid}, app {name}: cannot start it")]
+    Start {
+        uuid: String,
+        name: String,
+        source: Box<StageError>,
+    },
+    #[error("pod {uuid}, app {name}: still running {seconds} s after SIGKILL")]
+    Unkillable {
+        uuid: String,
+        name: String,
+        seconds: u64,
+    },
+    #[error("pod {uuid}, app {name}: cannot release its root filesystem")]
+    Release {
+        uuid: String,
+        name: String,
+        source: Box<StageError>,
+    },
+}
+
+/// A sandbox's app as its records show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppState {
+    /// Added, never started.
+    Created,
+    Running,
+    Exited,
+}
+
+impl AppState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AppState::Created => "created",
+            AppState::Running => "running",
+            AppState::Exited => "exited",
+        }
+    }
+
+    /// The state the record `app` shows.
+    pub fn of(app: &AppRecord) -> AppState {
+        match (app.started, app.exit_status, app.pid) {
+            (None, None, None) => AppState::Created,
+            (_, Some(_), _) => AppState::Exited,
+            _ => AppState::Running,
+        }
+    }
+}
+
+/// Where app `name` of a sandbox in `pod_dir` keeps its root filesystem.
+pub fn app_dir(pod_dir: &Path, name: &str) -> PathBuf {
+    pod_dir.join("apps").join(name)
+}
+
+/// The running sandbox `pod`: its manifest, state and the init's host PID. The apps' lock
+/// is the caller's.
+fn running_sandbox(pod: &Pod) -> Result<(PodManifest, PodState, i32), AppError> {
+    let manifest = pod.manifest()?;
+    if manifest.sandbox.is_none() {
+        return Err(AppError::NotSandbox {
+            uuid: pod.uuid.clone(),
+        });
+    }
+    let state = pod.state()?;
+    match (state.state, state.pid) {
+        (State::Running, Some(pid)) => Ok((manifest, state, pid)),
+        (State::Running, None) => Err(AppError::NotRunning {
+            uuid: pod.uuid.clone(),
+            state: "starting or stopping".into(),
+        }),
+        (other, _) => Err(AppError::NotRunning {
+            uuid: pod.uuid.clone(),
+            state: other.to_string(),
+        }),
+    }
+}
+
+fn index_of(pod: &Pod, manifest: &PodManifest, name: &str) -> Result<usize, AppError> {
+    manifest
+        .apps
+        .iter()
+        .position(|a| a.name == name)
+        .ok_or_else(|| AppError::NoSuchApp {
+            uuid: pod.uuid.clone(),
+            name: name.to_string(),
+            apps: manifest.apps.iter().map(|a| a.name.clone()).collect(),
+        })
+}
+
+/// `rkt app add`: records `app` in the running sandbox `pod`, state `created`, its isolation
+/// settled (less what `off` turns off). Nothing is written when it is refused.
+pub fn add(pod: &Pod, app: App, off: isolation::Disabled) -> Result<(), AppError> {
+    let _lock = AppsLock::lock(&pod.dir)?;
+    let (mut manifest, mut state, _) = running_sandbox(pod)?;
+    let (uuid, name) = (pod.uuid.clone(), app.name.clone());
+    if manifest.apps.iter().any(|a| a.name == app.name) {
+        return Err(AppError::NameTaken { uuid, name });
+    }
+    if let Some(mount) = app
+        .mounts
+        .iter()
+        .find(|m| !manifest.volumes.iter().any(|v| v.name == m.volume))
+    {
+        let volume = mount.volume.clone();
+        return Err(AppError::NoVolume { uuid, name, volume });
+    }
+    let settled = Isolation::new(&app.isolators, off).map_err(|source| AppError::Isolation {
+        uuid: uuid.clone(),
+        name: name.clone(),
+        source,
+    })?;
+    // Compiled now, so that a filter or capability this kernel cannot take is refused here.
+    settled.prepare().map_err(|source| AppError::Isolation {
+        uuid,
+        name: name.clone(),
+        source,
+    })?;
+    manifest.apps.push(app);
+    state.apps.push(AppRecord {
+        name,
+        isolation: settled,
+        pid: None,
+        exit_status: None,
+        created: Some(Timestamp::now()),
+        started: None,
+        finished: None,
+    });
+    // The state first: an app in the state but not the manifest is ignored, never started.
+    state.store(&pod.dir)?;
+    write_atomic_manifest(&pod.dir, &manifest)?;
+    Ok(())
+}
+
+/// `rkt app start`: starts app `name` (created or exited) of the running sandbox `pod`
+/// from the `rkt` binary `exe`; does nothing when it runs. Returns its PID in the pod.
+pub fn start(pod: &Pod, name: &str, exe: &Path) -> Result<i32, AppError> {
+    let lock = AppsLock::lock(&pod.dir)?;
+    let (manifest, state, init_pid) = running_sandbox(pod)?;
+    let index = index_of(pod, &manifest, name)?;
+    let record = &state.apps[index];
+    if let (AppState::Running, Some(pid)) = (AppState::of(record), record.pid) {
+        return Ok(pid);
+    }
+    let start_err = |source| AppError::Start {
+        uuid: pod.uuid.clone(),
+        name: name.to_string(),
+        source: Box::new(source),
+    };
+    let app = &manifest.apps[index];
+    let log = app.log.unwrap_or_default();
+    let streams = LogStreams {
+        stdout: log.stdout,
+        stderr: log.stderr,
+        config: crate::logs::LogConfig {
+            max_size: log.max_size,
+            max_files: log.max_files.max(1),
+            ..Default::default()
+        },
+    };
+    let pipes = start_copier(exe, &log_path(&pod.dir, name), streams).map_err(start_err)?;
+    let app_dir = app_dir(&pod.dir, name);
+    let spec = AppStart {
+        exe,
+        pod_dir: &pod.dir,
+        index,
+        app_dir: &app_dir,
+        init_pid,
+        log_fds: [pipes.writers[0].as_ref(), pipes.writers[1].as_ref()],
+    };
+    let dir = pod.dir.clone();
+    let started = start_app(&spec, |pid| {
+        let mut state = PodState::load(&dir).map_err(|e| crate::error::chain(&e))?;
+        let app = &mut state.apps[index];
+        app.pid = Some(pid);
+        app.started = Some(Timestamp::now());
+        app.exit_status = None;
+        app.finished = None;
+        state.store(&dir).map_err(|e| crate::error::chain(&e))
+    });
+    drop(pipes);
+    drop(lock);
+    started.map_err(start_err)
+}
+
+/// The host PID of app `index` of the sandbox whose init is `init_pid`, while it runs.
+fn host_pid(state: &PodState, index: usize, init_pid: i32) -> Option<i32> {
+    let app = state.apps.get(index)?;
+    match AppState::of(app) {
+        AppState::Running => crate::stage::enter::app_host_pid(init_pid, app.pid?),
+        _ => None,
+    }
+}
+
+/// `rkt app stop`: SIGTERM to app `name` of the running sandbox `pod`, SIGKILL after
+/// `timeout`; returns once its exit is recorded (at once when it does not run).
+pub fn stop(pod: &Pod, name: &str, timeout: Duration) -> Result<(), AppError> {
+    let (manifest, state, init_pid) = {
+        let _lock = AppsLock::lock(&pod.dir)?;
+        running_sandbox(pod)?
+    };
+    let index = index_of(pod, &manifest, name)?;
+    let Some(pid) = host_pid(&state, index, init_pid) else {
+        return Ok(());
+    };
+    let pid = Pid::from_raw(pid);
+    let _ = kill(pid, Signal::SIGTERM);
+    if wait_exited(pod, index, pid, timeout)? {
+        return Ok(());
+    }
+    let _ = kill(pid, Signal::SIGKILL);
+    let grace = Duration::from_secs(10);
+    if wait_exited(pod, index, pid, grace)? {
+        return Ok(());
+    }
+    Err(AppError::Unkillable {
+        uuid: pod.uuid.clone(),
+        name: name.to_string(),
+        seconds: grace.as_secs(),
+    })
+}
+
+/// Waits up to `limit` for app `index`'s exit to be recorded (by the runner, from the
+/// init's report) or, should the pod have ended meanwhile, for its process to be gone.
+fn wait_exited(pod: &Pod, index: usize, pid: Pid, limit: Duration) -> Result<bool, AppError> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let state = pod.state()?;
+        let recorded = state
+            .apps
+            .get(index)
+            .is_none_or(|a| AppState::of(a) != AppState::Running);
+        if recorded || (state.state != State::Running && kill(pid, None).is_err()) {
+            return Ok(true);
+        }
+        if Instant::now() >= deadline {
+            return Ok(false);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// `rkt app rm`: stops app `name` if it runs (SIGKILL after `timeout`), releases its root
+/// filesystem and removes it from the pod's records; its log stays until the pod is removed.
+pub fn remove(pod: &Pod, name: &str, timeout: Duration) -> Result<(), AppError> {
+    stop(pod, name, timeout)?;
+    let _lock = AppsLock::lock(&pod.dir)?;
+    let (mut manifest, mut state, init_pid) = running_sandbox(pod)?;
+    let index = index_of(pod, &manifest, name)?;
+    if host_pid(&state, index, init_pid).is_some() {
+        // Started again meanwhile: stop it once more, under the lock no start can pass.
+        drop(_lock);
+        return remove(pod, name, timeout);
+    }
+    let dir = app_dir(&pod.dir, name);
+    let release = |source| AppError::Release {
+        uuid: pod.uuid.clone(),
+        name: name.to_string(),
+        source: Box::new(source),
+    };
+    unmount_in_pod(init_pid, &crate::image_pod::rootfs_dir(&dir)).map_err(release)?;
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(|source| {
+            release(StageError::Io {
+                what: "remove",
+                path: dir.clone(),
+                source,
+            })
+        })?;
+    }
+    manifest.apps.remove(index);
+    if index < state.apps.len() {
+        state.apps.remove(index);
+    }
+    // The manifest first: an app in the state but not the manifest is ignored.
+    write_atomic_manifest(&pod.dir, &manifest)?;
+    state.store(&pod.dir)?;
+    Ok(())
+}
+
+/// Records the exit of the sandbox app whose PID in the pod was `pid` (the runner, from the
+/// init's report); an exit of a process that is no app's is ignored.
+pub fn record_exit(pod_dir: &Path, pid: i32, code: i32) -> Result<(), PodError> {
+    let _lock = AppsLock::lock(pod_dir)?;
+    let mut state = PodState::load(pod_dir)?;
+    let Some(app) = state
+        .apps
+        .iter_mut()
+        .find(|a| a.pid == Some(pid) && a.exit_status.is_none())
+    else {
+        return Ok(());
+    };
+    app.exit_status = Some(code);
+    app.finished = Some(Timestamp::now());
+    app.pid = None;
+    state.store(pod_dir)
+}

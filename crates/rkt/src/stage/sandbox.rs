@@ -1,0 +1,594 @@
+//! A sandbox's processes: its init, and the helper that starts one of its apps.
+//!
+//! A sandbox (`rkt app sandbox`) is a pod made without apps. Its init is PID 1 of the pod's
+//! PID namespace, in the stage's mount namespace, as in a pod of several apps ([`init`]):
+//! it reaps every process of the pod, reports each exit to the runner by PID on the exits
+//! pipe (`exit-pid PID STATUS`, the PID in the pod's namespace), and on SIGTERM, SIGINT,
+//! SIGHUP or SIGQUIT stops the pod: SIGTERM to every process in it, SIGKILL after
+//! [`super::apps::STOP_GRACE`], and it exits once none is left.
+//!
+//! `rkt app start` starts an app with the hidden helper `rkt stage1-app`
+//! ([`helper_main_from_args`]), executed from a sealed copy of rkt like `rkt enter`'s. The
+//! helper joins the pod's cgroup and the init's IPC, UTS, network, PID and mount
+//! namespaces, mounts an image app's root filesystem there (in the pod's mount namespace:
+//! never on the host, and gone with the pod), and forks the app's process, which makes a
+//! mount namespace of its own and enters its root exactly as an app of a pod of several
+//! apps does ([`super::app`]). The helper then reports the app's PID on the status pipe
+//! and waits for `rkt app start` to record it before the app executes its program, so that
+//! an exit is never reported for a PID nobody recorded; then it exits, and the app, now an
+//! orphan of the pod's PID namespace, is the init's to reap.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
+use nix::sched::{setns, unshare, CloneFlags};
+use nix::sys::signal::{kill, SigSet, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::{fork, pipe2, ForkResult, Pid};
+
+use super::app::{enter_app, exit_code, mount_app_root, read_byte, report, ExecPlan};
+use super::init::{prepare_app, SETUP_FAILED};
+use super::{mounts, signals, StageError};
+use crate::isolation;
+use crate::podstore::{PodManifest, PodState};
+
+/// The signals that stop a sandbox.
+const STOPS: [Signal; 4] = [
+    Signal::SIGTERM,
+    Signal::SIGINT,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+];
+
+/// PID 1 of a sandbox: reaps and reports until stopped; returns the pod's exit status (0).
+pub(super) fn init(exits: Option<File>, status: &mut Option<File>) -> Result<i32, StageError> {
+    let sys = |what: &'static str| {
+        move |source| StageError::Sys {
+            what,
+            path: PathBuf::from("the sandbox's init"),
+            source,
+        }
+    };
+    let mut mask = SigSet::empty();
+    mask.add(Signal::SIGCHLD);
+    for signal in STOPS {
+        mask.add(signal);
+    }
+    mask.thread_block().map_err(sys("block the signals of"))?;
+    let signal_fd =
+        SignalFd::with_flags(&mask, SfdFlags::SFD_CLOEXEC).map_err(sys("make the signalfd of"))?;
+    // Ready: the runner reads the end of the status pipe.
+    drop(status.take());
+    let mut exits = exits;
+    let mut kill_at: Option<Instant> = None;
+    loop {
+        loop {
+            match waitpid(None::<Pid>, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::StillAlive) => break,
+                Ok(ended) => {
+                    if let (Some(pid), Some(code)) = (ended.pid(), exit_code(ended)) {
+                        if let Some(pipe) = exits.as_mut() {
+                            // One short write: atomic on a pipe.
+                            let line = format!("exit-pid {pid} {code}\n");
+                            if pipe.write_all(line.as_bytes()).is_err() {
+                                exits = None;
+                            }
+                        }
+                    }
+                }
+                Err(Errno::EINTR) => continue,
+                // No process left: a stopping sandbox ends.
+                Err(Errno::ECHILD) if kill_at.is_some() => return Ok(0),
+                Err(_) => break,
+            }
+        }
+        let wait = kill_at.map(|at| at.saturating_duration_since(Instant::now()));
+        if wait == Some(Duration::ZERO) {
+            let _ = kill(Pid::from_raw(-1), Signal::SIGKILL);
+            kill_at = Some(Instant::now() + Duration::from_secs(3600));
+            continue;
+        }
+        let timeout = wait.map_or(nix::poll::PollTimeout::NONE, |w| {
+            nix::poll::PollTimeout::try_from(w.as_millis().min(60_000) as i32 + 1)
+                .unwrap_or(nix::poll::PollTimeout::MAX)
+        });
+        let mut fds = [nix::poll::PollFd::new(
+            signal_fd.as_fd(),
+            nix::poll::PollFlags::POLLIN,
+        )];
+        match nix::poll::poll(&mut fds, timeout) {
+            Ok(0) | Err(Errno::EINTR) => continue,
+            Ok(_) => {}
+            Err(e) => return Err(sys("wait for signals in")(e)),
+        }
+        let Ok(Some(info)) = signal_fd.read_signal() else {
+            continue;
+        };
+        let stop = STOPS.iter().any(|s| *s as u32 == info.ssi_signo);
+        if stop && kill_at.is_none() {
+            let _ = kill(Pid::from_raw(-1), Signal::SIGTERM);
+            kill_at = Some(Instant::now() + super::apps::STOP_GRACE);
+            // With nothing to stop, the reaping above sees ECHILD and ends the pod.
+        }
+    }
+}
+
+/// The hidden command `rkt app start` runs its helper with.
+pub const START_COMMAND: &str = "stage1-app";
+
+/// What to start: app `index` of the sandbox in `pod_dir`, whose init is `init_pid`.
+#[derive(Debug, Clone)]
+pub struct AppStart<'a> {
+    /// The `rkt` binary (normally `/proc/self/exe`), executed from a sealed copy.
+    pub exe: &'a Path,
+    pub pod_dir: &'a Path,
+    pub index: usize,
+    /// Where the app's root filesystem is, for an image app ([`crate::image_pod::app_dir`]).
+    pub app_dir: &'a Path,
+    /// The host PID of the pod's init.
+    pub init_pid: i32,
+    /// The app's stdout and stderr when they go to its log: the write ends of the pipes
+    /// the log's copier reads ([`super::app_logs`]); `/dev/null` otherwise.
+    pub log_fds: [Option<&'a OwnedFd>; 2],
+}
+
+/// Starts the app: returns its PID in the pod's namespace once it runs. `record` is called
+/// with that PID before the app executes its program (to record it); an error from it
+/// stops the start (the app's process is killed before it runs anything).
+pub fn start_app(
+    spec: &AppStart,
+    record: impl FnOnce(i32) -> Result<(), String>,
+) -> Result<i32, StageError> {
+    let spawn_err = |source| StageError::Spawn {
+        exe: spec.exe.to_path_buf(),
+        source,
+    };
+    let pipe = || pipe2(OFlag::O_CLOEXEC).map_err(|e| spawn_err(e.into()));
+    let (status_read, status_write) = pipe()?;
+    let (go_read, go_write) = pipe()?;
+    let inherit = |fd: &OwnedFd| -> Result<OwnedFd, StageError> {
+        let copy = fd.try_clone().map_err(spawn_err)?;
+        nix::fcntl::fcntl(
+            copy.as_raw_fd(),
+            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
+        )
+        .map_err(|e| spawn_err(e.into()))?;
+        Ok(copy)
+    };
+    let status_fd = inherit(&status_write)?;
+    let go_fd = inherit(&go_read)?;
+    let log_fds = spec
+        .log_fds
+        .iter()
+        .map(|fd| fd.map(inherit).transpose())
+        .collect::<Result<Vec<_>, _>>()?;
+    drop((status_write, go_read));
+    let raw = |fd: &Option<OwnedFd>| fd.as_ref().map_or(-1, |f| f.as_raw_fd());
+    let sealed = super::sealed_exe::seal(spec.exe)?;
+    let mut cmd = Command::new(sealed.path());
+    cmd.arg0("rkt")
+        .arg(START_COMMAND)
+        .arg("--pod-dir")
+        .arg(spec.pod_dir)
+        .arg("--app-dir")
+        .arg(spec.app_dir)
+        .args(["--index", &spec.index.to_string()])
+        .args(["--init-pid", &spec.init_pid.to_string()])
+        .args(["--status-fd", &status_fd.as_raw_fd().to_string()])
+        .args(["--go-fd", &go_fd.as_raw_fd().to_string()])
+        .args(["--stdout-fd", &raw(&log_fds[0]).to_string()])
+        .args(["--stderr-fd", &raw(&log_fds[1]).to_string()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let spawned = cmd.spawn();
+    drop((status_fd, go_fd, log_fds, sealed));
+    let mut helper = spawned.map_err(spawn_err)?;
+    let mut status = std::io::BufReader::new(File::from(status_read));
+    let mut line = String::new();
+    let _ = std::io::BufRead::read_line(&mut status, &mut line);
+    let pid = line
+        .strip_prefix("pid ")
+        .and_then(|p| p.trim().parse::<i32>().ok());
+    let outcome = match pid {
+        Some(pid) => match record(pid) {
+            Ok(()) => {
+                let _ = File::from(go_write).write_all(b"g");
+                Ok(pid)
+            }
+            // Closing the go pipe unsent: the app's process ends before it runs.
+            Err(message) => Err(StageError::Reported(message)),
+        },
+        None => Err(StageError::Reported(
+            line.strip_prefix("error ")
+                .unwrap_or("the app's helper ended before the app was ready")
+                .trim_end()
+                .to_string(),
+        )),
+    };
+    let mut rest = String::new();
+    let _ = status.read_to_string(&mut rest);
+    let _ = helper.wait();
+    let errors: Vec<&str> = rest
+        .lines()
+        .filter_map(|l| l.strip_prefix("error "))
+        .collect();
+    match outcome {
+        Ok(_) if !errors.is_empty() => Err(StageError::Reported(errors.join("; "))),
+        other => other,
+    }
+}
+
+/// `rkt stage1-app`'s arguments.
+struct HelperArgs {
+    pod_dir: PathBuf,
+    app_dir: PathBuf,
+    index: usize,
+    init_pid: i32,
+    status_fd: RawFd,
+    go_fd: RawFd,
+    log_fds: [Option<RawFd>; 2],
+}
+
+impl HelperArgs {
+    fn parse(args: impl IntoIterator<Item = OsString>) -> Result<HelperArgs, String> {
+        let mut values = std::collections::HashMap::new();
+        let mut args = args.into_iter();
+        while let Some(flag) = args.next() {
+            let value = args
+                .next()
+                .ok_or_else(|| format!("{flag:?} needs a value"))?;
+            values.insert(flag.to_string_lossy().into_owned(), value);
+        }
+        let mut take = |name: &str| {
+            values
+                .remove(name)
+                .ok_or_else(|| format!("{name} is required"))
+        };
+        let number = |name: &str, v: OsString| {
+            v.to_str()
+                .and_then(|v| v.parse::<i64>().ok())
+                .ok_or_else(|| format!("{name}: {v:?} is not a number"))
+        };
+        let fd = |n: i64| RawFd::try_from(n).ok().filter(|n| *n >= 0);
+        Ok(HelperArgs {
+            pod_dir: take("--pod-dir")?.into(),
+            app_dir: take("--app-dir")?.into(),
+            index: usize::try_from(number("--index", take("--index")?)?)
+                .map_err(|_| "--index: negative".to_string())?,
+            init_pid: number("--init-pid", take("--init-pid")?)? as i32,
+            status_fd: fd(number("--status-fd", take("--status-fd")?)?)
+                .ok_or("--status-fd: not a descriptor")?,
+            go_fd: fd(number("--go-fd", take("--go-fd")?)?).ok_or("--go-fd: not a descriptor")?,
+            log_fds: [
+                fd(number("--stdout-fd", take("--stdout-fd")?)?),
+                fd(number("--stderr-fd", take("--stderr-fd")?)?),
+            ],
+        })
+    }
+}
+
+/// `rkt stage1-app ARGS`: starts app `--index` of the sandbox (see the module docs).
+/// Returns this helper's exit status.
+pub fn helper_main_from_args(args: impl IntoIterator<Item = OsString>) -> i32 {
+    let args = match HelperArgs::parse(args) {
+        Ok(args) => args,
+        Err(msg) => {
+            eprintln!("rkt {START_COMMAND}: {msg}");
+            return SETUP_FAILED;
+        }
+    };
+    let keep: Vec<RawFd> = [args.status_fd, args.go_fd]
+        .into_iter()
+        .chain(args.log_fds.iter().flatten().copied())
+        .collect();
+    super::stdio::close_inherited(&keep);
+    let _ = nix::unistd::setsid();
+    for fd in &keep {
+        let _ = nix::fcntl::fcntl(
+            *fd,
+            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+        );
+    }
+    // SAFETY: the caller passes these descriptors for this process alone.
+    let mut status = unsafe { File::from_raw_fd(args.status_fd) };
+    // SAFETY: as above.
+    let go = unsafe { OwnedFd::from_raw_fd(args.go_fd) };
+    match helper(&args, &mut status, &go) {
+        Ok(()) => 0,
+        Err(err) => {
+            report(&mut status, &err);
+            SETUP_FAILED
+        }
+    }
+}
+
+fn helper(args: &HelperArgs, status: &mut File, go: &OwnedFd) -> Result<(), StageError> {
+    let read_json = |name: &str| -> Result<Vec<u8>, StageError> {
+        let path = args.pod_dir.join(name);
+        std::fs::read(&path).map_err(|source| StageError::Io {
+            what: "read",
+            path,
+            source,
+        })
+    };
+    let manifest_path = args.pod_dir.join(crate::podstore::store::MANIFEST_FILE);
+    let manifest: PodManifest = serde_json::from_slice(&read_json(
+        crate::podstore::store::MANIFEST_FILE,
+    )?)
+    .map_err(|source| StageError::Manifest {
+        path: manifest_path,
+        source,
+    })?;
+    let record =
+        PodState::load(&args.pod_dir).map_err(|e| StageError::Reported(crate::error::chain(&e)))?;
+    let app = manifest
+        .apps
+        .get(args.index)
+        .cloned()
+        .ok_or_else(|| StageError::Reported(format!("the pod has no app {}", args.index)))?;
+    let name = app.name.clone();
+    let in_app = |err: StageError| StageError::App {
+        name: name.clone(),
+        source: Box::new(err),
+    };
+    let uuid = args
+        .pod_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let pod_isolation = record.isolation.clone().unwrap_or_default();
+    isolation::cgroups::detect()
+        .join(&uuid, &pod_isolation.limits)
+        .map_err(StageError::Isolation)?;
+    join_namespaces(args.init_pid)?;
+    let own_netns = record.netns.is_some();
+    let user_ns = record.app_isolation(args.index).user_ns;
+    let join_user_ns = match user_ns {
+        Some(_) if own_netns => {
+            let net = File::open("/proc/self/ns/net").map_err(|source| StageError::Io {
+                what: "open",
+                path: "/proc/self/ns/net".into(),
+                source,
+            })?;
+            crate::netns::owner_of(net.as_fd()).map_err(|source| StageError::Sys {
+                what: "find the user namespace owning the network namespace of",
+                path: args.pod_dir.clone(),
+                source,
+            })?
+        }
+        Some(_) => {
+            return Err(in_app(StageError::Reported(
+                "--private-users with --net=host: a sandbox's apps cannot be started in a \
+                 user namespace of their own yet"
+                    .into(),
+            )))
+        }
+        None => None,
+    };
+    if let Some(image) = &app.image {
+        let shift = user_ns.map(|m| image::unpack::IdShift {
+            base: m.host_base,
+            size: m.size,
+        });
+        crate::image_pod::rootfs::build(&args.app_dir, image, shift)
+            .map_err(|e| in_app(StageError::Reported(crate::error::chain(&e))))?;
+    }
+    let mut prepared =
+        prepare_app(app, &args.app_dir, &record, args.index, (0, args.log_fds)).map_err(in_app)?;
+    let (ready_read, ready_write) = pipe2(OFlag::O_CLOEXEC).map_err(|source| StageError::Sys {
+        what: "make the ready pipe of",
+        path: args.pod_dir.clone(),
+        source,
+    })?;
+    let (go_child, go_child_write) = pipe2(OFlag::O_CLOEXEC).map_err(|source| StageError::Sys {
+        what: "make the start pipe of",
+        path: args.pod_dir.clone(),
+        source,
+    })?;
+    // The app must be the init's to reap: a process whose parent is outside the pod's PID
+    // namespace is left, when that parent exits, to the host's init. So the helper forks
+    // a go-between inside the namespace, which forks the app and exits at once: the app,
+    // orphaned inside the pod's namespace, becomes the pod's init's child. The go-between
+    // says the app's PID (in the pod's namespace: what its fork returned) on a pipe.
+    let (pid_read, pid_write) = pipe2(OFlag::O_CLOEXEC).map_err(|source| StageError::Sys {
+        what: "make the PID pipe of",
+        path: args.pod_dir.clone(),
+        source,
+    })?;
+    // SAFETY: this helper is single-threaded, so the child may do anything.
+    let between = match unsafe { fork() } {
+        Err(source) => {
+            return Err(StageError::Sys {
+                what: "fork the app's process in",
+                path: args.pod_dir.clone(),
+                source,
+            })
+        }
+        Ok(ForkResult::Child) => {
+            drop((ready_read, go_child_write, pid_read));
+            // SAFETY: the go-between is single-threaded too.
+            let code = match unsafe { fork() } {
+                Err(_) => SETUP_FAILED,
+                Ok(ForkResult::Child) => {
+                    drop(pid_write);
+                    let err = app_process(
+                        args,
+                        &mut prepared,
+                        own_netns,
+                        &manifest,
+                        join_user_ns.as_ref().map(|fd| fd.as_raw_fd()),
+                        ready_write,
+                        &go_child,
+                    );
+                    report(status, &in_app(err));
+                    SETUP_FAILED
+                }
+                Ok(ForkResult::Parent { child }) => {
+                    let _ = nix::unistd::write(&pid_write, child.as_raw().to_string().as_bytes());
+                    0
+                }
+            };
+            // SAFETY: _exit(2) ends this child without running the helper's exit handlers.
+            unsafe { libc::_exit(code) }
+        }
+        Ok(ForkResult::Parent { child }) => child,
+    };
+    drop((ready_write, go_child, pid_write));
+    let _ = waitpid(between, None);
+    let mut pid_text = String::new();
+    let _ = File::from(pid_read).read_to_string(&mut pid_text);
+    let Ok(pod_pid) = pid_text.trim().parse::<i32>() else {
+        return Err(in_app(StageError::Reported(
+            "its process could not be forked in the pod".into(),
+        )));
+    };
+    if !matches!(read_byte(&ready_read), Ok(1)) {
+        // The app's process failed and said why on the status pipe.
+        return Ok(());
+    }
+    let _ = status.write_all(format!("pid {pod_pid}\n").as_bytes());
+    // Recorded: let the app run. Anything else (end of file): it ends unrun, as its
+    // process does when the go pipe closes unsent.
+    if matches!(read_byte(go), Ok(1)) {
+        let _ = nix::unistd::write(&go_child_write, b"g");
+    }
+    Ok(())
+}
+
+/// In the app's process: a mount namespace and root of its own, the app's isolation, then
+/// the program once the helper lets it go. Returns only on failure.
+fn app_process(
+    args: &HelperArgs,
+    app: &mut super::app::PreparedApp,
+    own_netns: bool,
+    manifest: &PodManifest,
+    join_user_ns: Option<RawFd>,
+    ready: OwnedFd,
+    go: &OwnedFd,
+) -> StageError {
+    signals::reset_for_exec();
+    let prepared = (|| {
+        unshare(CloneFlags::CLONE_NEWNS).map_err(|source| StageError::Sys {
+            what: "unshare a mount namespace for the app in",
+            path: args.pod_dir.clone(),
+            source,
+        })?;
+        let sys = &isolation::syscall::Linux;
+        mounts::make_root_slave(sys)?;
+        mount_app_root(sys, &args.pod_dir, app, own_netns, &manifest.volumes)?;
+        let env = enter_app(sys, app)?;
+        let plan = ExecPlan::new(&app.app.exec, &env, app.isolation.prepared.identity())?;
+        if let Some(fd) = join_user_ns {
+            isolation::user_ns::join(fd).map_err(StageError::Isolation)?;
+        }
+        Ok(plan)
+    })();
+    let plan = match prepared {
+        Ok(plan) => plan,
+        Err(err) => return err,
+    };
+    let _ = nix::unistd::write(&ready, b"r");
+    drop(ready);
+    if !matches!(read_byte(go), Ok(1)) {
+        // Not recorded: the app does not run.
+        // SAFETY: _exit(2) ends this child without running the helper's exit handlers.
+        unsafe { libc::_exit(SETUP_FAILED) }
+    }
+    if join_user_ns.is_some() {
+        if let Err(e) = isolation::user_ns::become_root() {
+            return StageError::Isolation(e);
+        }
+    }
+    plan.exec(&app.isolation)
+}
+
+/// Joins the IPC, UTS, network, PID (for children) and mount namespaces of the process
+/// `init_pid`; the mount namespace last, as it changes what paths mean.
+fn join_namespaces(init_pid: i32) -> Result<(), StageError> {
+    let namespaces = [
+        ("ipc", CloneFlags::CLONE_NEWIPC),
+        ("uts", CloneFlags::CLONE_NEWUTS),
+        ("net", CloneFlags::CLONE_NEWNET),
+        ("pid", CloneFlags::CLONE_NEWPID),
+        ("mnt", CloneFlags::CLONE_NEWNS),
+    ];
+    let files = namespaces
+        .iter()
+        .map(|(name, flag)| {
+            let path = format!("/proc/{init_pid}/ns/{name}");
+            File::open(&path)
+                .map(|f| (*name, *flag, f))
+                .map_err(|e| StageError::Enter {
+                    pid: init_pid,
+                    what: format!("open {path}"),
+                    source: Errno::from_raw(e.raw_os_error().unwrap_or(0)),
+                })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    for (name, flag, file) in &files {
+        setns(file.as_fd(), *flag).map_err(|source| StageError::Enter {
+            pid: init_pid,
+            what: format!("join its {name} namespace"),
+            source,
+        })?;
+    }
+    Ok(())
+}
+
+/// Unmounts what `rkt app start` mounted for an app at `rootfs` in the sandbox whose init
+/// is `init_pid` (its image's root filesystem, in the pod's mount namespace), from a child
+/// process that joins that namespace; nothing when nothing is mounted there.
+pub fn unmount_in_pod(init_pid: i32, rootfs: &Path) -> Result<(), StageError> {
+    let ns = format!("/proc/{init_pid}/ns/mnt");
+    let file = File::open(&ns).map_err(|source| StageError::Io {
+        what: "open",
+        path: ns.clone().into(),
+        source,
+    })?;
+    // SAFETY: the child only calls setns, umount2 and _exit.
+    match unsafe { fork() } {
+        Err(source) => Err(StageError::Sys {
+            what: "fork to unmount",
+            path: rootfs.to_path_buf(),
+            source,
+        }),
+        Ok(ForkResult::Child) => {
+            let code = match setns(file.as_fd(), CloneFlags::CLONE_NEWNS) {
+                Ok(()) => match crate::image_pod::overlay::unmount_all(rootfs) {
+                    Ok(()) => 0,
+                    Err(_) => 2,
+                },
+                Err(_) => 1,
+            };
+            // SAFETY: ends the child without the parent's exit handlers.
+            unsafe { libc::_exit(code) }
+        }
+        Ok(ForkResult::Parent { child }) => match waitpid(child, None) {
+            Ok(WaitStatus::Exited(_, 0)) => Ok(()),
+            Ok(WaitStatus::Exited(_, 1)) => Err(StageError::Reported(format!(
+                "cannot join the mount namespace of the pod's init ({init_pid})"
+            ))),
+            _ => Err(StageError::Reported(format!(
+                "cannot unmount {} in the pod",
+                rootfs.display()
+            ))),
+        },
+    }
+}
+
+/// `exit-pid PID STATUS` lines of a sandbox's init, as `(pid, status)`; iterating blocks
+/// until the next, and ends when the init is gone.
+pub fn parse_exit(line: &str) -> Option<(i32, i32)> {
+    let (pid, code) = line.strip_prefix("exit-pid ")?.trim().split_once(' ')?;
+    Some((pid.parse().ok()?, code.parse().ok()?))
+}
