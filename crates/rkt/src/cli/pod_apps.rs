@@ -112,6 +112,7 @@ pub fn pod_spec(
         apps: list,
         exit_policy: apps.exit_policy.into(),
         volumes: Vec::new(),
+        cgroup_parent: None,
     })
 }
 

@@ -54,6 +54,9 @@ pub struct RunOptions {
     pub log_streams: stage::app_logs::LogStreams,
     /// The parts of pod isolation `--insecure-options` turned off.
     pub isolation_off: isolation::Disabled,
+    /// `--cgroup-parent`: where the pod's cgroup is made, over what `rkt prepare` kept;
+    /// neither: below the cgroup of this process (see [`isolation::cgroups`]).
+    pub cgroup_parent: Option<isolation::cgroups::CgroupParent>,
 }
 
 /// How a pod run ended.
@@ -146,6 +149,7 @@ pub fn run_new(
     // then abort the start rather than die of it (a failure here is reported by `start`).
     let _ = signals::install();
     let mut isolation = settle_isolation(&spec.apps, opts)?;
+    let cgroups = place_cgroup(&isolation, opts, spec.cgroup_parent.as_ref())?;
     let host_ports = before_create(&spec.apps, opts, store.dir(), "")?;
     let private_users = spec.apps[0].isolators.private_users;
     let in_use = if private_users {
@@ -156,6 +160,7 @@ pub fn run_new(
     // The pod appears already `running`, with the namespace path it is about to get.
     let (pod, lock, state) = store.create_with(spec, |uuid| {
         let mut state = start_running(uuid, PodState::new(State::Running), opts);
+        state.cgroup = Some(cgroups.pod(uuid));
         if private_users {
             isolation.pod.user_ns = Some(isolation::user_ns::allocate(uuid, &in_use));
         }
@@ -182,8 +187,10 @@ pub fn run_prepared(pod: &Pod, opts: &RunOptions) -> Result<RunOutcome, StartFai
         }
         .into());
     }
-    let apps = pod.manifest()?.apps;
+    let manifest = pod.manifest()?;
+    let apps = manifest.apps;
     let mut isolation = settle_isolation(&apps, opts)?;
+    let cgroups = place_cgroup(&isolation, opts, manifest.cgroup_parent.as_ref())?;
     let pods = pod.dir.parent().unwrap_or(Path::new("/"));
     let host_ports = before_create(&apps, opts, pods, &pod.uuid)?;
     if apps[0].isolators.private_users {
@@ -191,6 +198,7 @@ pub fn run_prepared(pod: &Pod, opts: &RunOptions) -> Result<RunOutcome, StartFai
         isolation.pod.user_ns = Some(isolation::user_ns::allocate(&pod.uuid, &in_use));
     }
     let mut state = start_running(&pod.uuid, state, opts);
+    state.cgroup = Some(cgroups.pod(&pod.uuid));
     isolation.record(&mut state);
     state.store(&pod.dir)?;
     run_locked(pod, lock, opts, state, planned, host_ports)
@@ -267,6 +275,23 @@ fn settle_isolation(apps: &[App], opts: &RunOptions) -> Result<Settled, StartFai
         others,
         first_name: first.name.clone(),
     })
+}
+
+/// Where the pod's cgroup goes (see [`isolation::cgroups`]): below `--cgroup-parent`
+/// (`run`'s or `run-prepared`'s flag, else `prepared`, what `rkt prepare` kept), or below
+/// this process's cgroup. A place that cannot work fails here, before the pod runs.
+fn place_cgroup(
+    settled: &Settled,
+    opts: &RunOptions,
+    prepared: Option<&isolation::cgroups::CgroupParent>,
+) -> Result<isolation::cgroups::Placement, StartFailure> {
+    let parent = opts.cgroup_parent.as_ref().or(prepared);
+    isolation::cgroups::detect()
+        .place(parent, &settled.pod.limits)
+        .map_err(|e| StartFailure {
+            error: Box::new(RunError::Isolation(e)),
+            cleanup: Vec::new(),
+        })
 }
 
 /// The host id ranges of the running pods' user namespaces (`--private-users`), which a
@@ -359,7 +384,13 @@ fn run_locked(
     let mut stage = match started {
         Ok(stage) => stage,
         Err(error) => {
-            let cleanup = release(&uuid, &pod.dir, netns_path.as_deref(), opts.plugin_timeout);
+            let cleanup = release(
+                &uuid,
+                &pod.dir,
+                netns_path.as_deref(),
+                &state.pod_cgroup(&uuid),
+                opts.plugin_timeout,
+            );
             state.state = State::Exited;
             state.exited = Some(Timestamp::now());
             state.error = Some(crate::error::chain(&error));
@@ -413,7 +444,13 @@ fn run_locked(
         app.pid = None;
     }
     let _ = state.store(&pod.dir);
-    let mut cleanup = release(&uuid, &pod.dir, netns_path.as_deref(), opts.plugin_timeout);
+    let mut cleanup = release(
+        &uuid,
+        &pod.dir,
+        netns_path.as_deref(),
+        &state.pod_cgroup(&uuid),
+        opts.plugin_timeout,
+    );
     cleanup.extend(record_err.map(CleanupError::Pod));
     state.state = State::Exited;
     state.exited = Some(Timestamp::now());
@@ -551,10 +588,10 @@ fn start(
         .as_ref()
         .map(|i| i.limits)
         .unwrap_or_default();
-    // Every pod's: at least its pids limit. Joined by the stage before it forks the pod's
-    // init; removed by `release`.
+    // Every pod's: at least its pids limit, where the record says. Joined by the stage
+    // before it forks the pod's init; removed by `release`.
     isolation::cgroups::detect()
-        .create(&pod.uuid, &limits)
+        .create(&state.pod_cgroup(&pod.uuid), &limits)
         .map_err(|source| RunError::Stage {
             uuid: uuid(),
             source: StageError::Isolation(source),

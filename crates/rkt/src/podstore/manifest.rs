@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::time::Timestamp;
 use super::volume::{Mount, Volume};
+use crate::isolation::cgroups::CgroupParent;
 use crate::isolation::Isolators;
 
 /// One app of a pod: a command from the host, from a root filesystem directory, or from an
@@ -146,6 +147,9 @@ pub struct PodSpec {
     pub exit_policy: ExitPolicy,
     /// `--volume`: the volumes the apps may mount.
     pub volumes: Vec<Volume>,
+    /// `--cgroup-parent` of `rkt prepare`: where `rkt run-prepared` makes the pod's cgroup
+    /// unless its own flag says otherwise.
+    pub cgroup_parent: Option<CgroupParent>,
 }
 
 impl From<App> for PodSpec {
@@ -154,6 +158,7 @@ impl From<App> for PodSpec {
             apps: vec![app],
             exit_policy: ExitPolicy::default(),
             volumes: Vec::new(),
+            cgroup_parent: None,
         }
     }
 }
@@ -206,6 +211,9 @@ pub struct PodManifest {
     /// `--volume`: the volumes the pod's apps may mount.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub volumes: Vec<Volume>,
+    /// `--cgroup-parent`, as given to `rkt prepare` or `rkt run` (see [`PodSpec`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_parent: Option<CgroupParent>,
 }
 
 impl PodManifest {
@@ -229,6 +237,8 @@ struct ManifestFile {
     exit_policy: ExitPolicy,
     #[serde(default)]
     volumes: Vec<Volume>,
+    #[serde(default)]
+    cgroup_parent: Option<CgroupParent>,
 }
 
 impl From<ManifestFile> for PodManifest {
@@ -245,6 +255,7 @@ impl From<ManifestFile> for PodManifest {
             apps,
             exit_policy: file.exit_policy,
             volumes: file.volumes,
+            cgroup_parent: file.cgroup_parent,
         }
     }
 }
