@@ -240,8 +240,9 @@ pub struct PodCgroupArgs {
     /// (PATH absolute within the hierarchy, e.g. /kubepods/pod1; created when missing). The
     /// default is the cgroup of the process that runs the pod, as <that cgroup>/rkt/<uuid>,
     /// so that a systemd unit or other supervisor keeps the pod in its accounting; under
-    /// cgroup v2 that works only from a cgroup without other processes (see docs/pods.md).
-    /// Given to `prepare`, kept for `run-prepared`, whose own flag wins.
+    /// cgroup v2 only from the root cgroup, as a cgroup holding processes (rkt) gives its
+    /// children no controllers (see docs/pods.md). Given to `prepare`, kept for
+    /// `run-prepared`, whose own flag wins.
     #[arg(long, value_name = "PATH", help_heading = "Pod")]
     pub cgroup_parent: Option<String>,
 }
