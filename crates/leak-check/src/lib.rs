@@ -36,8 +36,10 @@
 //!   naming one of the ids in `/var/lib/cni/results` and each [`Ctx::cache_dir`];
 //! - a pod's `stage1-init` process still alive, and pods still in state `running` under the
 //!   data dir (a final state is `exited` or `garbage`; `prepared` pods hold nothing);
-//! - pod cgroups: `rkt/<id>` below the root of the unified hierarchy (`/sys/fs/cgroup`) or of
-//!   any v1 hierarchy (`/sys/fs/cgroup/<controller>`), every pod's for its pids limit.
+//! - pod cgroups, anywhere in the unified hierarchy (`/sys/fs/cgroup`) or any v1 hierarchy
+//!   (`/sys/fs/cgroup/<controller>`): `rkt/<id>` (below the cgroup of the process that ran
+//!   the pod, or an older rkt's below the root) and `rkt-<id>` (below a `--cgroup-parent`),
+//!   every pod's for its pids limit.
 //!
 //! When not root the guard does nothing (the tests that need root skip themselves anyway).
 
@@ -488,10 +490,8 @@ fn leaked(ctx: &Ctx, before: &Snapshot, ids: &BTreeSet<String>) -> Vec<String> {
             out.push(format!("process {pid}: {cmdline}"));
         }
     }
-    for id in &ids {
-        for dir in pod_cgroups(Path::new("/sys/fs/cgroup"), id) {
-            out.push(format!("pod cgroup {}", dir.display()));
-        }
+    for dir in pod_cgroups(Path::new("/sys/fs/cgroup"), &ids) {
+        out.push(format!("pod cgroup {}", dir.display()));
     }
     for id in &ids {
         let state = ctx.data_dir.join("pods").join(id).join("state.json");
@@ -506,16 +506,35 @@ fn leaked(ctx: &Ctx, before: &Snapshot, ids: &BTreeSet<String>) -> Vec<String> {
     out
 }
 
-/// The cgroups rkt made for pod `id` that exist: `rkt/<id>` below `root` (cgroup v2) and
-/// below each hierarchy mounted under it (v1).
-fn pod_cgroups(root: &Path, id: &str) -> Vec<PathBuf> {
-    let mut roots = vec![root.to_path_buf()];
-    roots.extend(names_in(root).into_iter().map(|h| root.join(h)));
-    roots
-        .into_iter()
-        .map(|r| r.join("rkt").join(id))
-        .filter(|d| d.is_dir())
-        .collect()
+/// The cgroups rkt made for the pods `ids` that exist, at any depth of the hierarchy at
+/// `root` (cgroup v2) and of each hierarchy mounted under it (v1): `…/rkt/<id>` and
+/// `…/rkt-<id>`. Symlinks (`cpu` → `cpu,cpuacct`) are not followed: the hierarchy is
+/// walked under its own name.
+fn pod_cgroups(root: &Path, ids: &BTreeSet<String>) -> Vec<PathBuf> {
+    fn walk(dir: &Path, ids: &BTreeSet<String>, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let name = e.file_name().to_string_lossy().into_owned();
+            let in_rkt = dir.file_name().is_some_and(|n| n == "rkt");
+            let id = name.strip_prefix("rkt-").unwrap_or(&name);
+            if ids.contains(id) && (in_rkt || name.starts_with("rkt-")) {
+                out.push(e.path());
+            } else {
+                walk(&e.path(), ids, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if !ids.is_empty() {
+        walk(root, ids, &mut out);
+    }
+    out.sort();
+    out
 }
 
 /// Every process as (pid, command line with spaces between arguments).
@@ -705,15 +724,30 @@ mod tests {
     #[test]
     fn pod_cgroups_are_found_in_the_unified_and_every_v1_hierarchy() {
         let root = tempfile::tempdir().unwrap();
-        for d in ["rkt/p1", "pids/rkt/p1", "memory/rkt/p2", "cpu/rkt"] {
+        for d in [
+            "rkt/p1",
+            "pids/rkt/p1",
+            "memory/rkt/p2",
+            "cpu/rkt",
+            "pids/system.slice/a.service/rkt/p1",
+            "memory/kubepods/pod9/rkt-p1",
+            "memory/kubepods/p1",
+        ] {
             fs::create_dir_all(root.path().join(d)).unwrap();
         }
-        let found = pod_cgroups(root.path(), "p1");
-        assert_eq!(
-            found,
-            vec![root.path().join("rkt/p1"), root.path().join("pids/rkt/p1")]
-        );
-        assert!(pod_cgroups(root.path(), "p3").is_empty());
+        let ids = |list: &[&str]| list.iter().map(|s| s.to_string()).collect();
+        let found = pod_cgroups(root.path(), &ids(&["p1"]));
+        let want: Vec<PathBuf> = [
+            "memory/kubepods/pod9/rkt-p1",
+            "pids/rkt/p1",
+            "pids/system.slice/a.service/rkt/p1",
+            "rkt/p1",
+        ]
+        .iter()
+        .map(|d| root.path().join(d))
+        .collect();
+        assert_eq!(found, want);
+        assert!(pod_cgroups(root.path(), &ids(&["p3"])).is_empty());
     }
 
     #[test]

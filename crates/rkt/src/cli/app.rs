@@ -214,6 +214,7 @@ fn sandbox(global: &GlobalArgs, args: &SandboxArgs) -> anyhow::Result<ExitCode> 
                 exit_policy: Default::default(),
                 volumes: args.volumes.volumes(global, &[])?,
                 sandbox: Some(isolation.isolators(rkt::image_pod::user::AppRoot::Host)?),
+                cgroup_parent: None,
             };
             let outcome = run_new(&store, spec, &opts)?;
             Ok(finish(global, &outcome))

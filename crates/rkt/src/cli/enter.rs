@@ -101,16 +101,11 @@ pub fn run(global: &GlobalArgs, args: &EnterArgs) -> anyhow::Result<ExitCode> {
         env.push(("TERM".into(), term));
     }
     let isolation = status.record.app_isolation(index);
-    let limits = status
-        .record
-        .isolation
-        .as_ref()
-        .map(|i| i.limits)
-        .unwrap_or_default();
+    let cgroup = status.record.pod_cgroup(&pod.uuid);
     let spec = EnterSpec {
         exe: Path::new("/proc/self/exe"),
         pid,
-        cgroup: Some((&pod.uuid, limits)),
+        cgroup: Some(&cgroup),
         argv: &command,
         env: &env,
         isolation: &isolation,

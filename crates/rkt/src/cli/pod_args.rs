@@ -1,6 +1,6 @@
 //! Options shared by the pod commands: the app (`run`, `prepare`), the pod's networking
-//! (`run`, `run-prepared`), and how a pod is named on the command line (UUID prefixes,
-//! `--uuid-file`).
+//! (`run`, `run-prepared`), the pod's cgroup (`run`, `prepare`, `run-prepared`), and how a
+//! pod is named on the command line (UUID prefixes, `--uuid-file`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -9,6 +9,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 
 use rkt::image_pod::user::AppRoot;
+use rkt::isolation::cgroups::CgroupParent;
 use rkt::logs::LogConfig;
 use rkt::networking::{DnsOptions, HostsOptions, NetOptions, NetSelection};
 use rkt::pod::manifest::parse_user_meta;
@@ -232,8 +233,34 @@ fn read_env_file(file: &Path) -> anyhow::Result<Vec<(String, String)>> {
     Ok(env)
 }
 
+/// Where the pod's cgroup goes (`run`, `prepare`, `run-prepared`; part of [`PodNetArgs`],
+/// which every command that runs a pod takes).
+#[derive(Debug, Clone, Default, Args)]
+pub struct PodCgroupArgs {
+    /// Make the pod's cgroup as PATH/rkt-<uuid> below the root of each cgroup hierarchy
+    /// (PATH absolute within the hierarchy, e.g. /kubepods/pod1; created when missing). The
+    /// default is the cgroup of the process that runs the pod, as <that cgroup>/rkt/<uuid>,
+    /// so that a systemd unit or other supervisor keeps the pod in its accounting; under
+    /// cgroup v2 only from the root cgroup, as a cgroup holding processes (rkt) gives its
+    /// children no controllers (see docs/pods.md). Given to `prepare`, kept for
+    /// `run-prepared`, whose own flag wins.
+    #[arg(long, value_name = "PATH", help_heading = "Pod")]
+    pub cgroup_parent: Option<String>,
+}
+
+impl PodCgroupArgs {
+    /// The flag, checked: absolute, without `..`.
+    pub fn parent(&self) -> anyhow::Result<Option<CgroupParent>> {
+        Ok(self
+            .cgroup_parent
+            .as_deref()
+            .map(CgroupParent::parse)
+            .transpose()?)
+    }
+}
+
 /// The pod's networking: which networks, where their configurations and plugins are, DNS,
-/// hosts and hostname.
+/// hosts and hostname; and, as every command that runs a pod takes these, its cgroup.
 #[derive(Debug, Clone, Args)]
 pub struct PodNetArgs {
     /// Networks to join: `default` (the built-in one, also with no --net or a bare --net),
@@ -313,6 +340,9 @@ pub struct PodNetArgs {
         help_heading = "Networking"
     )]
     pub port: Vec<String>,
+
+    #[command(flatten)]
+    pub cgroup: PodCgroupArgs,
 }
 
 impl PodNetArgs {
@@ -363,6 +393,7 @@ impl PodNetArgs {
             log_streams,
             isolation_off: insecure.isolation,
             started_notice: None,
+            cgroup_parent: self.cgroup.parent()?,
         };
         Ok((opts, store))
     }

@@ -9,7 +9,7 @@ use rkt::pod::{PodState, State};
 
 use super::on_off::OnOff;
 use super::pod_apps::{pod_spec, PodAppsArgs};
-use super::pod_args::{AppArgs, UnsupportedArgs};
+use super::pod_args::{AppArgs, PodCgroupArgs, UnsupportedArgs};
 use super::volume_args::VolumeArgs;
 use super::GlobalArgs;
 use super::NetDirArgs;
@@ -29,6 +29,9 @@ pub struct PrepareArgs {
     pub quiet: bool,
 
     #[command(flatten)]
+    pub cgroup: PodCgroupArgs,
+
+    #[command(flatten)]
     pub apps: PodAppsArgs,
 
     #[command(flatten)]
@@ -43,9 +46,11 @@ pub struct PrepareArgs {
 
 pub fn run(global: &GlobalArgs, args: &PrepareArgs) -> anyhow::Result<ExitCode> {
     args.unsupported.refuse()?;
+    let cgroup_parent = args.cgroup.parent()?;
     let dirs = global.effective_dirs(&NetDirArgs::default())?;
     let mut spec = pod_spec(global, &dirs.data.value, &args.app, &args.apps)?;
     spec.volumes = args.volumes.volumes(global, &spec.apps)?;
+    spec.cgroup_parent = cgroup_parent;
     let store = PodStore::new(dirs.pods_dir());
     let (pod, lock) = store.create(spec, &PodState::new(State::Prepared))?;
     drop(lock);

@@ -11,6 +11,7 @@ use std::time::Duration;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
+use crate::isolation::cgroups::PodCgroup;
 use crate::netns::{self, NetnsError};
 use crate::networking::{self, NetError, PodNet};
 
@@ -40,12 +41,14 @@ pub enum CleanupError {
 }
 
 /// Tears down the networks recorded in `pod_dir`, then deletes the namespace at `netns`
-/// (when a teardown failed, the interfaces in it first), removes the pod's cgroup and unmounts
-/// an image pod's overlay root filesystem. Each plugin call may take `plugin_timeout`.
+/// (when a teardown failed, the interfaces in it first), removes the pod's cgroup at
+/// `cgroup` (its record's place) and unmounts an image pod's overlay root filesystem. Each
+/// plugin call may take `plugin_timeout`.
 pub fn release(
     uuid: &str,
     pod_dir: &Path,
     netns: Option<&Path>,
+    cgroup: &PodCgroup,
     plugin_timeout: Duration,
 ) -> Vec<CleanupError> {
     let mut errors = Vec::new();
@@ -78,7 +81,7 @@ pub fn release(
         let _ = crate::mount_template::remove_if_unused();
     }
     // The pod's cgroup (every pod has one, for its pids limit).
-    if let Err(source) = crate::isolation::cgroups::detect().remove(uuid) {
+    if let Err(source) = crate::isolation::cgroups::detect().remove(cgroup) {
         errors.push(CleanupError::Cgroup {
             uuid: uuid.to_string(),
             source,
@@ -109,7 +112,13 @@ pub fn release_pod(pod: &Pod, state: &PodState, plugin_timeout: Duration) -> Vec
     if state.state == super::state::State::Running {
         kill_orphaned_plugins(&pod.uuid);
     }
-    release(&pod.uuid, &pod.dir, state.netns.as_deref(), plugin_timeout)
+    release(
+        &pod.uuid,
+        &pod.dir,
+        state.netns.as_deref(),
+        &state.pod_cgroup(&pod.uuid),
+        plugin_timeout,
+    )
 }
 
 /// Kills the process groups of every plugin still running for container `uuid` (found by

@@ -56,6 +56,9 @@ pub struct RunOptions {
     pub isolation_off: isolation::Disabled,
     /// Told once the pod's apps run (`rkt run --detach`).
     pub started_notice: Option<StartedNotice>,
+    /// `--cgroup-parent`: where the pod's cgroup is made, over what `rkt prepare` kept;
+    /// neither: below the cgroup of this process (see [`isolation::cgroups`]).
+    pub cgroup_parent: Option<isolation::cgroups::CgroupParent>,
 }
 
 /// Where a runner says that its pod's apps run: one line, `started <uuid>`, on a descriptor
@@ -180,6 +183,7 @@ pub fn run_new(
     // then abort the start rather than die of it (a failure here is reported by `start`).
     let _ = signals::install();
     let mut isolation = settle_isolation(&spec.apps, spec.sandbox.as_ref(), opts)?;
+    let cgroups = place_cgroup(&isolation, opts, spec.cgroup_parent.as_ref())?;
     let host_ports = before_create(&spec.apps, opts, store.dir(), "")?;
     let private_users = match &spec.sandbox {
         Some(pod) => pod.private_users,
@@ -193,6 +197,7 @@ pub fn run_new(
     // The pod appears already `running`, with the namespace path it is about to get.
     let (pod, lock, state) = store.create_with(spec, |uuid| {
         let mut state = start_running(uuid, PodState::new(State::Running), opts);
+        state.cgroup = Some(cgroups.pod(uuid));
         if private_users {
             isolation.pod.user_ns = Some(isolation::user_ns::allocate(uuid, &in_use));
         }
@@ -219,8 +224,10 @@ pub fn run_prepared(pod: &Pod, opts: &RunOptions) -> Result<RunOutcome, StartFai
         }
         .into());
     }
-    let apps = pod.manifest()?.apps;
+    let manifest = pod.manifest()?;
+    let apps = manifest.apps;
     let mut isolation = settle_isolation(&apps, None, opts)?;
+    let cgroups = place_cgroup(&isolation, opts, manifest.cgroup_parent.as_ref())?;
     let pods = pod.dir.parent().unwrap_or(Path::new("/"));
     let host_ports = before_create(&apps, opts, pods, &pod.uuid)?;
     if apps[0].isolators.private_users {
@@ -228,6 +235,7 @@ pub fn run_prepared(pod: &Pod, opts: &RunOptions) -> Result<RunOutcome, StartFai
         isolation.pod.user_ns = Some(isolation::user_ns::allocate(&pod.uuid, &in_use));
     }
     let mut state = start_running(&pod.uuid, state, opts);
+    state.cgroup = Some(cgroups.pod(&pod.uuid));
     isolation.record(&mut state);
     state.store(&pod.dir)?;
     run_locked(pod, lock, opts, state, planned, host_ports)
@@ -315,6 +323,23 @@ fn settle_isolation(
         others,
         first_name: apps.first().map(|a| a.name.clone()).unwrap_or_default(),
     })
+}
+
+/// Where the pod's cgroup goes (see [`isolation::cgroups`]): below `--cgroup-parent`
+/// (`run`'s or `run-prepared`'s flag, else `prepared`, what `rkt prepare` kept), or below
+/// this process's cgroup. A place that cannot work fails here, before the pod runs.
+fn place_cgroup(
+    settled: &Settled,
+    opts: &RunOptions,
+    prepared: Option<&isolation::cgroups::CgroupParent>,
+) -> Result<isolation::cgroups::Placement, StartFailure> {
+    let parent = opts.cgroup_parent.as_ref().or(prepared);
+    isolation::cgroups::detect()
+        .place(parent, &settled.pod.limits)
+        .map_err(|e| StartFailure {
+            error: Box::new(RunError::Isolation(e)),
+            cleanup: Vec::new(),
+        })
 }
 
 /// The host id ranges of the running pods' user namespaces (`--private-users`), which a
@@ -414,7 +439,13 @@ fn run_locked(
     let mut stage = match started {
         Ok(stage) => stage,
         Err(error) => {
-            let cleanup = release(&uuid, &pod.dir, netns_path.as_deref(), opts.plugin_timeout);
+            let cleanup = release(
+                &uuid,
+                &pod.dir,
+                netns_path.as_deref(),
+                &state.pod_cgroup(&uuid),
+                opts.plugin_timeout,
+            );
             state.state = State::Exited;
             state.exited = Some(Timestamp::now());
             state.error = Some(crate::error::chain(&error));
@@ -485,7 +516,13 @@ fn run_locked(
         app.pid = None;
     }
     let _ = store(&state);
-    let mut cleanup = release(&uuid, &pod.dir, netns_path.as_deref(), opts.plugin_timeout);
+    let mut cleanup = release(
+        &uuid,
+        &pod.dir,
+        netns_path.as_deref(),
+        &state.pod_cgroup(&uuid),
+        opts.plugin_timeout,
+    );
     cleanup.extend(record_err.map(CleanupError::Pod));
     state.state = State::Exited;
     state.exited = Some(Timestamp::now());
@@ -634,10 +671,10 @@ fn start(
         .as_ref()
         .map(|i| i.limits)
         .unwrap_or_default();
-    // Every pod's: at least its pids limit. Joined by the stage before it forks the pod's
-    // init; removed by `release`.
+    // Every pod's: at least its pids limit, where the record says. Joined by the stage
+    // before it forks the pod's init; removed by `release`.
     isolation::cgroups::detect()
-        .create(&pod.uuid, &limits)
+        .create(&state.pod_cgroup(&pod.uuid), &limits)
         .map_err(|source| RunError::Stage {
             uuid: uuid(),
             source: StageError::Isolation(source),

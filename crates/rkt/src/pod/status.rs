@@ -200,7 +200,9 @@ impl PodStatus {
     /// rkt's API v1 pod object (`name` is the UUID; times of the pod in Unix seconds, of its
     /// apps in Unix nanoseconds; empty fields left out as rkt did), plus our own keys:
     /// `pid`, `hostname`, `ports`, `runner_died`, `error`, `exit_policy` and `volumes`
-    /// (when not the default, when any), and the app's `exec` and `rootfs`.
+    /// (when not the default, when any), `cgroups` (the pod's cgroup in each hierarchy, by
+    /// controller or `unified`, once a runner placed it) and `cgroup_parent` (when given),
+    /// and the app's `exec` and `rootfs`.
     pub fn to_json(&self) -> serde_json::Value {
         use serde_json::{json, Map, Value};
         let apps: Vec<Value> = (0..self.manifest.apps.len())
@@ -233,6 +235,14 @@ impl PodStatus {
         pod.insert("runner_died".into(), json!(self.runner_died));
         insert_present(&mut pod, "error", json!(self.record.error));
         insert_present(&mut pod, "isolation", json!(self.record.isolation));
+        if let Some(cgroup) = &self.record.cgroup {
+            pod.insert("cgroups".into(), json!(cgroup.paths));
+        }
+        insert_present(
+            &mut pod,
+            "cgroup_parent",
+            json!(self.manifest.cgroup_parent),
+        );
         if !self.manifest.exit_policy.is_default() {
             pod.insert(
                 "exit_policy".into(),

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::time::Timestamp;
 use super::volume::{Mount, Volume};
+use crate::isolation::cgroups::CgroupParent;
 use crate::isolation::Isolators;
 
 /// One app of a pod: a command from the host, from a root filesystem directory, or from an
@@ -166,6 +167,9 @@ pub struct PodSpec {
     /// started, stopped and removed while it runs, and which ends only when stopped. Its
     /// pod-wide settings (resource limits, user namespace) are these, not an app's.
     pub sandbox: Option<Isolators>,
+    /// `--cgroup-parent` of `rkt prepare`: where `rkt run-prepared` makes the pod's cgroup
+    /// unless its own flag says otherwise.
+    pub cgroup_parent: Option<CgroupParent>,
 }
 
 impl From<App> for PodSpec {
@@ -175,6 +179,7 @@ impl From<App> for PodSpec {
             exit_policy: ExitPolicy::default(),
             volumes: Vec::new(),
             sandbox: None,
+            cgroup_parent: None,
         }
     }
 }
@@ -231,6 +236,9 @@ pub struct PodManifest {
     /// A sandbox's pod-wide settings (see [`PodSpec::sandbox`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<Isolators>,
+    /// `--cgroup-parent`, as given to `rkt prepare` or `rkt run` (see [`PodSpec`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_parent: Option<CgroupParent>,
 }
 
 impl PodManifest {
@@ -256,6 +264,7 @@ struct ManifestFile {
     volumes: Vec<Volume>,
     #[serde(default)]
     sandbox: Option<Isolators>,
+    cgroup_parent: Option<CgroupParent>,
 }
 
 impl From<ManifestFile> for PodManifest {
@@ -273,6 +282,7 @@ impl From<ManifestFile> for PodManifest {
             exit_policy: file.exit_policy,
             volumes: file.volumes,
             sandbox: file.sandbox,
+            cgroup_parent: file.cgroup_parent,
         }
     }
 }

@@ -99,6 +99,11 @@ pub struct PodState {
     /// pod of one app, whose record is the pod's own fields.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub apps: Vec<AppRecord>,
+    /// Where the pod's cgroup is in each hierarchy, recorded when the runner takes the pod,
+    /// before the cgroup is made (so that gc finds it); the stage, `rkt enter`, release
+    /// and gc use it. Absent (a pod of an older rkt): see [`PodState::pod_cgroup`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<crate::isolation::cgroups::PodCgroup>,
 }
 
 /// One app of a pod of several apps, as its runner records it.
@@ -187,7 +192,16 @@ impl PodState {
             error: None,
             isolation: None,
             apps: Vec::new(),
+            cgroup: None,
         }
+    }
+
+    /// Where pod `uuid`'s cgroup is: as recorded, or, for a pod of an older rkt that
+    /// recorded nothing, `rkt/<uuid>` below each hierarchy's root, where it made them.
+    pub fn pod_cgroup(&self, uuid: &str) -> crate::isolation::cgroups::PodCgroup {
+        self.cgroup
+            .clone()
+            .unwrap_or_else(|| crate::isolation::cgroups::PodCgroup::legacy(uuid))
     }
 
     /// What app `index` of the pod runs with: its record's in a pod of several apps, else
@@ -337,6 +351,22 @@ mod tests {
             assert_eq!(st.state, State::Running);
             assert_eq!(st.netns.as_deref(), Some(netns.as_path()));
         }
+    }
+
+    #[test]
+    fn a_record_without_a_cgroup_place_is_an_older_rkts_at_rkt_uuid() {
+        let old: PodState = serde_json::from_str(r#"{"state":"running","pid":7}"#).unwrap();
+        assert_eq!(old.cgroup, None);
+        let place = old.pod_cgroup("u1");
+        assert!(place.legacy);
+        assert_eq!(place.paths["pids"], "/rkt/u1");
+        let mut new = PodState::new(State::Running);
+        new.cgroup = Some(crate::isolation::cgroups::PodCgroup {
+            paths: [("pids".to_string(), "/kube/p/rkt-u1".to_string())].into(),
+            legacy: false,
+        });
+        let back: PodState = serde_json::from_slice(&new.to_bytes()).unwrap();
+        assert_eq!(back.pod_cgroup("u1"), new.cgroup.unwrap());
     }
 
     #[test]

@@ -96,9 +96,9 @@ pub struct EnterSpec<'a> {
     pub exe: &'a std::path::Path,
     /// The host PID of the process whose namespaces and root are entered.
     pub pid: i32,
-    /// The pod's UUID and limits: the command runs in the pod's cgroup, counted against
+    /// The pod's cgroup, as its record places it: the command runs in it, counted against
     /// its pids and memory limits like the pod's own processes.
-    pub cgroup: Option<(&'a str, crate::isolation::cgroups::Limits)>,
+    pub cgroup: Option<&'a crate::isolation::cgroups::PodCgroup>,
     pub argv: &'a [String],
     /// The command's whole environment.
     pub env: &'a [(OsString, OsString)],
@@ -139,10 +139,10 @@ pub fn enter(spec: &EnterSpec) -> Result<i32, StageError> {
         .args(["--status-fd", &inherited.as_raw_fd().to_string()])
         .args(["--pid", &pid.to_string()])
         .args(["--isolation", &isolation]);
-    if let Some((uuid, limits)) = &spec.cgroup {
-        let limits = serde_json::to_string(limits)
-            .map_err(|e| StageError::Reported(format!("cannot pass the pod's limits: {e}")))?;
-        cmd.args(["--cgroup", uuid, "--limits", &limits]);
+    if let Some(cgroup) = spec.cgroup {
+        let cgroup = serde_json::to_string(cgroup)
+            .map_err(|e| StageError::Reported(format!("cannot pass the pod's cgroup: {e}")))?;
+        cmd.args(["--cgroup", &cgroup]);
     }
     for (key, value) in spec.env {
         let mut kv = key.clone();
@@ -187,8 +187,8 @@ struct HelperArgs {
     status_fd: i32,
     pid: i32,
     isolation: Isolation,
-    /// The pod's cgroup: its UUID and limits.
-    cgroup: Option<(String, crate::isolation::cgroups::Limits)>,
+    /// The pod's cgroup.
+    cgroup: Option<crate::isolation::cgroups::PodCgroup>,
     env: Vec<(OsString, OsString)>,
     argv: Vec<String>,
 }
@@ -196,7 +196,7 @@ struct HelperArgs {
 impl HelperArgs {
     fn parse(args: impl IntoIterator<Item = OsString>) -> Result<HelperArgs, String> {
         let (mut status_fd, mut pid, mut isolation) = (None, None, None);
-        let (mut cgroup, mut limits) = (None, None);
+        let mut cgroup = None;
         let mut env = Vec::new();
         let mut args = args.into_iter();
         while let Some(flag) = args.next() {
@@ -217,10 +217,9 @@ impl HelperArgs {
                     isolation =
                         Some(serde_json::from_str(&text).map_err(|e| format!("--isolation: {e}"))?)
                 }
-                "--cgroup" => cgroup = Some(text.clone()),
-                "--limits" => {
-                    limits =
-                        Some(serde_json::from_str(&text).map_err(|e| format!("--limits: {e}"))?)
+                "--cgroup" => {
+                    cgroup =
+                        Some(serde_json::from_str(&text).map_err(|e| format!("--cgroup: {e}"))?)
                 }
                 "--env" => {
                     let (k, v) = text
@@ -237,7 +236,7 @@ impl HelperArgs {
             status_fd: status_fd.ok_or_else(|| missing("status-fd"))?,
             pid: pid.ok_or_else(|| missing("pid"))?,
             isolation: isolation.ok_or_else(|| missing("isolation"))?,
-            cgroup: cgroup.map(|uuid| (uuid, limits.unwrap_or_default())),
+            cgroup,
             env,
             argv,
         })
@@ -287,13 +286,11 @@ pub fn helper_main_from_args(args: impl IntoIterator<Item = OsString>) -> i32 {
 /// In the helper, first: moves into the pod's cgroup, so that the command is counted
 /// against the pod's limits. A pod started by an rkt that made no cgroup for every pod has
 /// none to join.
-fn join_cgroup(
-    cgroup: Option<&(String, crate::isolation::cgroups::Limits)>,
-) -> Result<(), StageError> {
-    let Some((uuid, limits)) = cgroup else {
+fn join_cgroup(cgroup: Option<&crate::isolation::cgroups::PodCgroup>) -> Result<(), StageError> {
+    let Some(cgroup) = cgroup else {
         return Ok(());
     };
-    match crate::isolation::cgroups::detect().join(uuid, limits) {
+    match crate::isolation::cgroups::detect().join(cgroup) {
         Err(crate::isolation::IsolationError::Io { source, .. })
             if source.kind() == std::io::ErrorKind::NotFound =>
         {

@@ -584,20 +584,15 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
         let fds = (args.listen_fds, log_fds);
         apps.push(prepare_app(app, &app_dir, &record, index, fds)?);
     }
-    let limits = record
-        .isolation
-        .as_ref()
-        .map(|i| i.limits)
-        .unwrap_or_default();
     // Before the init is forked: every process of the pod starts inside (every pod has a
-    // cgroup, for its pids limit at least).
+    // cgroup, for its pids limit at least), where the runner recorded it.
     let uuid = args
         .pod_dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     isolation::cgroups::detect()
-        .join(&uuid, &limits)
+        .join(&record.pod_cgroup(&uuid))
         .map_err(StageError::Isolation)?;
 
     // The pod-wide settings: the first app's, or a sandbox's own (it may have no app yet).

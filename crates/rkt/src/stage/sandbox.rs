@@ -346,9 +346,8 @@ fn helper(args: &HelperArgs, status: &mut File, go: &OwnedFd) -> Result<(), Stag
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let pod_isolation = record.isolation.clone().unwrap_or_default();
     isolation::cgroups::detect()
-        .join(&uuid, &pod_isolation.limits)
+        .join(&record.pod_cgroup(&uuid))
         .map_err(StageError::Isolation)?;
     join_namespaces(args.init_pid)?;
     let own_netns = record.netns.is_some();

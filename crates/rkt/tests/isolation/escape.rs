@@ -603,8 +603,8 @@ fn memory_and_cpu_limits_hold_in_a_cgroup_removed_with_the_pod() {
         "60",
     ]);
     let pid = world.wait_running(&uuid);
-    let mem = pod_cgroup("memory", &uuid);
-    let cpu = pod_cgroup("cpu", &uuid);
+    let mem = pod_cgroup(&world, "memory", &uuid);
+    let cpu = pod_cgroup(&world, "cpu", &uuid);
     let read =
         |p: PathBuf| fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     if v2 {
@@ -717,7 +717,7 @@ fn every_pod_has_a_pids_limit_and_forking_past_it_is_refused() {
     // A pod without flags gets its cgroup, the default limit, and its init inside.
     let (uuid, index) = world.spawn_run(&["--net=none", "--", "sleep", "60"]);
     let pid = world.wait_running(&uuid);
-    let pids = pod_cgroup("pids", &uuid);
+    let pids = pod_cgroup(&world, "pids", &uuid);
     let read =
         |p: PathBuf| fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     assert_eq!(read(pids.join("pids.max")).trim(), "2048");

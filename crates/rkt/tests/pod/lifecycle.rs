@@ -308,7 +308,7 @@ fn gc_after_kill_9_of_rkt_run_tears_down_and_later_removes() {
         .unwrap()
         .to_string();
     assert!(ip.starts_with("172.16.28."), "{ip}");
-    let cgroup = pod_support::pod_cgroup("pids", &uuid);
+    let cgroup = pod_support::pod_cgroup(&world, "pids", &uuid);
     assert!(cgroup.is_dir(), "no pids cgroup {}", cgroup.display());
     world.child(index).kill().unwrap();
     world.wait_child(index);

@@ -46,14 +46,19 @@ pub fn assert_no_netns(uuid: &str) {
     assert!(!path.exists(), "{} was left behind", path.display());
 }
 
-/// The pod's cgroup directory of `controller` (v1) or of the unified hierarchy (v2).
-pub fn pod_cgroup(controller: &str, uuid: &str) -> PathBuf {
+/// The pod's cgroup directory of `controller` (v1) or of the unified hierarchy (v2), where
+/// its record (`rkt status --format=json`'s `cgroups`) says it is: below the cgroup of the
+/// process that ran the pod, which need not be a hierarchy's root.
+pub fn pod_cgroup(world: &World, controller: &str, uuid: &str) -> PathBuf {
     let root = Path::new("/sys/fs/cgroup");
-    if root.join("cgroup.controllers").exists() {
-        root.join("rkt").join(uuid)
-    } else {
-        root.join(controller).join("rkt").join(uuid)
-    }
+    let status = world.status_json(uuid);
+    let v2 = root.join("cgroup.controllers").exists();
+    let key = if v2 { "unified" } else { controller };
+    let path = status["cgroups"][key]
+        .as_str()
+        .unwrap_or_else(|| panic!("pod {uuid} records no {key} cgroup: {status}"));
+    let base = if v2 { root.to_path_buf() } else { root.join(controller) };
+    base.join(path.trim_start_matches('/'))
 }
 
 /// Waits until process `pid` (a pod's init) is gone.

@@ -1,8 +1,26 @@
 //! rkt's resource isolators, `--memory=SIZE`, `--cpu=MILLICORES` and `--pids-limit=N`,
-//! applied in a cgroup of the pod's own: `rkt/<uuid>` below the root of each hierarchy,
-//! created by the runner for every pod before the stage starts, joined by the stage before
-//! it forks the pod's init (so every process of the pod is inside), removed with the pod's
-//! other resources ([`crate::pod::cleanup`]) when it is torn down or garbage-collected.
+//! applied in a cgroup of the pod's own, made by the runner for every pod before the stage
+//! starts, joined by the stage before it forks the pod's init (so every process of the pod
+//! is inside) and by `rkt enter`'s helper, removed with the pod's other resources
+//! ([`crate::pod::cleanup`]) when it is torn down or garbage-collected.
+//!
+//! Where it goes ([`Manager::place`]), in each hierarchy the pod uses:
+//! - by default below the cgroup of the process that runs the pod (`/proc/self/cgroup`),
+//!   as `<that cgroup>/rkt/<uuid>`, so that a systemd unit or any other supervisor keeps
+//!   the pod in its accounting and can kill it. The shared `rkt` level keeps the pods of
+//!   one caller together, and a runner in a hierarchy's root cgroup (no systemd, a
+//!   container's init) puts them exactly where rkt always has, `/rkt/<uuid>`; rkt removes
+//!   it with its last pod;
+//! - with `--cgroup-parent=PATH` ([`CgroupParent`]) as `<PATH>/rkt-<uuid>` below each
+//!   hierarchy's root, as kubelet and podman take a parent: nothing of rkt's is shared
+//!   in a cgroup the orchestrator owns.
+//!
+//! The place is recorded in the pod's state ([`PodCgroup`]) before it is made, and
+//! everything after the runner (stage, `rkt enter`, release, gc, `rkt status`) uses the
+//! record; a pod of an older rkt, without one, has its cgroup at `rkt/<uuid>` below each
+//! hierarchy's root ([`PodCgroup::legacy`]). Never silently anywhere else: a place that
+//! cannot work (cgroup v2's rule that a cgroup with processes gives no controllers to its
+//! children, see [`v2`]) is an error that says to pass `--cgroup-parent`.
 //!
 //! Every pod has a pids limit, [`DEFAULT_PIDS_LIMIT`] unless `--pids-limit` says otherwise,
 //! so that a pod cannot fork until the host's `pid_max` is reached.
@@ -10,12 +28,14 @@
 //! One [`Manager`] trait, two implementations: [`v1::V1`] (a hierarchy per controller,
 //! `memory.limit_in_bytes`, `cpu.cfs_quota_us`, `pids.max`) and [`v2::V2`] (the unified
 //! hierarchy, `memory.max`, `cpu.max`, `pids.max`), chosen by [`detect`]. Both work on a root
-//! directory given to them, so their file writes are unit-tested on a temporary directory. A
-//! limit the host cannot enforce (no such controller) is an error, not a silent no-op.
+//! directory and a `/proc/self/cgroup` given to them, so their file writes are unit-tested
+//! on a temporary directory. A limit the host cannot enforce (no such controller) is an
+//! error, not a silent no-op.
 
 pub mod v1;
 pub mod v2;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -135,15 +155,23 @@ impl Limits {
     }
 }
 
-/// Creates, joins and removes the pods' cgroups in one cgroup layout.
+/// Places, creates, joins and removes the pods' cgroups in one cgroup layout.
 pub trait Manager {
+    /// Where pods' cgroups go in each hierarchy `limits` use: below `parent`
+    /// (`--cgroup-parent`), or below the cgroup this process is in. Nothing is created;
+    /// fails naming the controller the host lacks, or the cgroup that cannot be a parent.
+    fn place(
+        &self,
+        parent: Option<&CgroupParent>,
+        limits: &Limits,
+    ) -> Result<Placement, IsolationError>;
     /// Creates the pod's cgroup with `limits`; fails naming the controller the host lacks.
-    fn create(&self, uuid: &str, limits: &Limits) -> Result<(), IsolationError>;
+    fn create(&self, cgroup: &PodCgroup, limits: &Limits) -> Result<(), IsolationError>;
     /// Moves the calling process, single-threaded, into the pod's cgroup; what it forks
     /// afterwards starts inside.
-    fn join(&self, uuid: &str, limits: &Limits) -> Result<(), IsolationError>;
+    fn join(&self, cgroup: &PodCgroup) -> Result<(), IsolationError>;
     /// Removes the pod's cgroup (nothing when there is none); its processes must be gone.
-    fn remove(&self, uuid: &str) -> Result<(), IsolationError>;
+    fn remove(&self, cgroup: &PodCgroup) -> Result<(), IsolationError>;
 }
 
 /// The manager for this host: the unified hierarchy when `/sys/fs/cgroup` is cgroup v2,
@@ -157,9 +185,222 @@ pub fn detect() -> Box<dyn Manager> {
     }
 }
 
-/// The directory of pod `uuid` below a hierarchy's `root`.
-pub fn pod_dir(root: &Path, uuid: &str) -> PathBuf {
-    root.join("rkt").join(uuid)
+/// Where the calling process's cgroups are listed.
+const PROC_SELF_CGROUP: &str = "/proc/self/cgroup";
+
+/// The key of the unified (v2) hierarchy in a [`PodCgroup`] and in [`ProcCgroup`].
+pub const UNIFIED: &str = "unified";
+
+/// `--cgroup-parent=PATH`: the cgroup pods' cgroups are made in, the same path below the
+/// root of each hierarchy (absolute within it, as kubelet and podman take it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct CgroupParent(String);
+
+impl CgroupParent {
+    /// Checks `text`: absolute, no `.` or `..` component, no control characters; repeated
+    /// and trailing slashes are dropped (`/` is the hierarchies' root).
+    pub fn parse(text: &str) -> Result<CgroupParent, IsolationError> {
+        let bad = |why: &str| IsolationError::BadValue {
+            flag: "--cgroup-parent",
+            value: text.to_string(),
+            why: why.to_string(),
+        };
+        if !text.starts_with('/') {
+            return Err(bad(
+                "expected an absolute path within the cgroup hierarchies, such as \
+                 /kubepods/pod1 or /system.slice/web.service",
+            ));
+        }
+        if text.chars().any(char::is_control) {
+            return Err(bad("a cgroup path holds no control characters"));
+        }
+        let parts: Vec<&str> = text.split('/').filter(|p| !p.is_empty()).collect();
+        if parts.iter().any(|p| *p == "." || *p == "..") {
+            return Err(bad(
+                "'.' and '..' are not allowed: the pod's cgroup must stay below PATH",
+            ));
+        }
+        Ok(CgroupParent(format!("/{}", parts.join("/"))))
+    }
+
+    /// The path, absolute within a hierarchy.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for CgroupParent {
+    type Error = String;
+    fn try_from(text: String) -> Result<CgroupParent, String> {
+        CgroupParent::parse(&text).map_err(|e| e.to_string())
+    }
+}
+
+impl From<CgroupParent> for String {
+    fn from(p: CgroupParent) -> String {
+        p.0
+    }
+}
+
+/// Where pods' cgroups go in each hierarchy, before a pod's UUID is known
+/// ([`Manager::place`]); [`Placement::pod`] names one pod's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    /// Hierarchy ([`PodCgroup::paths`]' keys) → the parent, absolute within it.
+    parents: BTreeMap<String, String>,
+    /// Below the runner's own cgroup: the pods share an `rkt` cgroup there.
+    own: bool,
+}
+
+impl Placement {
+    /// Pod `uuid`'s cgroup: `<own cgroup>/rkt/<uuid>`, or `<parent>/rkt-<uuid>`.
+    pub fn pod(&self, uuid: &str) -> PodCgroup {
+        let leaf = match self.own {
+            true => format!("rkt/{uuid}"),
+            false => format!("rkt-{uuid}"),
+        };
+        let paths = self
+            .parents
+            .iter()
+            .map(|(key, parent)| (key.clone(), join_path(parent, &leaf)))
+            .collect();
+        PodCgroup {
+            paths,
+            legacy: false,
+        }
+    }
+}
+
+/// Where a pod's cgroup is, recorded in its state before it is made: every later step
+/// uses this record, not the flags or the cgroup of whoever runs it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PodCgroup {
+    /// The pod's cgroup in each hierarchy it uses, absolute within it: by controller
+    /// (`pids`, `memory`, `cpu`) for cgroup v1, [`UNIFIED`] for v2.
+    pub paths: BTreeMap<String, String>,
+    /// A pod of an older rkt that recorded no place ([`PodCgroup::legacy`]); never stored.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub legacy: bool,
+}
+
+impl PodCgroup {
+    /// Where an older rkt made pod `uuid`'s cgroup: `rkt/<uuid>` below the root of every
+    /// hierarchy it may have used (only those that exist are joined).
+    pub fn legacy(uuid: &str) -> PodCgroup {
+        let path = format!("/rkt/{uuid}");
+        let paths = ["cpu", "memory", "pids", UNIFIED]
+            .into_iter()
+            .map(|key| (key.to_string(), path.clone()))
+            .collect();
+        PodCgroup {
+            paths,
+            legacy: true,
+        }
+    }
+
+    /// The pod's cgroup in hierarchy `key` below that hierarchy's mount `root`.
+    fn dir(&self, key: &str, root: &Path) -> Option<PathBuf> {
+        self.paths.get(key).map(|p| below(root, p))
+    }
+
+    /// Whether the pod's cgroup at `path` is `…/rkt/<uuid>`, in an `rkt` cgroup pods share
+    /// (the default place, and older rkts'), which the last of them removes; a
+    /// `--cgroup-parent` pod's (`rkt-<uuid>`) is alone in a parent that is not rkt's.
+    fn shares_parent(path: &Path) -> bool {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let parent = path.parent().and_then(|p| p.file_name());
+        !name.starts_with("rkt-") && parent.is_some_and(|p| p == "rkt")
+    }
+}
+
+/// `path` (absolute within a hierarchy) below the hierarchy's mount `root`.
+fn below(root: &Path, path: &str) -> PathBuf {
+    root.join(path.trim_start_matches('/'))
+}
+
+/// `parent/leaf`, absolute within a hierarchy (`/` + `rkt-x` is `/rkt-x`).
+fn join_path(parent: &str, leaf: &str) -> String {
+    format!("{}/{leaf}", parent.trim_end_matches('/'))
+}
+
+/// The calling process's cgroups, as `/proc/self/cgroup` lists them: for cgroup v1 a path
+/// per controller (a line `4:cpu,cpuacct:/x` gives `cpu` and `cpuacct`), for v2 the
+/// `0::/x` line's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProcCgroup {
+    pub v1: BTreeMap<String, String>,
+    pub unified: Option<String>,
+}
+
+impl ProcCgroup {
+    /// Parses the text of `/proc/<pid>/cgroup`; lines that are not `ID:CONTROLLERS:PATH`
+    /// are skipped.
+    pub fn parse(text: &str) -> ProcCgroup {
+        let mut own = ProcCgroup::default();
+        for line in text.lines() {
+            let mut fields = line.splitn(3, ':');
+            let (Some(id), Some(controllers), Some(path)) =
+                (fields.next(), fields.next(), fields.next())
+            else {
+                continue;
+            };
+            if !path.starts_with('/') {
+                continue;
+            }
+            if id == "0" && controllers.is_empty() {
+                own.unified = Some(path.to_string());
+                continue;
+            }
+            for controller in controllers.split(',').filter(|c| !c.is_empty()) {
+                own.v1.insert(controller.to_string(), path.to_string());
+            }
+        }
+        own
+    }
+
+    /// Reads `file` (normally `/proc/self/cgroup`).
+    fn read(file: &Path) -> Result<ProcCgroup, IsolationError> {
+        let text = std::fs::read_to_string(file).map_err(|source| IsolationError::Io {
+            what: "read",
+            path: file.to_path_buf(),
+            source,
+        })?;
+        Ok(ProcCgroup::parse(&text))
+    }
+}
+
+/// The parent of the pods' cgroups in one hierarchy mounted at `mount`: `parent`, or the
+/// cgroup this process is in there (`own`, from [`PROC_SELF_CGROUP`]), which must be a
+/// directory of that mount (in a container whose cgroups are mounted from elsewhere it is
+/// not: then `--cgroup-parent` says where).
+fn parent_in(
+    mount: &Path,
+    parent: Option<&CgroupParent>,
+    own: Option<&String>,
+    what: &str,
+) -> Result<String, IsolationError> {
+    if let Some(parent) = parent {
+        return Ok(parent.as_str().to_string());
+    }
+    let Some(own) = own else {
+        return Err(IsolationError::Unsupported {
+            what: format!(
+                "{PROC_SELF_CGROUP} names no {what} cgroup of rkt's to make the pod's below; \
+                 pass --cgroup-parent=PATH"
+            ),
+        });
+    };
+    if !below(mount, own).is_dir() {
+        return Err(IsolationError::Unsupported {
+            what: format!(
+                "rkt runs in the {what} cgroup {own} ({PROC_SELF_CGROUP}), which is not at \
+                 {}: the hierarchy is mounted from elsewhere; pass --cgroup-parent=PATH",
+                below(mount, own).display()
+            ),
+        });
+    }
+    Ok(own.clone())
 }
 
 fn write(path: &Path, value: &str) -> Result<(), IsolationError> {
@@ -171,7 +412,7 @@ fn write(path: &Path, value: &str) -> Result<(), IsolationError> {
 }
 
 /// Creates a cgroup directory and its parents. Another pod's teardown may remove the shared
-/// `rkt` parent between the two steps ([`remove_parent_if_empty`]): that is retried.
+/// `rkt` parent between the two steps ([`remove_shared_parent`]): that is retried.
 fn mkdir(path: &Path) -> Result<(), IsolationError> {
     let mut tries = 0;
     loop {
@@ -189,11 +430,21 @@ fn mkdir(path: &Path) -> Result<(), IsolationError> {
     }
 }
 
-/// Removes the `rkt` cgroup below a hierarchy's `root` once no pod's cgroup is left in it,
-/// so that rkt leaves nothing on the host; while another pod has one, the kernel refuses
-/// (not empty, or busy) and it stays.
-fn remove_parent_if_empty(root: &Path) {
-    let _ = std::fs::remove_dir(root.join("rkt"));
+/// Removes the pod's cgroup at `dir`, then the `rkt` cgroup it shared with other pods
+/// ([`PodCgroup::shares_parent`]) once no pod's cgroup is left in it, so that rkt leaves
+/// nothing on the host; while another pod has one, the kernel refuses (not empty, or busy)
+/// and it stays.
+fn remove_pod_dir(dir: &Path) -> Result<(), IsolationError> {
+    rmdir(dir)?;
+    remove_shared_parent(dir);
+    Ok(())
+}
+
+/// The shared-parent half of [`remove_pod_dir`].
+fn remove_shared_parent(dir: &Path) {
+    if let Some(parent) = dir.parent().filter(|_| PodCgroup::shares_parent(dir)) {
+        let _ = std::fs::remove_dir(parent);
+    }
 }
 
 /// Removes a cgroup directory; gone already is fine.
@@ -317,6 +568,83 @@ pub fn parse_cpu(text: &str) -> Result<u64, IsolationError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn proc_self_cgroup_gives_each_v1_controller_its_path_and_v2_its_line() {
+        let text = "12:pids:/system.slice/web.service\n\
+                    4:cpu,cpuacct:/system.slice\n\
+                    3:memory:/\n\
+                    1:name=systemd:/system.slice/web.service\n\
+                    0::/system.slice/web.service\n\
+                    garbage\n";
+        let own = ProcCgroup::parse(text);
+        assert_eq!(own.v1["pids"], "/system.slice/web.service");
+        assert_eq!(own.v1["cpu"], "/system.slice");
+        assert_eq!(own.v1["cpuacct"], "/system.slice");
+        assert_eq!(own.v1["memory"], "/");
+        assert_eq!(own.v1["name=systemd"], "/system.slice/web.service");
+        assert_eq!(own.unified.as_deref(), Some("/system.slice/web.service"));
+        // A pure cgroup v2 host lists one line.
+        let v2 = ProcCgroup::parse("0::/user.slice/user-0.slice/session-3.scope\n");
+        assert!(v2.v1.is_empty());
+        assert_eq!(
+            v2.unified.as_deref(),
+            Some("/user.slice/user-0.slice/session-3.scope")
+        );
+    }
+
+    #[test]
+    fn a_cgroup_parent_is_absolute_and_stays_below_itself() {
+        let ok = |t: &str| CgroupParent::parse(t).unwrap().as_str().to_string();
+        assert_eq!(ok("/kubepods/burstable/pod1"), "/kubepods/burstable/pod1");
+        assert_eq!(ok("//a///b/"), "/a/b");
+        assert_eq!(ok("/"), "/");
+        for bad in ["kubepods", "", "./a", "/a/../b", "/..", "/a/./b", "/a\nb"] {
+            let e = CgroupParent::parse(bad).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("--cgroup-parent={bad}:")), "{e}");
+        }
+        // Recorded as the string, checked again when read.
+        let json = serde_json::to_string(&CgroupParent::parse("/a").unwrap()).unwrap();
+        assert_eq!(json, "\"/a\"");
+        assert!(serde_json::from_str::<CgroupParent>("\"/a/../..\"").is_err());
+    }
+
+    #[test]
+    fn a_pod_is_rkt_uuid_below_its_own_cgroup_and_rkt_dash_uuid_below_a_parent() {
+        let parents = BTreeMap::from([
+            ("pids".to_string(), "/".to_string()),
+            ("memory".to_string(), "/system.slice/a.service".to_string()),
+        ]);
+        let own = Placement {
+            parents: parents.clone(),
+            own: true,
+        };
+        let cg = own.pod("u1");
+        assert_eq!(cg.paths["pids"], "/rkt/u1");
+        assert_eq!(cg.paths["memory"], "/system.slice/a.service/rkt/u1");
+        assert!(PodCgroup::shares_parent(Path::new(
+            "/sys/fs/cgroup/pids/rkt/u1"
+        )));
+        let given = Placement {
+            parents,
+            own: false,
+        };
+        let cg = given.pod("u1");
+        assert_eq!(cg.paths["pids"], "/rkt-u1");
+        assert_eq!(cg.paths["memory"], "/system.slice/a.service/rkt-u1");
+        assert!(!PodCgroup::shares_parent(Path::new(
+            "/sys/fs/cgroup/pids/rkt/rkt-u1"
+        )));
+        // The record: paths by hierarchy; `legacy` is never written.
+        assert_eq!(
+            serde_json::to_value(&cg).unwrap(),
+            serde_json::json!({"paths": {"pids": "/rkt-u1", "memory": "/system.slice/a.service/rkt-u1"}})
+        );
+        let old = PodCgroup::legacy("u2");
+        assert!(old.legacy);
+        assert_eq!(old.paths["pids"], "/rkt/u2");
+        assert_eq!(old.paths[UNIFIED], "/rkt/u2");
+    }
 
     #[test]
     fn sizes_and_cpus_parse_as_rkt_wrote_them() {
