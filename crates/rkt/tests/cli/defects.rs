@@ -93,7 +93,7 @@ fn usage_errors_are_one_rkt_line_with_the_nearest_option_and_where_an_option_bel
         (
             &["list", "--net=default"],
             "rkt: list: --net is not an option of `rkt list`; it is an option of `rkt run`, \
-             `rkt run-prepared`",
+             `rkt run-prepared`, `rkt app sandbox`",
         ),
         (
             &["run", "--bogus", "--", "true"],
