@@ -65,8 +65,14 @@ fn rows(statuses: &[PodStatus], full: bool) -> Vec<Vec<String>> {
             (RktState::Exited, Some(_)) => "exited (failed)".to_string(),
             (state, _) => state.to_string(),
         };
-        // One complete row per app: a pod of several apps repeats its own columns.
-        for app in &s.manifest.apps {
+        // One complete row per app: a pod of several apps repeats its own columns; a
+        // sandbox without apps has one row, its APP `-`.
+        let none = [rkt::pod::App::new("-", Vec::<String>::new())];
+        let apps = match &s.manifest.apps[..] {
+            [] => &none[..],
+            apps => apps,
+        };
+        for app in apps {
             let image = match (&app.image, &app.rootfs) {
                 (Some(image), _) => cell(&image.name),
                 (None, Some(dir)) => cell(&dir.to_string_lossy()),

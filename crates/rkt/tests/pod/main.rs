@@ -22,4 +22,5 @@ mod logs;
 mod net_e2e;
 mod perf_behaviour;
 mod run;
+mod sandbox;
 mod volumes;

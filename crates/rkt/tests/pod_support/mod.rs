@@ -57,7 +57,11 @@ pub fn pod_cgroup(world: &World, controller: &str, uuid: &str) -> PathBuf {
     let path = status["cgroups"][key]
         .as_str()
         .unwrap_or_else(|| panic!("pod {uuid} records no {key} cgroup: {status}"));
-    let base = if v2 { root.to_path_buf() } else { root.join(controller) };
+    let base = if v2 {
+        root.to_path_buf()
+    } else {
+        root.join(controller)
+    };
     base.join(path.trim_start_matches('/'))
 }
 
