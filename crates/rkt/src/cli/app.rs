@@ -38,11 +38,19 @@ pub struct AppCommandArgs {
 pub enum AppCommand {
     Sandbox(Box<SandboxArgs>),
     Add(Box<AddArgs>),
+    /// Start an app of a running sandbox (created, or exited: again); nothing when it
+    /// runs.
     Start(AppRef),
+    /// Stop an app: SIGTERM, then SIGKILL after --timeout; it can be started again.
     Stop(StopArgs),
+    /// Remove an app: stopped first, then its root filesystem released and its records
+    /// removed; its log stays until the pod is removed, and its name can be used again.
     Rm(StopArgs),
     List(ListArgs),
     Status(StatusArgs),
+    /// Have a running app's log start a new file at its path, after someone else (a log
+    /// rotator, kubelet) renamed the current one; no record is lost or split.
+    ReopenLog(AppRef),
 }
 
 /// Make a pod without apps, print its UUID and keep it running until `rkt stop`.
@@ -116,9 +124,7 @@ pub struct AppRef {
     pub app: String,
 }
 
-/// Stop an app (`stop`: SIGTERM, then SIGKILL after --timeout; it can be started again) or
-/// remove it (`rm`: stopped first, then its root filesystem released and its records
-/// removed; its log stays until the pod is removed).
+/// An app to stop or remove.
 #[derive(Debug, Args)]
 pub struct StopArgs {
     #[command(flatten)]
@@ -175,6 +181,10 @@ pub fn run(global: &GlobalArgs, args: &AppCommandArgs) -> anyhow::Result<ExitCod
         }
         AppCommand::Rm(a) => {
             apps::remove(&pod(global, &a.app.uuid)?, &a.app.app, a.timeout)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        AppCommand::ReopenLog(a) => {
+            apps::reopen_log(&pod(global, &a.uuid)?, &a.app)?;
             Ok(ExitCode::SUCCESS)
         }
         AppCommand::List(a) => list(global, a),

@@ -136,8 +136,12 @@ impl LogFile {
                 _ => {}
             }
         }
-        std::fs::rename(&self.path, rotated(&self.path, 1))
-            .map_err(LogError::io("rotate", &self.path))?;
+        match std::fs::rename(&self.path, rotated(&self.path, 1)) {
+            // Renamed by someone else meanwhile (an outside rotation without a reopen): the
+            // file is theirs now; this log goes on in a new one.
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            other => other.map_err(LogError::io("rotate", &self.path))?,
+        }
         *open_file = open(&self.path)?;
         Ok(())
     }
@@ -411,6 +415,36 @@ mod tests {
             (after.stream, after.text),
             (LogStream::Stderr, b"after".to_vec())
         );
+    }
+
+    #[test]
+    fn a_log_renamed_by_someone_else_goes_on_in_a_new_file_at_its_next_rotation() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.log");
+        let config = LogConfig {
+            max_size: 100,
+            max_files: 10,
+            ..LogConfig::default()
+        };
+        let log = LogFile::create(&path, config).unwrap();
+        copy(&b"first\n"[..], LogStream::Stdout, &log).unwrap();
+        let moved = dir.path().join("elsewhere.log");
+        std::fs::rename(&path, &moved).unwrap();
+        for _ in 0..4 {
+            copy(
+                &b"0123456789012345678901234567890123456789\n"[..],
+                LogStream::Stdout,
+                &log,
+            )
+            .unwrap();
+        }
+        assert!(path.exists(), "a new file at the log's path");
+        let lines = |p: &Path| std::fs::read_to_string(p).map_or(0, |t| t.lines().count());
+        let kept: usize = super::super::reader::files(&path)
+            .iter()
+            .map(|p| lines(p))
+            .sum();
+        assert_eq!(lines(&moved) + kept, 5, "no record lost");
     }
 
     #[test]

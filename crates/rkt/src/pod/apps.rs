@@ -68,6 +68,8 @@ pub enum AppError {
         name: String,
         seconds: u64,
     },
+    #[error("pod {uuid}, app {name}: no log is being written (the app never started, keeps no log, or its streams are closed)")]
+    NoLogCopier { uuid: String, name: String },
     #[error("pod {uuid}, app {name}: cannot release its root filesystem")]
     Release {
         uuid: String,
@@ -181,6 +183,7 @@ pub fn add(pod: &Pod, app: App, off: isolation::Disabled) -> Result<(), AppError
         created: Some(Timestamp::now()),
         started: None,
         finished: None,
+        log_copier: None,
     });
     // The state first: an app in the state but not the manifest is ignored, never started.
     state.store(&pod.dir)?;
@@ -225,6 +228,7 @@ pub fn start(pod: &Pod, name: &str, exe: &Path) -> Result<i32, AppError> {
         log_fds: [pipes.writers[0].as_ref(), pipes.writers[1].as_ref()],
     };
     let dir = pod.dir.clone();
+    let copier = pipes.copier;
     let started = start_app(&spec, |pid| {
         let mut state = PodState::load(&dir).map_err(|e| crate::error::chain(&e))?;
         let app = &mut state.apps[index];
@@ -232,6 +236,7 @@ pub fn start(pod: &Pod, name: &str, exe: &Path) -> Result<i32, AppError> {
         app.started = Some(Timestamp::now());
         app.exit_status = None;
         app.finished = None;
+        app.log_copier = copier;
         state.store(&dir).map_err(|e| crate::error::chain(&e))
     });
     drop(pipes);
@@ -332,6 +337,24 @@ pub fn remove(pod: &Pod, name: &str, timeout: Duration) -> Result<(), AppError> 
     write_atomic_manifest(&pod.dir, &manifest)?;
     state.store(&pod.dir)?;
     Ok(())
+}
+
+/// Has app `name`'s log copier start a new file at the log's path, after someone else (a
+/// log rotator, kubelet) renamed the current one. Records already written stay in the
+/// renamed file; none is split or lost.
+pub fn reopen_log(pod: &Pod, name: &str) -> Result<(), AppError> {
+    let manifest = pod.manifest()?;
+    let index = index_of(pod, &manifest, name)?;
+    let state = pod.state()?;
+    let copier = state.apps.get(index).and_then(|a| a.log_copier);
+    let path = log_path(&pod.dir, name);
+    match copier {
+        Some(pid) if crate::stage::app_logs::reopen(pid, &path) => Ok(()),
+        _ => Err(AppError::NoLogCopier {
+            uuid: pod.uuid.clone(),
+            name: name.to_string(),
+        }),
+    }
 }
 
 /// Records the exit of the sandbox app whose PID in the pod was `pid` (the runner, from the

@@ -283,6 +283,7 @@ impl Settled {
                     created: None,
                     started: None,
                     finished: None,
+                    log_copier: None,
                 })
                 .collect();
         }

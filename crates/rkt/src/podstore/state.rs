@@ -130,6 +130,9 @@ pub struct AppRecord {
     /// A sandbox's app: when it last exited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished: Option<Timestamp>,
+    /// A sandbox's app: the host PID of the process copying its streams into its log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_copier: Option<i32>,
 }
 
 /// What status and list show of one network: rkt's `net-info.json` fields.

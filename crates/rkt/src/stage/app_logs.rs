@@ -165,6 +165,8 @@ pub const LOG_COMMAND: &str = "stage1-log";
 pub struct AppLogPipes {
     /// The write ends, for the app (stdout, stderr); `None` for a stream not logged.
     pub writers: [Option<OwnedFd>; 2],
+    /// The copier's PID: SIGHUP makes it reopen the log ([`reopen`]).
+    pub copier: Option<i32>,
 }
 
 /// Makes the pipes of the streams `streams` logs and starts their copier into `path`
@@ -176,6 +178,7 @@ pub fn start_copier(
 ) -> Result<AppLogPipes, StageError> {
     let mut pipes = AppLogPipes {
         writers: [None, None],
+        copier: None,
     };
     if !streams.any() {
         return Ok(pipes);
@@ -225,11 +228,30 @@ pub fn start_copier(
     drop(readers);
     // Not waited for: it ends with the app's streams, and init or the caller's parent
     // reaps it.
-    spawned.map_err(|source| StageError::Spawn {
+    let child = spawned.map_err(|source| StageError::Spawn {
         exe: exe.to_path_buf(),
         source,
     })?;
+    pipes.copier = i32::try_from(child.id()).ok();
     Ok(pipes)
+}
+
+/// Has the copier `pid` of the log at `path` start a new file there (after someone else
+/// renamed the current one); false when `pid` is no longer that copier.
+pub fn reopen(pid: i32, path: &Path) -> bool {
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+    let ours = args.get(1) == Some(&LOG_COMMAND.as_bytes())
+        && args
+            .windows(2)
+            .any(|w| w[0] == b"--log" && w[1] == path.as_os_str().as_encoded_bytes());
+    ours && nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGHUP,
+    )
+    .is_ok()
 }
 
 /// `rkt stage1-log ARGS`: copies the app's streams into its log until they end.
@@ -258,6 +280,11 @@ pub fn logger_main_from_args(args: impl IntoIterator<Item = std::ffi::OsString>)
     .collect();
     super::stdio::close_inherited(&fds.iter().map(|(fd, _)| *fd).collect::<Vec<_>>());
     let _ = nix::unistd::setsid();
+    // SIGHUP: reopen the log. Blocked here, before any thread starts (they inherit the
+    // mask), and taken by a thread of its own.
+    let mut hangup = nix::sys::signal::SigSet::empty();
+    hangup.add(nix::sys::signal::Signal::SIGHUP);
+    let _ = hangup.thread_block();
     let config = LogConfig {
         split: usize::try_from(split).unwrap_or(16 * 1024),
         max_size: u64::try_from(max_size).unwrap_or(0),
@@ -267,6 +294,14 @@ pub fn logger_main_from_args(args: impl IntoIterator<Item = std::ffi::OsString>)
         return 1;
     };
     let log = Arc::new(log);
+    {
+        let log = log.clone();
+        std::thread::spawn(move || loop {
+            if hangup.wait().is_ok() {
+                let _ = log.reopen();
+            }
+        });
+    }
     let threads: Vec<_> = fds
         .into_iter()
         .map(|(fd, stream)| {

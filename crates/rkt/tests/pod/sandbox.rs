@@ -492,3 +492,55 @@ fn kill_9_of_a_sandbox_runner_with_apps_running_then_gc_leaves_nothing() {
     });
     world.assert_gc_removes(&["--grace-period=0s"], &uuid);
 }
+
+#[test]
+fn reopen_log_after_an_outside_rename_loses_no_line() {
+    test_kit::require_root!();
+    let world = World::new(support::RKT);
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let uuid = sandbox(&world, &["--net=none"]);
+    app(
+        &world,
+        "add",
+        &uuid,
+        &[
+            "--name=talk",
+            "--",
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 400 ]; do echo line-$i; i=$((i+1)); sleep 0.005; done",
+        ],
+    )
+    .assert_success();
+    app(&world, "start", &uuid, &["--app=talk"]).assert_success();
+    let log = world.path(&format!("data/pods/{uuid}/logs/talk.log"));
+    wait_for("the first lines", PATIENCE, || {
+        (fs::read_to_string(&log).ok()?.lines().count() > 20).then_some(())
+    });
+    // What kubelet does: rename, then ask the runtime to reopen.
+    let renamed = world.path("talk.log.renamed");
+    fs::rename(&log, &renamed).unwrap();
+    app(&world, "reopen-log", &uuid, &["--app=talk"]).assert_success();
+    wait_state(&world, &uuid, "talk", "exited 0");
+    let text = |p: &std::path::Path| fs::read_to_string(p).unwrap();
+    let (old, new) = (text(&renamed), text(&log));
+    assert!(!new.is_empty(), "the reopened log got the rest");
+    let numbers: Vec<usize> = old
+        .lines()
+        .chain(new.lines())
+        .map(|l| l.rsplit_once(" line-").unwrap().1.parse().unwrap())
+        .collect();
+    assert_eq!(
+        numbers,
+        (0..400).collect::<Vec<_>>(),
+        "every line once, in order"
+    );
+    // Its copier is gone with the app's streams: nothing to reopen any more.
+    wait_for("the copier to end", PATIENCE, || {
+        (app(&world, "reopen-log", &uuid, &["--app=talk"]).code() == Some(254)).then_some(())
+    });
+    world.rkt(&["stop", &uuid]).run().assert_success();
+    wait_for("the sandbox to exit", PATIENCE, || {
+        (world.status_json(&uuid)["state"] == "exited").then_some(())
+    });
+}
