@@ -48,6 +48,7 @@ pub enum AppCommand {
     Rm(StopArgs),
     List(ListArgs),
     Status(StatusArgs),
+    Exec(ExecArgs),
     /// Have a running app's log start a new file at its path, after someone else (a log
     /// rotator, kubelet) renamed the current one; no record is lost or split.
     ReopenLog(AppRef),
@@ -124,6 +125,22 @@ pub struct AppRef {
     pub app: String,
 }
 
+/// Run a command in a running app's namespaces, root and isolation (as `rkt enter`), and
+/// exit with its exit status. Its stdout and stderr stay apart unless --tty.
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    #[command(flatten)]
+    pub app: AppRef,
+
+    /// Give the command a terminal of its own, relayed to rkt's (which stdin must be).
+    #[arg(long, short = 't', on_off = false)]
+    pub tty: bool,
+
+    /// The command and its arguments.
+    #[arg(value_name = "COMMAND", trailing_var_arg = true, required = true)]
+    pub command: Vec<String>,
+}
+
 /// An app to stop or remove.
 #[derive(Debug, Args)]
 pub struct StopArgs {
@@ -183,6 +200,16 @@ pub fn run(global: &GlobalArgs, args: &AppCommandArgs) -> anyhow::Result<ExitCod
             apps::remove(&pod(global, &a.app.uuid)?, &a.app.app, a.timeout)?;
             Ok(ExitCode::SUCCESS)
         }
+        AppCommand::Exec(a) => super::enter::run(
+            global,
+            &super::enter::EnterArgs {
+                uuid: Some(a.app.uuid.clone()),
+                uuid_file: None,
+                app: Some(a.app.app.clone()),
+                command: a.command.clone(),
+                tty: Some(a.tty),
+            },
+        ),
         AppCommand::ReopenLog(a) => {
             apps::reopen_log(&pod(global, &a.uuid)?, &a.app)?;
             Ok(ExitCode::SUCCESS)

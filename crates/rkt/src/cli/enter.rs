@@ -37,6 +37,10 @@ pub struct EnterArgs {
     /// The command and its arguments [default: /bin/bash if the pod has it, else /bin/sh].
     #[arg(value_name = "COMMAND", trailing_var_arg = true)]
     pub command: Vec<String>,
+
+    /// `rkt app exec --tty`: a terminal or not; `None` as rkt's stdin is.
+    #[arg(skip)]
+    pub tty: Option<bool>,
 }
 
 /// The shell to run when no command is given: bash if the pod's root has it, as upstream.
@@ -109,6 +113,7 @@ pub fn run(global: &GlobalArgs, args: &EnterArgs) -> anyhow::Result<ExitCode> {
         argv: &command,
         env: &env,
         isolation: &isolation,
+        tty: args.tty,
     };
     Ok(exit_code(enter(&spec)?))
 }

@@ -104,6 +104,8 @@ pub struct EnterSpec<'a> {
     pub env: &'a [(OsString, OsString)],
     /// The pod's app's isolation, which the command gets too.
     pub isolation: &'a Isolation,
+    /// A pseudo-terminal for the command: yes, no, or when rkt's stdin is a terminal.
+    pub tty: Option<bool>,
 }
 
 /// Runs `spec.argv` in the pod through the helper and relays its streams; returns the
@@ -151,7 +153,7 @@ pub fn enter(spec: &EnterSpec) -> Result<i32, StageError> {
         cmd.arg("--env").arg(kv);
     }
     cmd.arg("--").args(argv).env_clear();
-    let streams = super::stdio::PodStdio::plan_relayed()?;
+    let streams = super::stdio::PodStdio::plan_relayed_tty(spec.tty)?;
     streams.apply(&mut cmd)?;
     signals::install().map_err(|source| StageError::Sys {
         what: "install signal forwarding for",

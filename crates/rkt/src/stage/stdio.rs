@@ -88,6 +88,38 @@ impl PodStdio {
         PodStdio::plan_with(NullStdio::default(), true)
     }
 
+    /// As [`PodStdio::plan_relayed`], the terminal decided by the caller: `Some(true)` a
+    /// pseudo-terminal (rkt's stdin must be a terminal), `Some(false)` pipes even on a
+    /// terminal (the command's stdout and stderr stay apart), `None` as rkt's stdin is.
+    pub fn plan_relayed_tty(tty: Option<bool>) -> Result<PodStdio, StageError> {
+        match tty {
+            None => PodStdio::plan_relayed(),
+            Some(true) if !is_terminal(0) => Err(StageError::Reported(
+                "--tty needs a terminal on rkt's stdin".into(),
+            )),
+            Some(true) => PodStdio::with_pty([false; 3]),
+            Some(false) => {
+                let mut plan = PodStdio {
+                    streams: [Stream::Inherit, Stream::Inherit, Stream::Inherit],
+                    input: None,
+                    outputs: Vec::new(),
+                    pty: None,
+                };
+                for fd in 0..3 {
+                    let (read, write) = pipe()?;
+                    if fd == 0 {
+                        plan.streams[0] = Stream::Fd(read);
+                        plan.input = Some(write);
+                    } else {
+                        plan.streams[fd] = Stream::Fd(write);
+                        plan.outputs.push((read, fd as RawFd));
+                    }
+                }
+                Ok(plan)
+            }
+        }
+    }
+
     fn plan_with(null: NullStdio, relay_all: bool) -> Result<PodStdio, StageError> {
         let nulls = [null.stdin, null.stdout, null.stderr];
         if !null.stdin && is_terminal(0) {

@@ -544,3 +544,41 @@ fn reopen_log_after_an_outside_rename_loses_no_line() {
         (world.status_json(&uuid)["state"] == "exited").then_some(())
     });
 }
+
+#[test]
+fn app_exec_gives_the_commands_exit_status_and_keeps_its_streams_apart() {
+    test_kit::require_root!();
+    let world = World::new(support::RKT);
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let uuid = sandbox(&world, &["--net=none", "--hostname=exec-me"]);
+    app(&world, "add", &uuid, &["--name=s", "--", "sleep", "600"]).assert_success();
+    app(&world, "start", &uuid, &["--app=s"]).assert_success();
+    let out = app(
+        &world,
+        "exec",
+        &uuid,
+        &[
+            "--app=s",
+            "--",
+            "sh",
+            "-c",
+            "hostname; echo to-err >&2; exit 5",
+        ],
+    );
+    out.assert_exit_code(5);
+    assert_eq!(out.stdout(), "exec-me\n");
+    assert_eq!(out.stderr(), "to-err\n");
+    // A terminal is asked for, but rkt's stdin is none.
+    app(&world, "exec", &uuid, &["--app=s", "--tty", "--", "true"])
+        .assert_exit_code(254)
+        .assert_stderr_contains("--tty needs a terminal");
+    // An app that is not running cannot be entered.
+    app(&world, "add", &uuid, &["--name=idle", "--", "true"]).assert_success();
+    app(&world, "exec", &uuid, &["--app=idle", "--", "true"])
+        .assert_exit_code(254)
+        .assert_stderr_contains("is not running");
+    world.rkt(&["stop", &uuid]).run().assert_success();
+    wait_for("the sandbox to exit", PATIENCE, || {
+        (world.status_json(&uuid)["state"] == "exited").then_some(())
+    });
+}
