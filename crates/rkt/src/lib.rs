@@ -20,6 +20,7 @@
 //! - [`podstore`]: pods on disk: store, manifest, state record, locks.
 //! - [`isolation`]: what keeps the app from the host: capabilities, seccomp, kernel paths,
 //!   users, cgroups.
+//! - [`attach`]: the protocol of `rkt attach` between an app's monitor and its clients.
 //! - [`logs`]: an app's kept output, in the CRI's container log format.
 //! - [`pending_signal`]: the signal that arrived while nobody was there to receive it.
 //! - [`netns`]: network namespaces, created, bind-mounted, entered and removed.
@@ -27,6 +28,7 @@
 //!
 //! The command line (`src/cli/`, part of the `rkt` binary) is a thin layer on top.
 
+pub mod attach;
 pub mod config;
 pub mod error;
 pub mod etc_files;

@@ -13,7 +13,7 @@ use clap::{Args, Subcommand};
 use rkt::pod::apps::{self, AppState};
 use rkt::pod::run::run_new;
 use rkt::pod::{PodSpec, PodStatus};
-use rkt::podstore::AppLog;
+use rkt::podstore::{AppLog, AttachModes};
 
 use super::detach::{as_runner, start_runner, DetachArgs, Role};
 use super::on_off::OnOff;
@@ -107,10 +107,88 @@ pub struct AddArgs {
     pub uuid: String,
 
     #[command(flatten)]
-    pub stdio: StdioArgs,
+    pub streams: AppStreamArgs,
 
     #[command(flatten)]
     pub app: AppArgs,
+}
+
+/// A sandbox app's streams (rkt 1.30's modes).
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "App streams")]
+pub struct AppStreamArgs {
+    /// The app's stdin: `null` (/dev/null), `stream` (what clients of `rkt attach` type),
+    /// `tty` (a terminal of the app's, which `rkt attach` relays).
+    #[arg(long, value_name = "null|stream|tty", default_value = "null")]
+    pub stdin: String,
+
+    /// The app's stdout: `null`, `log` (its log, `rkt logs`), `stream` (its log, and the
+    /// clients of `rkt attach`), `tty` (the app's terminal; kept in its log too).
+    #[arg(long, value_name = "null|log|stream|tty", default_value = "log")]
+    pub stdout: String,
+
+    /// The app's stderr: as --stdout.
+    #[arg(long, value_name = "null|log|stream|tty", default_value = "log")]
+    pub stderr: String,
+
+    /// The size at which the app's log rotates, in bytes or with a K, M or G suffix; 0:
+    /// never.
+    #[arg(long, value_name = "SIZE", default_value = "10M", value_parser = super::pod_args::parse_size)]
+    pub log_max_size: u64,
+
+    /// How many files the app's log keeps, the current one included.
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub log_max_files: u32,
+}
+
+impl AppStreamArgs {
+    /// The app's log and attach settings; a mode a stream cannot have, or a terminal mixed
+    /// with other modes, is refused naming the flag.
+    fn log(&self) -> anyhow::Result<AppLog> {
+        let modes = [
+            ("stdin", self.stdin.as_str(), &["null", "stream", "tty"][..]),
+            (
+                "stdout",
+                self.stdout.as_str(),
+                &["null", "log", "stream", "tty"][..],
+            ),
+            (
+                "stderr",
+                self.stderr.as_str(),
+                &["null", "log", "stream", "tty"][..],
+            ),
+        ];
+        for (flag, mode, allowed) in modes {
+            if !allowed.contains(&mode) {
+                bail!(
+                    "--{flag}={mode}: a sandbox app's {flag} is one of {}",
+                    allowed.join(", ")
+                );
+            }
+        }
+        let tty = modes.iter().any(|(_, m, _)| *m == "tty");
+        if let Some((flag, mode, _)) = modes
+            .iter()
+            .find(|(_, m, _)| tty && !matches!(*m, "tty" | "null"))
+        {
+            bail!(
+                "--{flag}={mode} with a tty: the app's terminal is one stream for all that use                  it (give them `tty`; its output is kept in the log too)"
+            );
+        }
+        let [stdin, stdout, stderr] = modes.map(|(_, m, _)| m);
+        Ok(AppLog {
+            stdout: matches!(stdout, "log" | "stream" | "tty"),
+            stderr: matches!(stderr, "log" | "stream" | "tty"),
+            max_size: self.log_max_size,
+            max_files: self.log_max_files,
+            attach: AttachModes {
+                stdin: matches!(stdin, "stream" | "tty"),
+                stdout: matches!(stdout, "stream" | "tty"),
+                stderr: matches!(stderr, "stream" | "tty"),
+                tty,
+            },
+        })
+    }
 }
 
 /// One app of a pod.
@@ -274,22 +352,10 @@ fn add(global: &GlobalArgs, args: &AddArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    if args.stdio.interactive == Some(true) {
-        bail!("--interactive: a sandbox's app has no terminal to read (its stdin is /dev/null)");
-    }
-    let stdio = super::detach::detached_stdio(&args.stdio);
-    let (null, logs) = stdio.streams()?;
-    if !null.stdin {
-        bail!("--stdin: a sandbox's app reads /dev/null (`null`)");
-    }
+    let log = args.streams.log()?;
     let dirs = global.effective_dirs(&Default::default())?;
     let mut app = super::image_app::app(global, &dirs.data.value, &args.app)?;
-    app.log = Some(AppLog {
-        stdout: logs.stdout,
-        stderr: logs.stderr,
-        max_size: logs.config.max_size,
-        max_files: logs.config.max_files,
-    });
+    app.log = Some(log);
     apps::add(&pod, app, global.insecure()?.isolation)?;
     Ok(ExitCode::SUCCESS)
 }

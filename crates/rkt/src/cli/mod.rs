@@ -12,6 +12,7 @@
 mod output;
 
 mod app;
+mod attach;
 mod completion;
 mod config;
 mod detach;
@@ -161,6 +162,7 @@ pub enum Command {
     Stop(stop::StopArgs),
     Enter(enter::EnterArgs),
     App(app::AppCommandArgs),
+    Attach(attach::AttachArgs),
     Logs(logs::LogsArgs),
     Net(net::NetArgs),
     Completion(completion::CompletionArgs),
@@ -427,6 +429,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Stop(args) => stop::run(global, args),
         Command::Enter(args) => enter::run(global, args),
         Command::App(args) => app::run(global, args),
+        Command::Attach(args) => attach::run(global, args),
         Command::Logs(args) => logs::run(global, args),
         Command::Net(args) => net::run(global, args),
         Command::Completion(args) => completion::run(global, args),

@@ -438,7 +438,7 @@ pub struct StdioArgs {
 }
 
 /// `SIZE`: bytes, or a number with a K, M or G suffix (powers of 1024).
-fn parse_size(text: &str) -> Result<u64, String> {
+pub(super) fn parse_size(text: &str) -> Result<u64, String> {
     let (number, unit) = match text.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
         Some((at, _)) => text.split_at(at),
         None => (text, ""),

@@ -59,6 +59,11 @@ impl LogFile {
         })
     }
 
+    /// How the log is split and rotated.
+    pub fn config(&self) -> LogConfig {
+        self.config
+    }
+
     /// Where the log is.
     pub fn path(&self) -> &Path {
         &self.path
@@ -78,9 +83,9 @@ impl LogFile {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Appends whole records, rotating whenever the next record would take the file past
-    /// its size (a file holds at least one record, however long).
-    fn append(&self, mut records: &[u8]) -> Result<(), LogError> {
+    /// Appends whole records (as [`Records`] makes them), rotating whenever the next record
+    /// would take the file past its size (a file holds at least one record, however long).
+    pub fn append(&self, mut records: &[u8]) -> Result<(), LogError> {
         let mut open_file = self.lock();
         let max = self.config.max_size;
         while !records.is_empty() {
@@ -175,6 +180,11 @@ impl Records {
         out.push(b'\n');
     }
 
+    /// The split size.
+    pub fn split(&self) -> usize {
+        self.split
+    }
+
     /// The records `data`, read at `time`, completes, appended to `out`.
     pub fn push(&mut self, data: &[u8], time: &str, out: &mut Vec<u8>) {
         let mut rest = data;
@@ -225,7 +235,7 @@ impl Records {
 }
 
 /// How much one read takes from the app's stream.
-const READ_SIZE: usize = 64 * 1024;
+pub const READ_SIZE: usize = 64 * 1024;
 
 /// Copies `from` (an app's stream) into `log` until it ends, as `stream`'s records. Returns
 /// the bytes read. A read error ends the copy like the end of the stream; a write error is

@@ -23,7 +23,7 @@ use crate::podstore::state::{AppRecord, PodState, State};
 use crate::podstore::store::{write_atomic_manifest, Pod};
 use crate::podstore::time::Timestamp;
 use crate::podstore::{App, PodError, PodManifest};
-use crate::stage::app_logs::{log_path, start_copier, LogStreams};
+use crate::stage::app_logs::{log_path, start_copier, LogStreams, MonitorSpec};
 use crate::stage::sandbox::{start_app, unmount_in_pod, AppStart};
 use crate::stage::StageError;
 
@@ -208,16 +208,26 @@ pub fn start(pod: &Pod, name: &str, exe: &Path) -> Result<i32, AppError> {
     };
     let app = &manifest.apps[index];
     let log = app.log.unwrap_or_default();
-    let streams = LogStreams {
-        stdout: log.stdout,
-        stderr: log.stderr,
-        config: crate::logs::LogConfig {
-            max_size: log.max_size,
-            max_files: log.max_files.max(1),
-            ..Default::default()
+    let monitor = MonitorSpec {
+        log: LogStreams {
+            stdout: log.stdout,
+            stderr: log.stderr,
+            config: crate::logs::LogConfig {
+                max_size: log.max_size,
+                max_files: log.max_files.max(1),
+                ..Default::default()
+            },
+        },
+        attach: crate::attach::Endpoints {
+            stdin: log.attach.stdin,
+            stdout: log.attach.stdout,
+            stderr: log.attach.stderr,
+            tty: log.attach.tty,
         },
     };
-    let pipes = start_copier(exe, &log_path(&pod.dir, name), streams).map_err(start_err)?;
+    let attach_dir = crate::attach::attach_dir(&pod.dir);
+    let pipes = start_copier(exe, &log_path(&pod.dir, name), (&attach_dir, name), monitor)
+        .map_err(start_err)?;
     let app_dir = app_dir(&pod.dir, name);
     let spec = AppStart {
         exe,
@@ -225,7 +235,11 @@ pub fn start(pod: &Pod, name: &str, exe: &Path) -> Result<i32, AppError> {
         index,
         app_dir: &app_dir,
         init_pid,
-        log_fds: [pipes.writers[0].as_ref(), pipes.writers[1].as_ref()],
+        log_fds: [
+            pipes.writers[0].as_ref(),
+            pipes.writers[1].as_ref(),
+            pipes.writers[2].as_ref(),
+        ],
     };
     let dir = pod.dir.clone();
     let copier = pipes.copier;

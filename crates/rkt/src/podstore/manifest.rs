@@ -73,6 +73,26 @@ pub struct AppLog {
     pub max_size: u64,
     /// How many files the log keeps, the current one included.
     pub max_files: u32,
+    /// The streams `rkt attach` reaches (`stream` or `tty` modes).
+    #[serde(default, skip_serializing_if = "AttachModes::is_none")]
+    pub attach: AttachModes,
+}
+
+/// Which of a sandbox app's streams attached clients reach.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttachModes {
+    pub stdin: bool,
+    pub stdout: bool,
+    pub stderr: bool,
+    /// The streams are a terminal of the app's (`tty`).
+    pub tty: bool,
+}
+
+impl AttachModes {
+    pub fn is_none(&self) -> bool {
+        !(self.stdin || self.stdout || self.stderr || self.tty)
+    }
 }
 
 /// The pod's IPC namespace (`--ipc`, upstream rkt's values; its `auto` is `private`).

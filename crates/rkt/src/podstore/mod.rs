@@ -26,7 +26,7 @@ pub mod volume;
 use std::path::PathBuf;
 
 pub use lock::PodLock;
-pub use manifest::{App, AppLog, ExitPolicy, IpcMode, PodManifest, PodSpec};
+pub use manifest::{App, AppLog, AttachModes, ExitPolicy, IpcMode, PodManifest, PodSpec};
 pub use state::{PodState, State};
 pub use store::{Pod, PodStore};
 pub use time::Timestamp;

@@ -49,9 +49,9 @@ pub(super) struct AppIsolation {
     pub(super) prepared: isolation::Prepared,
     /// The systemd socket-activation descriptors (3 to 3 + N - 1) the app keeps; 0: none.
     pub(super) listen_fds: i32,
-    /// The app's stdout and stderr when they go to its log: the write ends of pipes the
-    /// runner copies into it (close-on-exec in the init; the app gets them as 1 and 2).
-    pub(super) log_fds: [Option<RawFd>; 2],
+    /// The app's stdin, stdout and stderr when they are its log's or its monitor's (pipes'
+    /// ends or a terminal; close-on-exec in the init; the app gets them as 0, 1 and 2).
+    pub(super) log_fds: [Option<RawFd>; 3],
 }
 
 /// Reads one byte, retrying on EINTR; `Ok(0)` at end of file.
@@ -291,7 +291,7 @@ impl ExecPlan {
     /// only on failure.
     pub(super) fn exec(mut self, isolation: &AppIsolation) -> StageError {
         signals::reset_for_exec();
-        for (fd, target) in isolation.log_fds.iter().zip([1, 2]) {
+        for (fd, target) in isolation.log_fds.iter().zip([0, 1, 2]) {
             if let Some(fd) = fd {
                 if let Err(source) = nix::unistd::dup2(*fd, target) {
                     return StageError::Sys {
@@ -331,6 +331,33 @@ impl ExecPlan {
             source: errno,
         }
     }
+}
+
+/// App `index` of the pod recorded in `record`, ready for its process: its root in
+/// `app_dir` (an image app's), its environment, its isolation compiled; the socket-activation
+/// descriptors it keeps and its logged streams' descriptors (`fds`).
+pub(super) fn prepare_app(
+    app: crate::podstore::App,
+    app_dir: &std::path::Path,
+    record: &crate::podstore::PodState,
+    index: usize,
+    (listen_fds, log_fds): (i32, [Option<RawFd>; 3]),
+) -> Result<PreparedApp, StageError> {
+    let app = crate::image_pod::for_stage(app, app_dir);
+    let env = super::env::app_env(&app, std::env::vars_os());
+    let settled = record.app_isolation(index);
+    let isolation = AppIsolation {
+        paths: settled.paths,
+        readonly_rootfs: settled.readonly_rootfs,
+        prepared: settled.prepare().map_err(StageError::Isolation)?,
+        listen_fds,
+        log_fds,
+    };
+    Ok(PreparedApp {
+        app,
+        env,
+        isolation,
+    })
 }
 
 fn cstring(s: OsString) -> Result<CString, StageError> {
@@ -423,7 +450,7 @@ mod tests {
             readonly_rootfs: false,
             prepared: isolation::Isolation::default().prepare().unwrap(),
             listen_fds: 0,
-            log_fds: [None, None],
+            log_fds: [None, None, None],
         };
         let app = PreparedApp {
             app,

@@ -155,77 +155,153 @@ impl LogCopies {
     }
 }
 
-/// The hidden command of a sandbox app's log copier (`rkt app start` runs one per app whose
-/// stdout or stderr is `log`): a process of its own, in a session of its own, that reads
-/// the app's streams until every writer is gone, so the log outlives `rkt app start`.
+/// The hidden command of a sandbox app's monitor (`rkt app start` runs one per app whose
+/// streams are logged or attachable): a process of its own, in a session of its own, that
+/// holds the app's streams (or its terminal) for as long as the app writes, copies its
+/// output into its log and to attached clients ([`crate::attach`]), and gives it their
+/// input; so the log and the streams outlive `rkt app start`.
 pub const LOG_COMMAND: &str = "stage1-log";
 
-/// The pipes of an app's logged streams and the copier that reads them.
+/// What an app's monitor does with its streams.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MonitorSpec {
+    /// The output streams kept in the log, and how it rotates.
+    pub log: LogStreams,
+    /// The streams attached clients reach (`--stdin/--stdout/--stderr=stream|tty`).
+    pub attach: crate::attach::Endpoints,
+}
+
+impl MonitorSpec {
+    /// Whether the app needs a monitor at all.
+    pub fn any(&self) -> bool {
+        let a = self.attach;
+        self.log.any() || a.stdin || a.stdout || a.stderr
+    }
+}
+
+/// The app's ends of its monitored streams, and the monitor.
 #[derive(Debug)]
 pub struct AppLogPipes {
-    /// The write ends, for the app (stdout, stderr); `None` for a stream not logged.
-    pub writers: [Option<OwnedFd>; 2],
-    /// The copier's PID: SIGHUP makes it reopen the log ([`reopen`]).
+    /// For the app: its stdin, stdout and stderr (`None`: `/dev/null`); with a terminal,
+    /// the terminal for each stream it uses.
+    pub writers: [Option<OwnedFd>; 3],
+    /// The monitor's PID: SIGHUP makes it reopen the log ([`reopen`]).
     pub copier: Option<i32>,
 }
 
-/// Makes the pipes of the streams `streams` logs and starts their copier into `path`
-/// (the `rkt` binary `exe`, normally `/proc/self/exe`); nothing when no stream is logged.
+fn inheritable(fd: &OwnedFd, path: &Path) -> Result<OwnedFd, StageError> {
+    let copy = fd.try_clone().map_err(|e| StageError::Io {
+        what: "duplicate a stream for",
+        path: path.to_path_buf(),
+        source: e,
+    })?;
+    nix::fcntl::fcntl(
+        copy.as_raw_fd(),
+        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
+    )
+    .map_err(sys("pass a stream for", path))?;
+    Ok(copy)
+}
+
+/// Makes the app's monitored streams (pipes, or a terminal) and starts their monitor (the
+/// `rkt` binary `exe`, normally `/proc/self/exe`): its log at `path`, its attach socket for
+/// app `name` in `attach_dir`. Nothing when no stream is monitored.
 pub fn start_copier(
     exe: &Path,
     path: &Path,
-    streams: LogStreams,
+    (attach_dir, name): (&Path, &str),
+    spec: MonitorSpec,
 ) -> Result<AppLogPipes, StageError> {
     let mut pipes = AppLogPipes {
-        writers: [None, None],
+        writers: [None, None, None],
         copier: None,
     };
-    if !streams.any() {
+    if !spec.any() {
         return Ok(pipes);
     }
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| StageError::Io {
-            what: "create",
-            path: dir.to_path_buf(),
-            source: e,
-        })?;
-    }
-    // Opened here first, so that a log that cannot be written fails the start.
-    drop(LogFile::create(path, streams.config)?);
-    let mut readers: [Option<OwnedFd>; 2] = [None, None];
-    for (i, logged) in [streams.stdout, streams.stderr].into_iter().enumerate() {
-        if !logged {
-            continue;
+    if spec.log.any() {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| StageError::Io {
+                what: "create",
+                path: dir.to_path_buf(),
+                source: e,
+            })?;
         }
-        let (read, write) = pipe2(OFlag::O_CLOEXEC).map_err(sys("make a pipe for", path))?;
-        let inherited = read.try_clone().map_err(|e| StageError::Io {
-            what: "duplicate a pipe for",
-            path: path.to_path_buf(),
-            source: e,
-        })?;
-        nix::fcntl::fcntl(
-            inherited.as_raw_fd(),
-            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
-        )
-        .map_err(sys("pass a pipe for", path))?;
-        readers[i] = Some(inherited);
-        pipes.writers[i] = Some(write);
+        // Opened here first, so that a log that cannot be written fails the start.
+        drop(LogFile::create(path, spec.log.config)?);
+    }
+    let attach = spec.attach;
+    // The monitor's ends: stdin (written), stdout and stderr (read).
+    let mut monitor: [Option<OwnedFd>; 3] = [None, None, None];
+    if attach.tty {
+        let pty = nix::pty::openpty(None, None).map_err(sys("allocate a terminal for", path))?;
+        for fd in [&pty.master, &pty.slave] {
+            nix::fcntl::fcntl(
+                fd.as_raw_fd(),
+                nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+            )
+            .map_err(sys("set close-on-exec on the terminal of", path))?;
+        }
+        let used = [
+            attach.stdin,
+            attach.stdout || spec.log.stdout,
+            attach.stderr || spec.log.stderr,
+        ];
+        for (i, used) in used.into_iter().enumerate() {
+            if used {
+                pipes.writers[i] = Some(pty.slave.try_clone().map_err(|e| StageError::Io {
+                    what: "duplicate the terminal of",
+                    path: path.to_path_buf(),
+                    source: e,
+                })?);
+            }
+        }
+        if attach.stdin {
+            monitor[0] = Some(inheritable(&pty.master, path)?);
+        }
+        monitor[1] = Some(inheritable(&pty.master, path)?);
+    } else {
+        let wanted = [
+            attach.stdin,
+            attach.stdout || spec.log.stdout,
+            attach.stderr || spec.log.stderr,
+        ];
+        for (i, wanted) in wanted.into_iter().enumerate() {
+            if !wanted {
+                continue;
+            }
+            let (read, write) = pipe2(OFlag::O_CLOEXEC).map_err(sys("make a pipe for", path))?;
+            let (app_end, monitor_end) = if i == 0 { (read, write) } else { (write, read) };
+            monitor[i] = Some(inheritable(&monitor_end, path)?);
+            pipes.writers[i] = Some(app_end);
+        }
     }
     let fd = |f: &Option<OwnedFd>| f.as_ref().map_or(-1, AsRawFd::as_raw_fd).to_string();
+    let flag = |b: bool| if b { "1" } else { "0" };
     let spawned = std::process::Command::new(exe)
         .arg(LOG_COMMAND)
         .arg("--log")
         .arg(path)
-        .args(["--split", &streams.config.split.to_string()])
-        .args(["--max-size", &streams.config.max_size.to_string()])
-        .args(["--max-files", &streams.config.max_files.to_string()])
-        .args(["--stdout-fd", &fd(&readers[0])])
-        .args(["--stderr-fd", &fd(&readers[1])])
+        .args(["--split", &spec.log.config.split.to_string()])
+        .args(["--max-size", &spec.log.config.max_size.to_string()])
+        .args(["--max-files", &spec.log.config.max_files.to_string()])
+        .args(["--log-stdout", flag(spec.log.stdout)])
+        .args(["--log-stderr", flag(spec.log.stderr)])
+        .args(["--stdin-fd", &fd(&monitor[0])])
+        .args(["--stdout-fd", &fd(&monitor[1])])
+        .args(["--stderr-fd", &fd(&monitor[2])])
+        .arg("--attach-dir")
+        .arg(attach_dir)
+        .args(["--name", name])
+        .args(["--attach-stdin", flag(attach.stdin)])
+        .args(["--attach-stdout", flag(attach.stdout)])
+        .args(["--attach-stderr", flag(attach.stderr)])
+        .args(["--tty", flag(attach.tty)])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn();
-    drop(readers);
+    drop(monitor);
     // Not waited for: it ends with the app's streams, and init or the caller's parent
     // reaps it.
     let child = spawned.map_err(|source| StageError::Spawn {
@@ -254,7 +330,7 @@ pub fn reopen(pid: i32, path: &Path) -> bool {
     .is_ok()
 }
 
-/// `rkt stage1-log ARGS`: copies the app's streams into its log until they end.
+/// `rkt stage1-log ARGS`: the app's monitor, until the app's output streams end.
 pub fn logger_main_from_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32 {
     let mut values = std::collections::HashMap::new();
     let mut args = args.into_iter();
@@ -262,57 +338,160 @@ pub fn logger_main_from_args(args: impl IntoIterator<Item = std::ffi::OsString>)
         values.insert(flag.to_string_lossy().into_owned(), value);
     }
     let number = |name: &str| -> Option<i64> { values.get(name)?.to_str()?.parse().ok() };
-    let (Some(path), Some(split), Some(max_size), Some(max_files)) = (
+    let on = |name: &str| number(name) == Some(1);
+    let fd = |name: &str| {
+        number(name)
+            .and_then(|n| i32::try_from(n).ok())
+            .filter(|f| *f >= 0)
+    };
+    let (Some(path), Some(split), Some(max_size), Some(max_files), Some(attach_dir), Some(name)) = (
         values.get("--log").map(PathBuf::from),
         number("--split"),
         number("--max-size"),
         number("--max-files"),
+        values.get("--attach-dir").map(PathBuf::from),
+        values
+            .get("--name")
+            .and_then(|n| n.to_str())
+            .map(str::to_string),
     ) else {
-        eprintln!("rkt {LOG_COMMAND}: --log, --split, --max-size and --max-files are required");
+        eprintln!("rkt {LOG_COMMAND}: --log, --split, --max-size, --max-files, --attach-dir and --name are required");
         return 2;
     };
-    let fds: Vec<(RawFdNumber, LogStream)> = [
-        (number("--stdout-fd"), LogStream::Stdout),
-        (number("--stderr-fd"), LogStream::Stderr),
-    ]
-    .into_iter()
-    .filter_map(|(fd, stream)| Some((i32::try_from(fd?).ok().filter(|f| *f >= 0)?, stream)))
-    .collect();
-    super::stdio::close_inherited(&fds.iter().map(|(fd, _)| *fd).collect::<Vec<_>>());
+    let (stdin_fd, stdout_fd, stderr_fd) = (fd("--stdin-fd"), fd("--stdout-fd"), fd("--stderr-fd"));
+    let keep: Vec<i32> = [stdin_fd, stdout_fd, stderr_fd]
+        .into_iter()
+        .flatten()
+        .collect();
+    super::stdio::close_inherited(&keep);
     let _ = nix::unistd::setsid();
     // SIGHUP: reopen the log. Blocked here, before any thread starts (they inherit the
     // mask), and taken by a thread of its own.
     let mut hangup = nix::sys::signal::SigSet::empty();
     hangup.add(nix::sys::signal::Signal::SIGHUP);
     let _ = hangup.thread_block();
-    let config = LogConfig {
-        split: usize::try_from(split).unwrap_or(16 * 1024),
-        max_size: u64::try_from(max_size).unwrap_or(0),
-        max_files: u32::try_from(max_files).unwrap_or(1),
+    let endpoints = crate::attach::Endpoints {
+        stdin: on("--attach-stdin"),
+        stdout: on("--attach-stdout"),
+        stderr: on("--attach-stderr"),
+        tty: on("--tty"),
     };
-    let Ok(log) = LogFile::create(&path, config) else {
-        return 1;
-    };
-    let log = Arc::new(log);
-    {
-        let log = log.clone();
+    let logged = [on("--log-stdout"), on("--log-stderr")];
+    let log = if logged.iter().any(|l| *l) {
+        let config = LogConfig {
+            split: usize::try_from(split).unwrap_or(16 * 1024),
+            max_size: u64::try_from(max_size).unwrap_or(0),
+            max_files: u32::try_from(max_files).unwrap_or(1),
+        };
+        let Ok(log) = LogFile::create(&path, config) else {
+            return 1;
+        };
+        let log = Arc::new(log);
+        let reopening = log.clone();
         std::thread::spawn(move || loop {
             if hangup.wait().is_ok() {
-                let _ = log.reopen();
+                let _ = reopening.reopen();
             }
         });
+        Some(log)
+    } else {
+        None
+    };
+    // SAFETY: each descriptor was passed for this process alone, and is owned from here.
+    let own = |fd: Option<i32>| fd.map(|fd| unsafe { File::from_raw_fd(fd) });
+    let (stdin, stdout, stderr) = (own(stdin_fd), own(stdout_fd), own(stderr_fd));
+    let hub = Arc::new(crate::attach::Hub::default());
+    let attachable = endpoints.stdin || endpoints.stdout || endpoints.stderr;
+    if attachable {
+        if let Ok(listener) = crate::attach::listen(&attach_dir, &name) {
+            let master = stdout
+                .as_ref()
+                .map(AsRawFd::as_raw_fd)
+                .filter(|_| endpoints.tty);
+            let resize: Arc<dyn Fn(u16, u16) + Send + Sync> = Arc::new(move |rows, cols| {
+                if let Some(master) = master {
+                    let size = libc::winsize {
+                        ws_row: rows,
+                        ws_col: cols,
+                        ws_xpixel: 0,
+                        ws_ypixel: 0,
+                    };
+                    // SAFETY: TIOCSWINSZ reads a winsize from the pointer given.
+                    unsafe { libc::ioctl(master, libc::TIOCSWINSZ, &size) };
+                }
+            });
+            let input = Arc::new(std::sync::Mutex::new(stdin));
+            let hub = hub.clone();
+            std::thread::spawn(move || hub.serve(listener, endpoints, input, resize));
+        }
     }
-    let threads: Vec<_> = fds
-        .into_iter()
-        .map(|(fd, stream)| {
-            // SAFETY: the descriptor was passed for this process alone.
-            let file = unsafe { File::from_raw_fd(fd) };
-            let log = log.clone();
-            std::thread::spawn(move || copy(file, stream, &log))
-        })
-        .collect();
-    let failed = threads.into_iter().any(|t| !matches!(t.join(), Ok(Ok(_))));
+    let outputs: Vec<_> = [
+        (
+            stdout,
+            LogStream::Stdout,
+            logged[0] || (endpoints.tty && logged[1]),
+        ),
+        (stderr, LogStream::Stderr, logged[1]),
+    ]
+    .into_iter()
+    .filter_map(|(file, stream, logged)| Some((file?, stream, logged)))
+    .map(|(file, stream, logged)| {
+        let (log, hub) = (log.clone().filter(|_| logged), hub.clone());
+        std::thread::spawn(move || monitor_output(file, stream, log.as_deref(), &hub))
+    })
+    .collect();
+    let failed = outputs.into_iter().any(|t| !matches!(t.join(), Ok(true)));
+    hub.close_all();
+    if attachable {
+        let _ = std::fs::remove_file(attach_dir.join(format!("{name}.sock")));
+    }
     i32::from(failed)
 }
 
-type RawFdNumber = i32;
+/// Copies one of the app's output streams into its log (when kept) and to the attached
+/// clients until it ends (end of file, or EIO: a terminal whose app side is closed); false
+/// when the log could not be written (the stream is still drained, so the app never
+/// blocks).
+fn monitor_output(
+    mut from: File,
+    stream: LogStream,
+    log: Option<&LogFile>,
+    hub: &crate::attach::Hub,
+) -> bool {
+    use std::io::Read;
+    let mut records = crate::logs::writer::Records::new(
+        stream,
+        log.map_or(LogConfig::default().split, |l| l.config().split),
+    );
+    let mut buf = vec![0; crate::logs::writer::READ_SIZE];
+    let mut out = Vec::new();
+    let mut ok = true;
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        let data = &buf[..n];
+        hub.broadcast(&match stream {
+            LogStream::Stdout => crate::attach::Frame::Stdout(data.to_vec()),
+            LogStream::Stderr => crate::attach::Frame::Stderr(data.to_vec()),
+        });
+        if let (Some(log), true) = (log, ok) {
+            out.clear();
+            let time = crate::logs::timestamp(std::time::SystemTime::now());
+            records.push(data, &time, &mut out);
+            ok = log.append(&out).is_ok();
+        }
+    }
+    if let (Some(log), true) = (log, ok) {
+        out.clear();
+        records.finish(
+            &crate::logs::timestamp(std::time::SystemTime::now()),
+            &mut out,
+        );
+        ok = log.append(&out).is_ok();
+    }
+    ok
+}

@@ -45,11 +45,8 @@ use nix::sys::signal::Signal;
 use nix::sys::wait::waitpid;
 use nix::unistd::{fork, getppid, pipe2, sethostname, ForkResult, Pid};
 
-use super::app::{
-    enter_app, mount_app_root, read_byte, report, AppIsolation, ExecPlan, PreparedApp,
-};
+use super::app::{enter_app, mount_app_root, read_byte, report, ExecPlan, PreparedApp};
 pub use super::app::{exit_code, SETUP_FAILED};
-use super::env::app_env;
 use super::{mounts, signals, volumes, StageError};
 use crate::podstore::{ExitPolicy, IpcMode, PodManifest, PodState, Volume};
 use crate::{isolation, mount_template};
@@ -581,8 +578,8 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
             .iter()
             .find(|(i, _)| *i == index)
             .map_or([None, None], |(_, fds)| *fds);
-        let fds = (args.listen_fds, log_fds);
-        apps.push(prepare_app(app, &app_dir, &record, index, fds)?);
+        let fds = (args.listen_fds, [None, log_fds[0], log_fds[1]]);
+        apps.push(super::app::prepare_app(app, &app_dir, &record, index, fds)?);
     }
     // Before the init is forked: every process of the pod starts inside (every pod has a
     // cgroup, for its pids limit at least), where the runner recorded it.
@@ -672,33 +669,6 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
         apps,
         exit_policy: manifest.exit_policy,
         volumes: manifest.volumes,
-    })
-}
-
-/// App `index` of the pod recorded in `record`, ready for its process: its root in
-/// `app_dir` (an image app's), its environment, its isolation compiled; the socket-activation
-/// descriptors it keeps and its logged streams' descriptors (`fds`).
-pub(super) fn prepare_app(
-    app: crate::podstore::App,
-    app_dir: &std::path::Path,
-    record: &PodState,
-    index: usize,
-    (listen_fds, log_fds): (i32, [Option<RawFd>; 2]),
-) -> Result<PreparedApp, StageError> {
-    let app = crate::image_pod::for_stage(app, app_dir);
-    let env = app_env(&app, std::env::vars_os());
-    let settled = record.app_isolation(index);
-    let isolation = AppIsolation {
-        paths: settled.paths,
-        readonly_rootfs: settled.readonly_rootfs,
-        prepared: settled.prepare().map_err(StageError::Isolation)?,
-        listen_fds,
-        log_fds,
-    };
-    Ok(PreparedApp {
-        app,
-        env,
-        isolation,
     })
 }
 

@@ -35,8 +35,9 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{fork, pipe2, ForkResult, Pid};
 
-use super::app::{enter_app, exit_code, mount_app_root, read_byte, report, ExecPlan};
-use super::init::{prepare_app, SETUP_FAILED};
+use super::app::{
+    enter_app, exit_code, mount_app_root, prepare_app, read_byte, report, ExecPlan, SETUP_FAILED,
+};
 use super::{mounts, signals, StageError};
 use crate::isolation;
 use crate::podstore::{PodManifest, PodState};
@@ -136,9 +137,9 @@ pub struct AppStart<'a> {
     pub app_dir: &'a Path,
     /// The host PID of the pod's init.
     pub init_pid: i32,
-    /// The app's stdout and stderr when they go to its log: the write ends of the pipes
-    /// the log's copier reads ([`super::app_logs`]); `/dev/null` otherwise.
-    pub log_fds: [Option<&'a OwnedFd>; 2],
+    /// The app's stdin, stdout and stderr when its monitor holds them: pipes' ends or a
+    /// terminal ([`super::app_logs`]); `/dev/null` otherwise.
+    pub log_fds: [Option<&'a OwnedFd>; 3],
 }
 
 /// Starts the app: returns its PID in the pod's namespace once it runs. `record` is called
@@ -185,8 +186,9 @@ pub fn start_app(
         .args(["--init-pid", &spec.init_pid.to_string()])
         .args(["--status-fd", &status_fd.as_raw_fd().to_string()])
         .args(["--go-fd", &go_fd.as_raw_fd().to_string()])
-        .args(["--stdout-fd", &raw(&log_fds[0]).to_string()])
-        .args(["--stderr-fd", &raw(&log_fds[1]).to_string()])
+        .args(["--stdin-fd", &raw(&log_fds[0]).to_string()])
+        .args(["--stdout-fd", &raw(&log_fds[1]).to_string()])
+        .args(["--stderr-fd", &raw(&log_fds[2]).to_string()])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
@@ -236,7 +238,7 @@ struct HelperArgs {
     init_pid: i32,
     status_fd: RawFd,
     go_fd: RawFd,
-    log_fds: [Option<RawFd>; 2],
+    log_fds: [Option<RawFd>; 3],
 }
 
 impl HelperArgs {
@@ -270,6 +272,7 @@ impl HelperArgs {
                 .ok_or("--status-fd: not a descriptor")?,
             go_fd: fd(number("--go-fd", take("--go-fd")?)?).ok_or("--go-fd: not a descriptor")?,
             log_fds: [
+                fd(number("--stdin-fd", take("--stdin-fd")?)?),
                 fd(number("--stdout-fd", take("--stdout-fd")?)?),
                 fd(number("--stderr-fd", take("--stderr-fd")?)?),
             ],

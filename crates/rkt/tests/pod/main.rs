@@ -14,6 +14,7 @@ mod pod_support;
 mod support;
 
 mod apps;
+mod attach;
 mod cgroup_parent;
 mod detach;
 mod dual_stack;

@@ -290,8 +290,8 @@ fn bad_app_commands_are_refused_naming_what_is_wrong_and_change_nothing() {
     );
     refused(
         &world,
-        &["app", "add", &uuid, "--stdout=tty", "--", "true"],
-        "--stdout=tty",
+        &["app", "add", &uuid, "--stdout=bogus", "--", "true"],
+        "--stdout=bogus: a sandbox app's stdout is one of null, log, stream, tty",
     );
     refused(
         &world,
