@@ -665,6 +665,7 @@ pub fn app_index(
 ) -> anyhow::Result<usize> {
     let names: Vec<&str> = manifest.apps.iter().map(|a| a.name.as_str()).collect();
     match (app, &names[..]) {
+        (_, []) => bail!("pod {uuid} has no apps (a sandbox's are added with `rkt app add`)"),
         (None, [_]) => Ok(0),
         (None, _) => bail!(
             "pod {uuid} has several apps: choose one with --app=NAME ({})",

@@ -56,7 +56,7 @@ pub enum AppError {
         name: String,
         source: isolation::IsolationError,
     },
-    #[error("pod {uuid}, app {name}: cannot start it")]
+    #[error("pod {uuid}: cannot start app {name}")]
     Start {
         uuid: String,
         name: String,
@@ -278,12 +278,20 @@ pub fn stop(pod: &Pod, name: &str, timeout: Duration) -> Result<(), AppError> {
     let Some(pid) = host_pid(&state, index, init_pid) else {
         return Ok(());
     };
+    // The app leads a session and process group of its own: what it started in it is
+    // stopped with it.
     let pid = Pid::from_raw(pid);
-    let _ = kill(pid, Signal::SIGTERM);
+    let group = Pid::from_raw(-pid.as_raw());
+    let signal = |s| {
+        if kill(group, s).is_err() {
+            let _ = kill(pid, s);
+        }
+    };
+    signal(Signal::SIGTERM);
     if wait_exited(pod, index, pid, timeout)? {
         return Ok(());
     }
-    let _ = kill(pid, Signal::SIGKILL);
+    signal(Signal::SIGKILL);
     let grace = Duration::from_secs(10);
     if wait_exited(pod, index, pid, grace)? {
         return Ok(());

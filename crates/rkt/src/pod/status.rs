@@ -188,6 +188,13 @@ impl PodStatus {
 
     /// App `index`'s state in rkt's API (`created`, `running`, `exited`).
     pub fn app_state(&self, index: usize) -> &'static str {
+        // A sandbox's app has a life of its own, in its own record.
+        if let (Some(_), Some(app)) = (&self.manifest.sandbox, self.record.apps.get(index)) {
+            return match (super::apps::AppState::of(app), self.state) {
+                (super::apps::AppState::Running, State::Exited | State::Garbage) => "exited",
+                (state, _) => state.as_str(),
+            };
+        }
         match self.state {
             _ if self.record.app_exit_status(index).is_some() => "exited",
             State::Prepared => "created",
@@ -262,16 +269,22 @@ impl PodStatus {
         let mut a = Map::new();
         a.insert("name".into(), json!(app.name));
         a.insert("state".into(), json!(self.app_state(index)));
-        a.insert(
-            "created_at".into(),
-            json!(self.manifest.created.unix_nanos() as u64),
-        );
-        if let Some(t) = self.record.started {
+        // A sandbox's app's times are its own; the others' are the pod's.
+        let own = self
+            .manifest
+            .sandbox
+            .as_ref()
+            .and_then(|_| self.record.apps.get(index));
+        let created = own.and_then(|r| r.created).unwrap_or(self.manifest.created);
+        a.insert("created_at".into(), json!(created.unix_nanos() as u64));
+        let started = own.map_or(self.record.started, |r| r.started);
+        if let Some(t) = started {
             a.insert("started_at".into(), json!(t.unix_nanos() as u64));
         }
-        let finished = match self.state {
-            State::Exited | State::Garbage => self.record.exited.or(self.record.garbage),
-            _ => None,
+        let finished = match (own, self.state) {
+            (Some(r), _) => r.finished,
+            (None, State::Exited | State::Garbage) => self.record.exited.or(self.record.garbage),
+            (None, _) => None,
         };
         if let Some(t) = finished {
             a.insert("finished_at".into(), json!(t.unix_nanos() as u64));

@@ -339,11 +339,8 @@ fn helper(args: &HelperArgs, status: &mut File, go: &OwnedFd) -> Result<(), Stag
         .get(args.index)
         .cloned()
         .ok_or_else(|| StageError::Reported(format!("the pod has no app {}", args.index)))?;
-    let name = app.name.clone();
-    let in_app = |err: StageError| StageError::App {
-        name: name.clone(),
-        source: Box::new(err),
-    };
+    // The caller names the app in its own error.
+    let in_app = |err: StageError| err;
     let uuid = args
         .pod_dir
         .file_name()
@@ -377,7 +374,12 @@ fn helper(args: &HelperArgs, status: &mut File, go: &OwnedFd) -> Result<(), Stag
         }
         None => None,
     };
-    if let Some(image) = &app.image {
+    // Mounted already when the app ran before (started again): its root, with what the
+    // app wrote in it, is kept.
+    let rootfs = crate::image_pod::rootfs_dir(&args.app_dir);
+    let built = crate::image_pod::overlay::is_mounted(&rootfs).unwrap_or(false)
+        || std::fs::read_dir(&rootfs).is_ok_and(|mut d| d.next().is_some());
+    if let (Some(image), false) = (&app.image, built) {
         let shift = user_ns.map(|m| image::unpack::IdShift {
             base: m.host_base,
             size: m.size,

@@ -223,7 +223,8 @@ fn an_image_app_in_a_sandbox_gets_its_root_and_logs_and_rm_releases_it() {
             "--exec=/bin/sh",
             "--",
             "-c",
-            "echo in-image; ls /bin/busybox; echo oops >&2; touch /mine && echo wrote",
+            "test -e /mine && echo kept; echo in-image; ls /bin/busybox; echo oops >&2; \
+             touch /mine && echo wrote",
         ],
     )
     .assert_success();
@@ -232,6 +233,13 @@ fn an_image_app_in_a_sandbox_gets_its_root_and_logs_and_rm_releases_it() {
     let logs = world.rkt(&["logs", &uuid, "--app=img"]).run();
     assert_eq!(logs.stdout(), "in-image\n/bin/busybox\nwrote\n");
     assert_eq!(logs.stderr(), "oops\n");
+    // Started again: the same root, with what it wrote.
+    app(&world, "start", &uuid, &["--app=img"]).assert_success();
+    wait_for("the second run", PATIENCE, || {
+        let logs = world.rkt(&["logs", &uuid, "--app=img"]).run();
+        logs.stdout().contains("kept\n").then_some(())
+    });
+    wait_state(&world, &uuid, "img", "exited 0");
     // Its root is mounted in the pod's mount namespace only, never on the host.
     let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap();
     let root = format!("{uuid}/apps/img");
