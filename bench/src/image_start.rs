@@ -65,6 +65,27 @@ fn build_image(umoci: &Path, busybox: &Path, work: &Path) -> Result<PathBuf, Ben
     Ok(layout)
 }
 
+/// `rkt --dir=DATA fetch oci:LAYOUT:v1`: the image's ID.
+fn fetch(rkt: &Path, data: &Path, layout: &Path) -> Result<String, BenchError> {
+    let dir = format!("--dir={}", data.display());
+    let image = format!("oci:{}:v1", layout.display());
+    let out = run(rkt, &[dir.as_str(), "fetch", &image], &[], None)?;
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    if !id.starts_with("sha256:") {
+        return Err(scenario(format!("rkt fetch {image} printed {id:?}")));
+    }
+    Ok(id)
+}
+
+/// Scenario 8's two-layer busybox image, built in `work` and stored in the data directory
+/// `data` (scenario 9's image app): its ID. Needs umoci and busybox-static.
+pub fn stored_image(rkt: &Path, data: &Path, work: &Path) -> Result<String, BenchError> {
+    let umoci = tool("umoci", "install umoci")?;
+    let busybox = tool("busybox", "install busybox-static")?;
+    let layout = build_image(&umoci, &busybox, work)?;
+    fetch(rkt, data, &layout)
+}
+
 /// Runs scenario 8 with `rkt`.
 pub fn image_start(
     rkt: &Path,
@@ -80,12 +101,7 @@ pub fn image_start(
     let dir = format!("--dir={}", data.display());
 
     // The image in the store, and the same tree unpacked by umoci for --rootfs (untimed).
-    let image = format!("oci:{}:v1", layout.display());
-    let out = run(rkt, &[dir.as_str(), "fetch", &image], &[], None)?;
-    let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    if !id.starts_with("sha256:") {
-        return Err(scenario(format!("rkt fetch {image} printed {id:?}")));
-    }
+    let id = fetch(rkt, &data, &layout)?;
     let bundle = work.join("bundle");
     run(
         &umoci,

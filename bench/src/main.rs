@@ -5,12 +5,18 @@
 //! cycle three ways), [`scenarios`] (scenarios 1 to 5), [`busy`] (scenario 6, a busy host), [`rss`] (per-process peak RSS via
 //! ptrace), [`stats`] (medians, alternation), [`report`] (the markdown table), [`proc`]
 //! (running programs, Ctrl-C), [`pull`] (scenario 7, pulling an image against skopeo and
-//! umoci), [`image_start`] (scenario 8, a pod from a stored image against `--rootfs`).
+//! umoci), [`image_start`] (scenario 8, a pod from a stored image against `--rootfs`),
+//! [`app_start`] (scenario 9, an app into a running sandbox against a whole pod),
+//! [`log_throughput`] (scenario 10, an app's log against podman's conmon), [`cpu_cgroup`]
+//! (CPU time of whole process trees).
 
+mod app_start;
 mod busy;
+mod cpu_cgroup;
 mod cycle;
 mod error;
 mod image_start;
+mod log_throughput;
 mod proc;
 mod pull;
 mod report;
@@ -37,7 +43,11 @@ use workspace::{Tools, Workspace, NOOP_NET, PTP_NET};
 7 pulling a 50 MB image from a local registry: rkt fetch + unpack vs skopeo copy + umoci unpack \
 (not in the default set; needs docker-registry, skopeo, umoci, busybox-static), \
 8 starting a pod from a stored image vs the same pod with --rootfs of the unpacked tree \
-(not in the default set; needs umoci, busybox-static). \
+(not in the default set; needs umoci, busybox-static), \
+9 an app added and started into a running sandbox vs rkt run of the same app, --net=default and none \
+(not in the default set), \
+10 log throughput: 1 GiB of lines through rkt's log copiers vs podman's conmon (k8s-file) \
+(not in the default set; needs busybox-static, podman and runc for the peer). \
 bench/run builds everything and runs this."
 )]
 struct Cli {
@@ -85,6 +95,15 @@ struct Cli {
     /// Timed pulls per variant in scenario 7, cold and warm each (after one warm-up).
     #[arg(long, default_value_t = 5)]
     pull_iterations: usize,
+    /// The networks of scenario 9's sandbox and pods (`rkt app sandbox --net=…`).
+    #[arg(long, value_delimiter = ',', default_value = "default,none")]
+    app_nets: Vec<String>,
+    /// MiB of lines the app of scenario 10 writes to its log per run.
+    #[arg(long, default_value_t = 1024)]
+    log_mib: u64,
+    /// Timed runs per variant in scenario 10 (after one warm-up).
+    #[arg(long, default_value_t = 6)]
+    log_iterations: usize,
     /// Scenarios to run, e.g. `1,3` (6, the busy host, takes minutes: ask for it).
     #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5")]
     only: Vec<u8>,
@@ -179,6 +198,28 @@ fn bench(cli: &Cli) -> Result<String, BenchError> {
             &absolute(&cli.rkt),
             cli.warmup,
             cli.iterations,
+        )?);
+    }
+    if cli.only.contains(&9) {
+        note("scenario 9: an app into a running sandbox vs a whole pod");
+        let nets: Vec<&str> = cli.app_nets.iter().map(String::as_str).collect();
+        r.app_start = Some(app_start::app_start(
+            &absolute(&cli.rkt),
+            &nets,
+            cli.warmup,
+            cli.iterations,
+        )?);
+    }
+    if cli.only.contains(&10) {
+        note(&format!(
+            "scenario 10: {} MiB through an app's log, rkt vs podman",
+            cli.log_mib
+        ));
+        r.logs = Some(log_throughput::log_throughput(
+            &absolute(&cli.rkt),
+            cli.log_mib,
+            1,
+            cli.log_iterations,
         )?);
     }
     if cli.only.iter().any(|n| (1..=6).contains(n)) {

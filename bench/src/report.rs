@@ -27,6 +27,8 @@ pub struct Results {
     pub busy: Option<crate::busy::BusyResult>,
     pub pull: Option<crate::pull::PullResult>,
     pub image_start: Option<crate::image_start::ImageStartResult>,
+    pub app_start: Option<crate::app_start::AppStartResult>,
+    pub logs: Option<crate::log_throughput::LogResult>,
 }
 
 /// The limit of scenario 5, in KiB.
@@ -245,6 +247,133 @@ with `fsync` a no-op (LD_PRELOAD) runs in each round too, first or last in turn.
     }
 }
 
+/// `0.42× [0.40, 0.45]`: the median of per-round ratios and its 95% interval.
+fn ratio_ci(values: &[f64]) -> String {
+    let m = median_f64(values);
+    match median_ci(values) {
+        Some((lo, hi)) => format!("{m:.2}× [{lo:.2}, {hi:.2}]"),
+        None => format!("{m:.2}×"),
+    }
+}
+
+/// The verdict for a per-round ratio against an upper `limit`.
+fn ratio_holds(values: &[f64], limit: f64) -> &'static str {
+    let m = median_f64(values);
+    let (lo, hi) = median_ci(values).unwrap_or((m, m));
+    holds_ci(lo, hi, limit)
+}
+
+/// Scenario 9's rows: the app's start into the sandbox against the whole pod, per network.
+fn render_app_start_targets(out: &mut String, a: &crate::app_start::AppStartResult) {
+    use crate::app_start::{ADD_START, IMAGE_ADD_START, IMAGE_RUN, RUN, RUN_DETACH, START_ONLY};
+    let m = |n: &crate::app_start::NetRun, l: &str| {
+        n.get(l)
+            .map(|s| fmt_duration(s.median()))
+            .unwrap_or_else(|| "—".into())
+    };
+    for n in &a.nets {
+        for (what, app, whole) in [
+            ("add + start of /bin/true vs `rkt run`", ADD_START, RUN),
+            ("start alone of /bin/true vs `rkt run`", START_ONLY, RUN),
+            (
+                "add + start of /bin/true vs `rkt run --detach` (until it runs)",
+                ADD_START,
+                RUN_DETACH,
+            ),
+            (
+                "add + start of a stored image vs `rkt run IMAGE`",
+                IMAGE_ADD_START,
+                IMAGE_RUN,
+            ),
+        ] {
+            let per_round = n.per_round(app, whole);
+            if per_round.is_empty() {
+                continue;
+            }
+            let target = app == ADD_START && whole == RUN || app == IMAGE_ADD_START;
+            let _ = writeln!(
+                out,
+                "| 9 | app into a running sandbox, --net={}: {what} (per round) | {} / {} | {} | {} | {} |",
+                n.net,
+                m(n, app),
+                m(n, whole),
+                ratio_ci(&per_round),
+                if target { "≤ 0.5×" } else { "—" },
+                if target { ratio_holds(&per_round, 0.5) } else { "—" }
+            );
+        }
+    }
+    if let Some(why) = &a.no_image {
+        let _ = writeln!(
+            out,
+            "| 9 | image app left out | {} | — | — | — |",
+            why.replace('|', "/")
+        );
+    }
+    let _ = writeln!(
+        out,
+        "| 9 | left after the sandboxes stopped and `rkt gc` (the leak checker) | {} | — | nothing | {} |",
+        if a.leaks.is_empty() {
+            "nothing".to_string()
+        } else {
+            format!("{} (first: {})", a.leaks.len(), a.leaks[0].replace('|', "/"))
+        },
+        holds(a.leaks.is_empty())
+    );
+}
+
+/// Scenario 10's rows: rkt's two log paths against podman's, wall and CPU time.
+fn render_log_targets(out: &mut String, l: &crate::log_throughput::LogResult) {
+    use crate::log_throughput::{FLOOR, PODMAN, RKT_RUN, RKT_SANDBOX};
+    let mib = (l.bytes >> 20) as f64;
+    let cell = |label: &str| {
+        l.get(label)
+            .map(|s| {
+                format!(
+                    "{} (CPU {}, {:.0} MiB/s)",
+                    fmt_duration(s.median()),
+                    s.cpu_median().map(fmt_duration).unwrap_or_default(),
+                    mib / s.median().as_secs_f64().max(1e-9)
+                )
+            })
+            .unwrap_or_else(|| "—".into())
+    };
+    for rkt in [RKT_RUN, RKT_SANDBOX] {
+        if l.get(PODMAN).is_some() {
+            for (cpu, what) in [(false, "wall"), (true, "CPU")] {
+                let per_round = l.per_round(rkt, PODMAN, cpu);
+                let _ = writeln!(
+                    out,
+                    "| 10 | {} MiB of lines through the log, {what} time: {rkt} vs podman (per round) | {} / {} | {} | ≤ 0.8× | {} |",
+                    l.bytes >> 20,
+                    cell(rkt),
+                    cell(PODMAN),
+                    ratio_ci(&per_round),
+                    ratio_holds(&per_round, 0.8)
+                );
+            }
+        }
+        let per_round = l.per_round(rkt, FLOOR, false);
+        let _ = writeln!(
+            out,
+            "| 10 | {rkt} vs the floor (no logger), wall | {} / {} | {} | — | — |",
+            cell(rkt),
+            cell(FLOOR),
+            ratio_ci(&per_round)
+        );
+    }
+    if let Some(why) = &l.no_podman {
+        let _ = writeln!(out, "| 10 | podman left out | {why} | — | — | — |");
+    }
+    for (label, runs, whole) in &l.checked {
+        let _ = writeln!(
+            out,
+            "| 10 | every line in the log, whole and once: {label} | {whole} of {runs} runs | — | all | {} |",
+            holds(runs == whole && *runs > 0)
+        );
+    }
+}
+
 /// The report in markdown.
 pub fn render(r: &Results) -> String {
     let mut out = String::new();
@@ -370,6 +499,12 @@ pub fn render(r: &Results) -> String {
             holds(extra <= 3.0)
         );
     }
+    if let Some(a) = &r.app_start {
+        render_app_start_targets(&mut out, a);
+    }
+    if let Some(l) = &r.logs {
+        render_log_targets(&mut out, l);
+    }
 
     out.push_str("\nEvery figure:\n\n");
     out.push_str(
@@ -417,6 +552,16 @@ pub fn render(r: &Results) -> String {
     }
     if let Some(p) = &r.image_start {
         p.series.iter().for_each(|x| row("8 image pod start", x));
+    }
+    if let Some(a) = &r.app_start {
+        for n in &a.nets {
+            let name = format!("9 app start, --net={}", n.net);
+            n.series.iter().for_each(|x| row(&name, x));
+        }
+    }
+    if let Some(l) = &r.logs {
+        let name = format!("10 {} MiB through a log", l.bytes >> 20);
+        l.series.iter().for_each(|x| row(&name, x));
     }
 
     let cycles: Vec<(&str, &Vec<Series>)> = [
