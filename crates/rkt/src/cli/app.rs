@@ -13,6 +13,7 @@ use clap::{Args, Subcommand};
 use rkt::pod::apps::{self, AppState};
 use rkt::pod::run::run_new;
 use rkt::pod::{PodSpec, PodStatus};
+use rkt::podstore::manifest::parse_user_meta;
 use rkt::podstore::{AppLog, AttachModes};
 
 use super::detach::{as_runner, start_runner, DetachArgs, Role};
@@ -93,6 +94,19 @@ pub struct SandboxArgs {
     /// Run the pod in a user namespace of its own (see docs/isolation.md); its apps too.
     #[arg(long, on_off = false, help_heading = "Pod")]
     pub private_users: bool,
+
+    /// Annotate the pod (KEY=VALUE; shown by `rkt status`, in JSON as `annotations`); may
+    /// be repeated. kubelet's CRI annotations go here.
+    #[arg(long, value_name = "KEY=VALUE", help_heading = "Pod")]
+    pub annotation: Vec<String>,
+
+    /// A user annotation of the pod (JSON `user_annotations`); may be repeated.
+    #[arg(long, value_name = "KEY=VALUE", help_heading = "Pod")]
+    pub user_annotation: Vec<String>,
+
+    /// A label of the pod (JSON `user_labels`); may be repeated.
+    #[arg(long, value_name = "KEY=VALUE", help_heading = "Pod")]
+    pub user_label: Vec<String>,
 }
 
 /// Add an app to a running sandbox, prepared and waiting in state `created`.
@@ -330,6 +344,11 @@ fn sandbox(global: &GlobalArgs, args: &SandboxArgs) -> anyhow::Result<ExitCode> 
                 volumes: args.volumes.volumes(global, &[])?,
                 sandbox: Some(isolation.isolators(rkt::image_pod::user::AppRoot::Host)?),
                 cgroup_parent: None,
+                meta: rkt::podstore::manifest::PodMeta {
+                    annotations: parse_user_meta("annotation", &args.annotation)?,
+                    user_annotations: parse_user_meta("user-annotation", &args.user_annotation)?,
+                    user_labels: parse_user_meta("user-label", &args.user_label)?,
+                },
             };
             let outcome = run_new(&store, spec, &opts)?;
             Ok(finish(global, &outcome))

@@ -113,6 +113,7 @@ pub fn pod_spec(
         exit_policy: apps.exit_policy.into(),
         volumes: Vec::new(),
         sandbox: None,
+        meta: Default::default(),
         cgroup_parent: None,
     })
 }

@@ -183,6 +183,17 @@ impl PodStatus {
                 kv.push((format!("user-label-{}", of(k)), v.clone()));
             }
         }
+        // The pod's own (a sandbox's): keys without an app.
+        let meta = &self.manifest.meta;
+        for (prefix, map) in [
+            ("annotation", &meta.annotations),
+            ("pod-user-annotation", &meta.user_annotations),
+            ("pod-user-label", &meta.user_labels),
+        ] {
+            for (k, v) in map {
+                kv.push((format!("{prefix}-{k}"), v.clone()));
+            }
+        }
         kv
     }
 
@@ -258,6 +269,16 @@ impl PodStatus {
         }
         if !self.manifest.volumes.is_empty() {
             pod.insert("volumes".into(), json!(self.manifest.volumes));
+        }
+        let meta = &self.manifest.meta;
+        for (key, map) in [
+            ("annotations", &meta.annotations),
+            ("user_annotations", &meta.user_annotations),
+            ("user_labels", &meta.user_labels),
+        ] {
+            if !map.is_empty() {
+                pod.insert(key.into(), json!(map));
+            }
         }
         Value::Object(pod)
     }

@@ -187,6 +187,8 @@ pub struct PodSpec {
     /// started, stopped and removed while it runs, and which ends only when stopped. Its
     /// pod-wide settings (resource limits, user namespace) are these, not an app's.
     pub sandbox: Option<Isolators>,
+    /// The pod's own annotations and labels (`rkt app sandbox --annotation`, …).
+    pub meta: PodMeta,
     /// `--cgroup-parent` of `rkt prepare`: where `rkt run-prepared` makes the pod's cgroup
     /// unless its own flag says otherwise.
     pub cgroup_parent: Option<CgroupParent>,
@@ -199,8 +201,30 @@ impl From<App> for PodSpec {
             exit_policy: ExitPolicy::default(),
             volumes: Vec::new(),
             sandbox: None,
+            meta: PodMeta::default(),
             cgroup_parent: None,
         }
+    }
+}
+
+/// A pod's own annotations and labels, beside its apps' (`rkt app sandbox --annotation`,
+/// `--user-annotation`, `--user-label`): shown by `rkt status`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodMeta {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub user_annotations: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub user_labels: BTreeMap<String, String>,
+}
+
+impl PodMeta {
+    pub fn is_empty(&self) -> bool {
+        self.annotations.is_empty()
+            && self.user_annotations.is_empty()
+            && self.user_labels.is_empty()
     }
 }
 
@@ -256,6 +280,9 @@ pub struct PodManifest {
     /// A sandbox's pod-wide settings (see [`PodSpec::sandbox`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<Isolators>,
+    /// The pod's own annotations and labels.
+    #[serde(default, skip_serializing_if = "PodMeta::is_empty")]
+    pub meta: PodMeta,
     /// `--cgroup-parent`, as given to `rkt prepare` or `rkt run` (see [`PodSpec`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup_parent: Option<CgroupParent>,
@@ -284,6 +311,8 @@ struct ManifestFile {
     volumes: Vec<Volume>,
     #[serde(default)]
     sandbox: Option<Isolators>,
+    #[serde(default)]
+    meta: PodMeta,
     cgroup_parent: Option<CgroupParent>,
 }
 
@@ -302,6 +331,7 @@ impl From<ManifestFile> for PodManifest {
             exit_policy: file.exit_policy,
             volumes: file.volumes,
             sandbox: file.sandbox,
+            meta: file.meta,
             cgroup_parent: file.cgroup_parent,
         }
     }

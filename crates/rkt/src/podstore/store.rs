@@ -134,6 +134,7 @@ impl PodStore {
                 exit_policy: spec.exit_policy,
                 volumes: spec.volumes,
                 sandbox: spec.sandbox,
+                meta: spec.meta,
                 cgroup_parent: spec.cgroup_parent,
             };
             let bytes = serde_json::to_vec_pretty(&manifest).expect("a manifest serializes");

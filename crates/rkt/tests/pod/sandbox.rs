@@ -91,8 +91,21 @@ fn apps_come_and_go_in_a_sandbox_on_the_default_network() {
     test_kit::require_root!();
     let world = World::new(support::RKT);
     let _g = leaks::Guard::new(world.leak_ctx().shared_network("default"));
-    let uuid = sandbox(&world, &["--net=default", "--hostname=sandy"]);
+    let uuid = sandbox(
+        &world,
+        &[
+            "--net=default",
+            "--hostname=sandy",
+            "--annotation=io.kubernetes.pod.name=web",
+            "--user-label=tier=front",
+        ],
+    );
     let st = world.status_json(&uuid);
+    assert_eq!(st["annotations"]["io.kubernetes.pod.name"], "web", "{st}");
+    assert_eq!(st["user_labels"]["tier"], "front", "{st}");
+    let text = world.rkt(&["status", &uuid]).run();
+    text.assert_stdout_contains("annotation-io.kubernetes.pod.name=web\n")
+        .assert_stdout_contains("pod-user-label-tier=front\n");
     assert_eq!(st["state"], "running", "{st}");
     assert!(
         st["networks"][0]["ip"]
