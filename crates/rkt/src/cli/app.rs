@@ -113,7 +113,9 @@ pub struct SandboxArgs {
 ///
 /// APP is an image, `--rootfs=DIR` or a host command, as for `rkt run`. Its stdout and
 /// stderr go to its log unless `--stdout=null`/`--stderr=null`; its stdin is /dev/null.
-/// Resource limits and --private-users are the sandbox's, not an app's.
+/// `--memory` and `--cpu` limit the app within the sandbox's own limits (a cgroup of its
+/// own, below the pod's; cgroup v1); `--pids-limit` and `--private-users` are the
+/// sandbox's.
 #[derive(Debug, Args)]
 pub struct AddArgs {
     /// The sandbox's UUID, or any unique prefix of it.
@@ -360,8 +362,6 @@ fn add(global: &GlobalArgs, args: &AddArgs) -> anyhow::Result<ExitCode> {
     let pod = pod(global, &args.uuid)?;
     let isolation = &args.app.isolation;
     for (flag, given) in [
-        ("--memory", isolation.memory.is_some()),
-        ("--cpu", isolation.cpu.is_some()),
         ("--pids-limit", isolation.pids_limit.is_some()),
         ("--private-users", isolation.private_users),
     ] {

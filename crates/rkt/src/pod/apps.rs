@@ -184,6 +184,7 @@ pub fn add(pod: &Pod, app: App, off: isolation::Disabled) -> Result<(), AppError
         started: None,
         finished: None,
         log_copier: None,
+        cgroup: None,
     });
     // The state first: an app in the state but not the manifest is ignored, never started.
     state.store(&pod.dir)?;
@@ -207,6 +208,36 @@ pub fn start(pod: &Pod, name: &str, exe: &Path) -> Result<i32, AppError> {
         source: Box::new(source),
     };
     let app = &manifest.apps[index];
+    // Limits of its own: a cgroup of its own, below the pod's.
+    let limits = record.isolation.limits;
+    let app_cgroup = if limits.memory.is_some() || limits.cpu_millis.is_some() {
+        let pod_cgroup = state.pod_cgroup(&pod.uuid);
+        if pod_cgroup.is_unified() {
+            return Err(start_err(StageError::Reported(
+                "--memory and --cpu of a sandbox's app need cgroup v1 here (on cgroup v2 the \
+                 pod's cgroup holds its init, so it cannot give controllers to an app's); give \
+                 the limits to `rkt app sandbox`"
+                    .into(),
+            )));
+        }
+        let cgroup = pod_cgroup.child(&format!("app-{name}"));
+        let own = isolation::cgroups::Limits {
+            pids: Some(isolation::cgroups::PidsLimit::Unlimited),
+            ..limits
+        };
+        isolation::cgroups::detect()
+            .create(&cgroup, &own)
+            .map_err(|e| start_err(StageError::Isolation(e)))?;
+        Some(cgroup)
+    } else {
+        None
+    };
+    // Recorded before the helper starts: it joins the cgroup the record names.
+    if state.apps[index].cgroup != app_cgroup {
+        let mut state = state.clone();
+        state.apps[index].cgroup = app_cgroup;
+        state.store(&pod.dir)?;
+    }
     let log = app.log.unwrap_or_default();
     let monitor = MonitorSpec {
         log: LogStreams {
@@ -350,6 +381,11 @@ pub fn remove(pod: &Pod, name: &str, timeout: Duration) -> Result<(), AppError> 
                 source,
             })
         })?;
+    }
+    if let Some(cgroup) = state.apps.get(index).and_then(|a| a.cgroup.clone()) {
+        isolation::cgroups::detect()
+            .remove(&cgroup)
+            .map_err(|e| release(StageError::Isolation(e)))?;
     }
     manifest.apps.remove(index);
     if index < state.apps.len() {

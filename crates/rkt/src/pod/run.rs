@@ -264,6 +264,8 @@ fn before_create(
 /// own settings (limits, user namespace), and the others'.
 struct Settled {
     pod: Isolation,
+    /// A sandbox's (its apps come later).
+    sandbox: bool,
     others: Vec<(String, Isolation)>,
     first_name: String,
 }
@@ -284,6 +286,7 @@ impl Settled {
                     started: None,
                     finished: None,
                     log_copier: None,
+                    cgroup: None,
                 })
                 .collect();
         }
@@ -321,6 +324,7 @@ fn settle_isolation(
         .map_err(failed)?;
     Ok(Settled {
         pod,
+        sandbox: sandbox.is_some(),
         others,
         first_name: apps.first().map(|a| a.name.clone()).unwrap_or_default(),
     })
@@ -335,8 +339,17 @@ fn place_cgroup(
     prepared: Option<&isolation::cgroups::CgroupParent>,
 ) -> Result<isolation::cgroups::Placement, StartFailure> {
     let parent = opts.cgroup_parent.as_ref().or(prepared);
+    // A sandbox's cgroup is in every hierarchy its apps' own limits may need.
+    let limits = match settled.sandbox {
+        true => isolation::cgroups::Limits {
+            memory: settled.pod.limits.memory.or(Some(u64::MAX)),
+            cpu_millis: settled.pod.limits.cpu_millis.or(Some(1000)),
+            ..settled.pod.limits
+        },
+        false => settled.pod.limits,
+    };
     isolation::cgroups::detect()
-        .place(parent, &settled.pod.limits)
+        .place(parent, &limits)
         .map_err(|e| StartFailure {
             error: Box::new(RunError::Isolation(e)),
             cleanup: Vec::new(),

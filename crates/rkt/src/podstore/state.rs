@@ -133,6 +133,10 @@ pub struct AppRecord {
     /// A sandbox's app: the host PID of the process copying its streams into its log.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_copier: Option<i32>,
+    /// A sandbox's app with limits of its own (`--memory`, `--cpu`): its cgroup, below the
+    /// pod's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<crate::isolation::cgroups::PodCgroup>,
 }
 
 /// What status and list show of one network: rkt's `net-info.json` fields.

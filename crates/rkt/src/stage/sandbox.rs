@@ -346,8 +346,14 @@ fn helper(args: &HelperArgs, status: &mut File, go: &OwnedFd) -> Result<(), Stag
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    // The app's own cgroup when it has limits of its own, else the pod's.
+    let cgroup = record
+        .apps
+        .get(args.index)
+        .and_then(|a| a.cgroup.clone())
+        .unwrap_or_else(|| record.pod_cgroup(&uuid));
     isolation::cgroups::detect()
-        .join(&record.pod_cgroup(&uuid))
+        .join(&cgroup)
         .map_err(StageError::Isolation)?;
     join_namespaces(args.init_pid)?;
     let own_netns = record.netns.is_some();

@@ -306,8 +306,8 @@ fn bad_app_commands_are_refused_naming_what_is_wrong_and_change_nothing() {
     );
     refused(
         &world,
-        &["app", "add", &uuid, "--memory=64M", "--", "true"],
-        "--memory is the sandbox's",
+        &["app", "add", &uuid, "--pids-limit=10", "--", "true"],
+        "--pids-limit is the sandbox's",
     );
     refused(
         &world,
@@ -598,6 +598,50 @@ fn app_exec_gives_the_commands_exit_status_and_keeps_its_streams_apart() {
     app(&world, "exec", &uuid, &["--app=idle", "--", "true"])
         .assert_exit_code(254)
         .assert_stderr_contains("is not running");
+    world.rkt(&["stop", &uuid]).run().assert_success();
+    wait_for("the sandbox to exit", PATIENCE, || {
+        (world.status_json(&uuid)["state"] == "exited").then_some(())
+    });
+}
+
+#[test]
+fn an_app_with_limits_of_its_own_gets_a_cgroup_below_the_pods_gone_with_rm() {
+    test_kit::require_root!();
+    let root = std::path::Path::new("/sys/fs/cgroup");
+    if root.join("cgroup.controllers").exists() {
+        eprintln!("skipping: a sandbox app's own limits need cgroup v1");
+        return;
+    }
+    let world = World::new(support::RKT);
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let uuid = sandbox(&world, &["--net=none"]);
+    app(
+        &world,
+        "add",
+        &uuid,
+        &[
+            "--name=lim",
+            "--memory=32M",
+            "--",
+            "sh",
+            "-c",
+            "cat /proc/self/cgroup; sleep 600",
+        ],
+    )
+    .assert_success();
+    app(&world, "start", &uuid, &["--app=lim"]).assert_success();
+    let memory = wait_for("the app's cgroups in its log", PATIENCE, || {
+        let logs = world.rkt(&["logs", &uuid, "--app=lim"]).run().stdout();
+        logs.lines()
+            .find_map(|l| l.split_once(":memory:").map(|(_, p)| p.to_string()))
+    });
+    assert!(memory.ends_with(&format!("{uuid}/app-lim")), "{memory}");
+    let dir = root.join("memory").join(memory.trim_start_matches('/'));
+    let limit = fs::read_to_string(dir.join("memory.limit_in_bytes")).unwrap();
+    assert_eq!(limit.trim(), "33554432");
+    app(&world, "rm", &uuid, &["--app=lim"]).assert_success();
+    assert!(!dir.exists(), "the app's cgroup goes with it");
+    assert!(dir.parent().unwrap().is_dir(), "the pod's stays");
     world.rkt(&["stop", &uuid]).run().assert_success();
     wait_for("the sandbox to exit", PATIENCE, || {
         (world.status_json(&uuid)["state"] == "exited").then_some(())

@@ -299,6 +299,24 @@ impl PodCgroup {
         }
     }
 
+    /// A cgroup `leaf` below this one in each of its hierarchies (a sandbox app's own,
+    /// for its own limits).
+    pub fn child(&self, leaf: &str) -> PodCgroup {
+        PodCgroup {
+            paths: self
+                .paths
+                .iter()
+                .map(|(key, path)| (key.clone(), join_path(path, leaf)))
+                .collect(),
+            legacy: false,
+        }
+    }
+
+    /// Whether this is a cgroup v2 place (a unified hierarchy only).
+    pub fn is_unified(&self) -> bool {
+        self.paths.keys().all(|k| k == UNIFIED)
+    }
+
     /// The pod's cgroup in hierarchy `key` below that hierarchy's mount `root`.
     fn dir(&self, key: &str, root: &Path) -> Option<PathBuf> {
         self.paths.get(key).map(|p| below(root, p))
@@ -435,6 +453,15 @@ fn mkdir(path: &Path) -> Result<(), IsolationError> {
 /// nothing on the host; while another pod has one, the kernel refuses (not empty, or busy)
 /// and it stays.
 fn remove_pod_dir(dir: &Path) -> Result<(), IsolationError> {
+    // A sandbox app's own cgroups (`app-<name>`) go first: a cgroup with children stays.
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if name.to_string_lossy().starts_with("app-") && entry.path().is_dir() {
+                rmdir(&entry.path())?;
+            }
+        }
+    }
     rmdir(dir)?;
     remove_shared_parent(dir);
     Ok(())
