@@ -139,15 +139,37 @@ fn short_path(dir: &Path, name: &str) -> io::Result<(OwnedFd, PathBuf)> {
     Ok((fd, path))
 }
 
-/// Listens for clients of app `name` in `dir` (an old socket there is replaced).
-pub fn listen(dir: &Path, name: &str) -> io::Result<UnixListener> {
+/// Which socket file: its inode and change time (an inode number alone is reused at once).
+pub type SocketId = (u64, i64, i64);
+
+fn socket_id(path: &Path) -> io::Result<SocketId> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(path)?;
+    Ok((m.ino(), m.ctime(), m.ctime_nsec()))
+}
+
+/// Listens for clients of app `name` in `dir` (an old socket there is replaced); returns
+/// the listener and the socket file's identity, for [`unlisten`].
+pub fn listen(dir: &Path, name: &str) -> io::Result<(UnixListener, SocketId)> {
     std::fs::create_dir_all(dir)?;
     let (_dir, path) = short_path(dir, name)?;
     match std::fs::remove_file(&path) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
         _ => {}
     }
-    UnixListener::bind(&path)
+    let listener = UnixListener::bind(&path)?;
+    Ok((listener, socket_id(&path)?))
+}
+
+/// Removes app `name`'s socket in `dir` if it is still the one `id` names (a monitor
+/// started later for the same name has its own there).
+pub fn unlisten(dir: &Path, name: &str, id: SocketId) {
+    let Ok((_dir, path)) = short_path(dir, name) else {
+        return;
+    };
+    if socket_id(&path).is_ok_and(|now| now == id) {
+        let _ = std::fs::remove_file(&path);
+    }
 }
 
 /// Connects to app `name`'s monitor in `dir`.
@@ -299,10 +321,15 @@ mod tests {
     fn a_long_directory_is_reached_through_a_short_path() {
         let dir = tempfile::tempdir().unwrap();
         let long = dir.path().join("d".repeat(90)).join("e".repeat(40));
-        let listener = listen(&long, "app").unwrap();
+        let (listener, id) = listen(&long, "app").unwrap();
         let accepted = std::thread::spawn(move || listener.accept().map(|_| ()));
         connect(&long, "app").unwrap();
         accepted.join().unwrap().unwrap();
+        assert!(long.join("app.sock").exists());
+        // A later listener's socket is not removed by the earlier one.
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let (_later, _) = listen(&long, "app").unwrap();
+        unlisten(&long, "app", id);
         assert!(long.join("app.sock").exists());
     }
 }

@@ -182,13 +182,21 @@ impl AppStreamArgs {
                 );
             }
         }
+        if modes[0].1 != "null" && modes[1].1 == "null" && modes[2].1 == "null" {
+            bail!(
+                "--stdin={}: a monitored stdin needs --stdout or --stderr too (the app's \
+                 output ending is what ends its monitor)",
+                self.stdin
+            );
+        }
         let tty = modes.iter().any(|(_, m, _)| *m == "tty");
         if let Some((flag, mode, _)) = modes
             .iter()
             .find(|(_, m, _)| tty && !matches!(*m, "tty" | "null"))
         {
             bail!(
-                "--{flag}={mode} with a tty: the app's terminal is one stream for all that use                  it (give them `tty`; its output is kept in the log too)"
+                "--{flag}={mode} with a tty: the app's terminal is one stream for all that use \
+                 it (give them `tty`; its output is kept in the log too)"
             );
         }
         let [stdin, stdout, stderr] = modes.map(|(_, m, _)| m);
@@ -508,7 +516,14 @@ fn app_rows(status: &PodStatus) -> Vec<AppRow> {
         .map(|(index, app)| {
             let record = status.record.apps.get(index);
             let (state, created, started, finished, pid) = match (sandbox, record) {
-                (true, Some(r)) => (AppState::of(r), r.created, r.started, r.finished, r.pid),
+                (true, Some(r)) => {
+                    let state = match status.app_state(index) {
+                        "running" => AppState::Running,
+                        "exited" => AppState::Exited,
+                        _ => AppState::Created,
+                    };
+                    (state, r.created, r.started, r.finished, r.pid)
+                }
                 _ => {
                     let state = match status.app_state(index) {
                         "running" => AppState::Running,

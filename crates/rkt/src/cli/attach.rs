@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use nix::sys::termios::{self, SetArg};
 
 use rkt::attach::{attach_dir, connect, Endpoints, Frame};
 use rkt::pod::PodStatus;
@@ -117,7 +116,7 @@ fn relay(conn: std::os::unix::net::UnixStream, want: Endpoints) -> anyhow::Resul
         bail!("the app's stdin is a terminal: attach from one, or with --mode=stdout");
     }
     let raw = (want.tty && terminal)
-        .then(|| RawTerminal::enter(stdin_fd))
+        .then(|| rkt::stage::stdio::RawMode::enter(stdin_fd))
         .flatten();
     let mut reader = conn.try_clone().context("cannot use the attach socket")?;
     let writer = Arc::new(std::sync::Mutex::new(conn));
@@ -210,10 +209,7 @@ fn follow_size(
 ) {
     let mut sent = None;
     while !done.load(Ordering::SeqCst) {
-        // SAFETY: winsize is plain integers; TIOCGWINSZ writes one into the pointer given.
-        let mut size: libc::winsize = unsafe { std::mem::zeroed() };
-        // SAFETY: as above.
-        if unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut size) } == 0 {
+        if let Some(size) = rkt::stage::stdio::window_size(fd) {
             let now = (size.ws_row, size.ws_col);
             if sent != Some(now) {
                 let frame = Frame::Resize {
@@ -228,31 +224,5 @@ fn follow_size(
             }
         }
         std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-/// rkt's terminal in raw mode (keys go to the app's terminal as typed) until dropped.
-struct RawTerminal {
-    fd: i32,
-    saved: termios::Termios,
-}
-
-impl RawTerminal {
-    fn enter(fd: i32) -> Option<RawTerminal> {
-        // SAFETY: fd 0 stays open for the process's life; only borrowed here.
-        let term = unsafe { BorrowedFd::borrow_raw(fd) };
-        let saved = termios::tcgetattr(term).ok()?;
-        let mut raw = saved.clone();
-        termios::cfmakeraw(&mut raw);
-        termios::tcsetattr(term, SetArg::TCSADRAIN, &raw).ok()?;
-        Some(RawTerminal { fd, saved })
-    }
-}
-
-impl Drop for RawTerminal {
-    fn drop(&mut self) {
-        // SAFETY: as in `enter`.
-        let term = unsafe { BorrowedFd::borrow_raw(self.fd) };
-        let _ = termios::tcsetattr(term, SetArg::TCSADRAIN, &self.saved);
     }
 }

@@ -180,15 +180,10 @@ impl Records {
         out.push(b'\n');
     }
 
-    /// The split size.
-    pub fn split(&self) -> usize {
-        self.split
-    }
-
     /// The records `data`, read at `time`, completes, appended to `out`.
     pub fn push(&mut self, data: &[u8], time: &str, out: &mut Vec<u8>) {
         let mut rest = data;
-        while let Some(end) = rest.iter().position(|b| *b == b'\n') {
+        while let Some(end) = memchr::memchr(b'\n', rest) {
             let (line, after) = (&rest[..end], &rest[end + 1..]);
             if self.pending.is_empty() {
                 self.full_line(line, time, out);
@@ -260,6 +255,95 @@ pub fn copy(mut from: impl Read, stream: LogStream, log: &LogFile) -> Result<u64
         let time = timestamp(SystemTime::now());
         out.clear();
         records.push(&buf[..n], &time, &mut out);
+        if let Err(e) = log.append(&out) {
+            failed = Some(e);
+        }
+    }
+    if failed.is_none() {
+        out.clear();
+        records.finish(&timestamp(SystemTime::now()), &mut out);
+        log.append(&out)?;
+    }
+    failed.map_or(Ok(total), Err)
+}
+
+/// How long a pipe's reader waits for more after a short read before it writes what it
+/// has: an app writing fast in small pieces (4 KiB at a time) then costs one wake-up,
+/// read, timestamp and write per 64 KiB instead of per piece; one writing a line now and
+/// then has it in its log a millisecond later.
+const GATHER: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// The size a log's pipe is given, so that the app does not block while its reader
+/// gathers (`F_SETPIPE_SZ`; the kernel's default is 64 KiB).
+const PIPE_SIZE: i32 = 1 << 20;
+
+/// Reads a pipe in batches: blocks for the first bytes, then takes whatever else arrives
+/// within [`GATHER`], until the buffer is full.
+#[derive(Debug)]
+pub struct Batches {
+    from: std::fs::File,
+    ended: bool,
+}
+
+impl Batches {
+    /// Batches of the pipe `from`, made larger ([`PIPE_SIZE`]) where the kernel allows.
+    pub fn new(from: std::fs::File) -> Batches {
+        use std::os::fd::AsRawFd;
+        // SAFETY: F_SETPIPE_SZ takes an integer; failure (not a pipe, over the limit) is
+        // harmless.
+        unsafe { libc::fcntl(from.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_SIZE) };
+        Batches { from, ended: false }
+    }
+
+    /// The next batch into `buf`; 0 at the end of the stream. A read error ends it too.
+    pub fn next(&mut self, buf: &mut [u8]) -> usize {
+        use std::os::fd::AsFd;
+        let mut filled = 0;
+        while !self.ended && filled < buf.len() {
+            if filled > 0 {
+                let mut fds = [nix::poll::PollFd::new(
+                    self.from.as_fd(),
+                    nix::poll::PollFlags::POLLIN,
+                )];
+                let wait = nix::poll::PollTimeout::try_from(GATHER)
+                    .unwrap_or(nix::poll::PollTimeout::ZERO);
+                match nix::poll::poll(&mut fds, wait) {
+                    Ok(0) => break,
+                    Err(nix::errno::Errno::EINTR) => continue,
+                    Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
+            match self.from.read(&mut buf[filled..]) {
+                Ok(0) => self.ended = true,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                // EIO: a terminal whose other side is closed; any error ends the stream.
+                Err(_) => self.ended = true,
+            }
+        }
+        filled
+    }
+}
+
+/// [`copy`] for a pipe (or a terminal): read in [`Batches`].
+pub fn copy_pipe(from: std::fs::File, stream: LogStream, log: &LogFile) -> Result<u64, LogError> {
+    let mut batches = Batches::new(from);
+    let mut records = Records::new(stream, log.config.split);
+    let mut buf = vec![0; READ_SIZE];
+    let mut out = Vec::with_capacity(READ_SIZE + 4096);
+    let (mut total, mut failed) = (0, None);
+    loop {
+        let n = batches.next(&mut buf);
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+        if failed.is_some() {
+            continue;
+        }
+        out.clear();
+        records.push(&buf[..n], &timestamp(SystemTime::now()), &mut out);
         if let Err(e) = log.append(&out) {
             failed = Some(e);
         }

@@ -42,6 +42,8 @@ pub enum AppError {
         name: String,
         apps: Vec<String>,
     },
+    #[error("pod {uuid}: {name:?} cannot be an app's name (it names the app's directory, log and socket): choose another --name")]
+    BadName { uuid: String, name: String },
     #[error("pod {uuid} already has an app {name}: remove it first (`rkt app rm`) or choose another --name")]
     NameTaken { uuid: String, name: String },
     #[error("pod {uuid}, app {name}: --mount names volume {volume}, which the pod does not have (its volumes are given to `rkt app sandbox --volume`)")]
@@ -101,6 +103,8 @@ impl AppState {
         match (app.started, app.exit_status, app.pid) {
             (None, None, None) => AppState::Created,
             (_, Some(_), _) => AppState::Exited,
+            // Ended with the pod, its exit never reported.
+            (_, None, None) if app.finished.is_some() => AppState::Exited,
             _ => AppState::Running,
         }
     }
@@ -134,6 +138,20 @@ fn running_sandbox(pod: &Pod) -> Result<(PodManifest, PodState, i32), AppError> 
     }
 }
 
+/// The position of app `name`'s record in `state` (records are found by name: the
+/// manifest's and the state's lists need not line up after a change failed half way).
+fn record_of(pod: &Pod, state: &PodState, name: &str) -> Result<usize, AppError> {
+    state
+        .apps
+        .iter()
+        .position(|a| a.name == name)
+        .ok_or_else(|| AppError::NoSuchApp {
+            uuid: pod.uuid.clone(),
+            name: name.to_string(),
+            apps: state.apps.iter().map(|a| a.name.clone()).collect(),
+        })
+}
+
 fn index_of(pod: &Pod, manifest: &PodManifest, name: &str) -> Result<usize, AppError> {
     manifest
         .apps
@@ -152,6 +170,10 @@ pub fn add(pod: &Pod, app: App, off: isolation::Disabled) -> Result<(), AppError
     let _lock = AppsLock::lock(&pod.dir)?;
     let (mut manifest, mut state, _) = running_sandbox(pod)?;
     let (uuid, name) = (pod.uuid.clone(), app.name.clone());
+    // The name is a directory's (`apps/<name>`), a log's and a socket's.
+    if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
+        return Err(AppError::BadName { uuid, name });
+    }
     if manifest.apps.iter().any(|a| a.name == app.name) {
         return Err(AppError::NameTaken { uuid, name });
     }
@@ -174,6 +196,10 @@ pub fn add(pod: &Pod, app: App, off: isolation::Disabled) -> Result<(), AppError
         name: name.clone(),
         source,
     })?;
+    // A record whose app the manifest does not name (a change that failed half way) goes.
+    state
+        .apps
+        .retain(|r| manifest.apps.iter().any(|a| a.name == r.name));
     manifest.apps.push(app);
     state.apps.push(AppRecord {
         name,
@@ -198,7 +224,8 @@ pub fn start(pod: &Pod, name: &str, exe: &Path) -> Result<i32, AppError> {
     let lock = AppsLock::lock(&pod.dir)?;
     let (manifest, state, init_pid) = running_sandbox(pod)?;
     let index = index_of(pod, &manifest, name)?;
-    let record = &state.apps[index];
+    let at = record_of(pod, &state, name)?;
+    let record = &state.apps[at];
     if let (AppState::Running, Some(pid)) = (AppState::of(record), record.pid) {
         return Ok(pid);
     }
@@ -233,9 +260,9 @@ pub fn start(pod: &Pod, name: &str, exe: &Path) -> Result<i32, AppError> {
         None
     };
     // Recorded before the helper starts: it joins the cgroup the record names.
-    if state.apps[index].cgroup != app_cgroup {
+    if state.apps[at].cgroup != app_cgroup {
         let mut state = state.clone();
-        state.apps[index].cgroup = app_cgroup;
+        state.apps[at].cgroup = app_cgroup;
         state.store(&pod.dir)?;
     }
     let log = app.log.unwrap_or_default();
@@ -257,13 +284,14 @@ pub fn start(pod: &Pod, name: &str, exe: &Path) -> Result<i32, AppError> {
         },
     };
     let attach_dir = crate::attach::attach_dir(&pod.dir);
-    let pipes = start_copier(exe, &log_path(&pod.dir, name), (&attach_dir, name), monitor)
-        .map_err(start_err)?;
+    let log = log_path(&pod.dir, name);
+    let pipes =
+        start_copier(exe, (&pod.dir, &log), (&attach_dir, name), monitor).map_err(start_err)?;
     let app_dir = app_dir(&pod.dir, name);
     let spec = AppStart {
         exe,
         pod_dir: &pod.dir,
-        index,
+        name,
         app_dir: &app_dir,
         init_pid,
         log_fds: [
@@ -276,7 +304,11 @@ pub fn start(pod: &Pod, name: &str, exe: &Path) -> Result<i32, AppError> {
     let copier = pipes.copier;
     let started = start_app(&spec, |pid| {
         let mut state = PodState::load(&dir).map_err(|e| crate::error::chain(&e))?;
-        let app = &mut state.apps[index];
+        let app = state
+            .apps
+            .iter_mut()
+            .find(|a| a.name == name)
+            .ok_or_else(|| format!("app {name}'s record is gone"))?;
         app.pid = Some(pid);
         app.started = Some(Timestamp::now());
         app.exit_status = None;
@@ -290,8 +322,8 @@ pub fn start(pod: &Pod, name: &str, exe: &Path) -> Result<i32, AppError> {
 }
 
 /// The host PID of app `index` of the sandbox whose init is `init_pid`, while it runs.
-fn host_pid(state: &PodState, index: usize, init_pid: i32) -> Option<i32> {
-    let app = state.apps.get(index)?;
+fn host_pid(state: &PodState, name: &str, init_pid: i32) -> Option<i32> {
+    let app = state.apps.iter().find(|a| a.name == name)?;
     match AppState::of(app) {
         AppState::Running => crate::stage::enter::app_host_pid(init_pid, app.pid?),
         _ => None,
@@ -305,8 +337,8 @@ pub fn stop(pod: &Pod, name: &str, timeout: Duration) -> Result<(), AppError> {
         let _lock = AppsLock::lock(&pod.dir)?;
         running_sandbox(pod)?
     };
-    let index = index_of(pod, &manifest, name)?;
-    let Some(pid) = host_pid(&state, index, init_pid) else {
+    index_of(pod, &manifest, name)?;
+    let Some(pid) = host_pid(&state, name, init_pid) else {
         return Ok(());
     };
     // The app leads a session and process group of its own: what it started in it is
@@ -319,12 +351,16 @@ pub fn stop(pod: &Pod, name: &str, timeout: Duration) -> Result<(), AppError> {
         }
     };
     signal(Signal::SIGTERM);
-    if wait_exited(pod, index, pid, timeout)? {
+    if wait_exited(pod, name, pid, timeout)? {
         return Ok(());
     }
-    signal(Signal::SIGKILL);
+    // Still the app's (its number not reused since): then SIGKILL.
+    let now = pod.state().ok().and_then(|s| host_pid(&s, name, init_pid));
+    if now == Some(pid.as_raw()) {
+        signal(Signal::SIGKILL);
+    }
     let grace = Duration::from_secs(10);
-    if wait_exited(pod, index, pid, grace)? {
+    if wait_exited(pod, name, pid, grace)? {
         return Ok(());
     }
     Err(AppError::Unkillable {
@@ -334,15 +370,16 @@ pub fn stop(pod: &Pod, name: &str, timeout: Duration) -> Result<(), AppError> {
     })
 }
 
-/// Waits up to `limit` for app `index`'s exit to be recorded (by the runner, from the
+/// Waits up to `limit` for app `name`'s exit to be recorded (by the runner, from the
 /// init's report) or, should the pod have ended meanwhile, for its process to be gone.
-fn wait_exited(pod: &Pod, index: usize, pid: Pid, limit: Duration) -> Result<bool, AppError> {
+fn wait_exited(pod: &Pod, name: &str, pid: Pid, limit: Duration) -> Result<bool, AppError> {
     let deadline = Instant::now() + limit;
     loop {
         let state = pod.state()?;
         let recorded = state
             .apps
-            .get(index)
+            .iter()
+            .find(|a| a.name == name)
             .is_none_or(|a| AppState::of(a) != AppState::Running);
         if recorded || (state.state != State::Running && kill(pid, None).is_err()) {
             return Ok(true);
@@ -358,12 +395,12 @@ fn wait_exited(pod: &Pod, index: usize, pid: Pid, limit: Duration) -> Result<boo
 /// filesystem and removes it from the pod's records; its log stays until the pod is removed.
 pub fn remove(pod: &Pod, name: &str, timeout: Duration) -> Result<(), AppError> {
     stop(pod, name, timeout)?;
-    let _lock = AppsLock::lock(&pod.dir)?;
+    let lock = AppsLock::lock(&pod.dir)?;
     let (mut manifest, mut state, init_pid) = running_sandbox(pod)?;
     let index = index_of(pod, &manifest, name)?;
-    if host_pid(&state, index, init_pid).is_some() {
+    if host_pid(&state, name, init_pid).is_some() {
         // Started again meanwhile: stop it once more, under the lock no start can pass.
-        drop(_lock);
+        drop(lock);
         return remove(pod, name, timeout);
     }
     let dir = app_dir(&pod.dir, name);
@@ -372,26 +409,36 @@ pub fn remove(pod: &Pod, name: &str, timeout: Duration) -> Result<(), AppError> 
         name: name.to_string(),
         source: Box::new(source),
     };
-    unmount_in_pod(init_pid, &crate::image_pod::rootfs_dir(&dir)).map_err(release)?;
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(|source| {
-            release(StageError::Io {
+    // Every step is tried; the records go only when all of them worked, so that `rm` can
+    // be tried again.
+    let mut failed = Vec::new();
+    if let Err(e) = unmount_in_pod(init_pid, &crate::image_pod::rootfs_dir(&dir)) {
+        failed.push(release(e));
+    }
+    if failed.is_empty() && dir.exists() {
+        if let Err(source) = std::fs::remove_dir_all(&dir) {
+            failed.push(release(StageError::Io {
                 what: "remove",
                 path: dir.clone(),
                 source,
-            })
-        })?;
+            }));
+        }
     }
-    if let Some(cgroup) = state.apps.get(index).and_then(|a| a.cgroup.clone()) {
-        isolation::cgroups::detect()
-            .remove(&cgroup)
-            .map_err(|e| release(StageError::Isolation(e)))?;
+    let record = state.apps.iter().position(|a| a.name == name);
+    if let Some(cgroup) = record.and_then(|at| state.apps[at].cgroup.clone()) {
+        if let Err(e) = isolation::cgroups::detect().remove(&cgroup) {
+            failed.push(release(StageError::Isolation(e)));
+        }
+    }
+    if let Some(first) = failed.into_iter().next() {
+        return Err(first);
     }
     manifest.apps.remove(index);
-    if index < state.apps.len() {
-        state.apps.remove(index);
+    if let Some(at) = record {
+        state.apps.remove(at);
     }
-    // The manifest first: an app in the state but not the manifest is ignored.
+    // The manifest first: an app in the state but not the manifest is ignored (and the
+    // next `add` drops its record).
     write_atomic_manifest(&pod.dir, &manifest)?;
     state.store(&pod.dir)?;
     Ok(())
@@ -402,9 +449,13 @@ pub fn remove(pod: &Pod, name: &str, timeout: Duration) -> Result<(), AppError> 
 /// renamed file; none is split or lost.
 pub fn reopen_log(pod: &Pod, name: &str) -> Result<(), AppError> {
     let manifest = pod.manifest()?;
-    let index = index_of(pod, &manifest, name)?;
+    index_of(pod, &manifest, name)?;
     let state = pod.state()?;
-    let copier = state.apps.get(index).and_then(|a| a.log_copier);
+    let copier = state
+        .apps
+        .iter()
+        .find(|a| a.name == name)
+        .and_then(|a| a.log_copier);
     let path = log_path(&pod.dir, name);
     match copier {
         Some(pid) if crate::stage::app_logs::reopen(pid, &path) => Ok(()),

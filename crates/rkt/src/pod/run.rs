@@ -339,14 +339,25 @@ fn place_cgroup(
     prepared: Option<&isolation::cgroups::CgroupParent>,
 ) -> Result<isolation::cgroups::Placement, StartFailure> {
     let parent = opts.cgroup_parent.as_ref().or(prepared);
-    // A sandbox's cgroup is in every hierarchy its apps' own limits may need.
-    let limits = match settled.sandbox {
-        true => isolation::cgroups::Limits {
-            memory: settled.pod.limits.memory.or(Some(u64::MAX)),
-            cpu_millis: settled.pod.limits.cpu_millis.or(Some(1000)),
-            ..settled.pod.limits
-        },
-        false => settled.pod.limits,
+    // A sandbox's cgroup is in every v1 hierarchy its apps' own limits may need (that the
+    // host has: apps' own limits are v1's only, see `pod::apps`). Only the hierarchies are
+    // chosen here; the limits written are the pod's own.
+    let v1 = |controller: &str| {
+        let root = Path::new("/sys/fs/cgroup");
+        !root.join("cgroup.controllers").exists() && root.join(controller).join("tasks").exists()
+    };
+    let limits = isolation::cgroups::Limits {
+        memory: settled
+            .pod
+            .limits
+            .memory
+            .or((settled.sandbox && v1("memory")).then_some(u64::MAX)),
+        cpu_millis: settled
+            .pod
+            .limits
+            .cpu_millis
+            .or((settled.sandbox && v1("cpu")).then_some(1000)),
+        ..settled.pod.limits
     };
     isolation::cgroups::detect()
         .place(parent, &limits)
@@ -582,6 +593,14 @@ fn store_keeping_apps(state: &PodState, dir: &Path) -> Result<(), PodError> {
     let mut state = state.clone();
     if let Ok(on_disk) = PodState::load(dir) {
         state.apps = on_disk.apps;
+    }
+    // The pod's init is gone: an app still recorded running ended with it, unreported.
+    if state.pid.is_none() {
+        for app in &mut state.apps {
+            if app.pid.take().is_some() && app.exit_status.is_none() {
+                app.finished = Some(Timestamp::now());
+            }
+        }
     }
     state.store(dir)
 }

@@ -18,7 +18,7 @@ use nix::unistd::pipe2;
 
 use super::init::AppLogFds;
 use super::StageError;
-use crate::logs::writer::{copy, LogFile};
+use crate::logs::writer::{copy_pipe, LogFile};
 use crate::logs::{LogConfig, LogStream};
 
 /// Which of the apps' output streams go to their logs, and how the logs rotate.
@@ -127,7 +127,7 @@ impl AppLogs {
             .filter_map(|(read, stream, log)| {
                 std::thread::Builder::new()
                     .name(format!("log-{stream}"))
-                    .spawn(move || copy(File::from(read), stream, &log))
+                    .spawn(move || copy_pipe(File::from(read), stream, &log))
                     .ok()
             })
             .collect();
@@ -208,7 +208,7 @@ fn inheritable(fd: &OwnedFd, path: &Path) -> Result<OwnedFd, StageError> {
 /// app `name` in `attach_dir`. Nothing when no stream is monitored.
 pub fn start_copier(
     exe: &Path,
-    path: &Path,
+    (pod_dir, path): (&Path, &Path),
     (attach_dir, name): (&Path, &str),
     spec: MonitorSpec,
 ) -> Result<AppLogPipes, StageError> {
@@ -292,6 +292,8 @@ pub fn start_copier(
         .args(["--stderr-fd", &fd(&monitor[2])])
         .arg("--attach-dir")
         .arg(attach_dir)
+        .arg("--pod-dir")
+        .arg(pod_dir)
         .args(["--name", name])
         .args(["--attach-stdin", flag(attach.stdin)])
         .args(["--attach-stdout", flag(attach.stdout)])
@@ -365,6 +367,16 @@ pub fn logger_main_from_args(args: impl IntoIterator<Item = std::ffi::OsString>)
         .collect();
     super::stdio::close_inherited(&keep);
     let _ = nix::unistd::setsid();
+    // Counted with the pod, and stopped with it: in the pod's cgroup, joined while this
+    // process is still single-threaded.
+    if let Some(pod_dir) = values.get("--pod-dir").map(PathBuf::from) {
+        let uuid = pod_dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+        if let (Ok(state), Some(uuid)) = (crate::podstore::PodState::load(&pod_dir), uuid) {
+            let _ = crate::isolation::cgroups::detect().join(&state.pod_cgroup(&uuid));
+        }
+    }
     // SIGHUP: reopen the log. Blocked here, before any thread starts (they inherit the
     // mask), and taken by a thread of its own.
     let mut hangup = nix::sys::signal::SigSet::empty();
@@ -402,8 +414,10 @@ pub fn logger_main_from_args(args: impl IntoIterator<Item = std::ffi::OsString>)
     let (stdin, stdout, stderr) = (own(stdin_fd), own(stdout_fd), own(stderr_fd));
     let hub = Arc::new(crate::attach::Hub::default());
     let attachable = endpoints.stdin || endpoints.stdout || endpoints.stderr;
+    let mut socket = None;
     if attachable {
-        if let Ok(listener) = crate::attach::listen(&attach_dir, &name) {
+        if let Ok((listener, inode)) = crate::attach::listen(&attach_dir, &name) {
+            socket = Some(inode);
             let master = stdout
                 .as_ref()
                 .map(AsRawFd::as_raw_fd)
@@ -442,8 +456,8 @@ pub fn logger_main_from_args(args: impl IntoIterator<Item = std::ffi::OsString>)
     .collect();
     let failed = outputs.into_iter().any(|t| !matches!(t.join(), Ok(true)));
     hub.close_all();
-    if attachable {
-        let _ = std::fs::remove_file(attach_dir.join(format!("{name}.sock")));
+    if let Some(inode) = socket {
+        crate::attach::unlisten(&attach_dir, &name, inode);
     }
     i32::from(failed)
 }
@@ -453,26 +467,24 @@ pub fn logger_main_from_args(args: impl IntoIterator<Item = std::ffi::OsString>)
 /// when the log could not be written (the stream is still drained, so the app never
 /// blocks).
 fn monitor_output(
-    mut from: File,
+    from: File,
     stream: LogStream,
     log: Option<&LogFile>,
     hub: &crate::attach::Hub,
 ) -> bool {
-    use std::io::Read;
     let mut records = crate::logs::writer::Records::new(
         stream,
         log.map_or(LogConfig::default().split, |l| l.config().split),
     );
+    let mut batches = crate::logs::writer::Batches::new(from);
     let mut buf = vec![0; crate::logs::writer::READ_SIZE];
     let mut out = Vec::new();
     let mut ok = true;
     loop {
-        let n = match from.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
-        };
+        let n = batches.next(&mut buf);
+        if n == 0 {
+            break;
+        }
         let data = &buf[..n];
         hub.broadcast(&match stream {
             LogStream::Stdout => crate::attach::Frame::Stdout(data.to_vec()),

@@ -35,7 +35,7 @@ use super::{exit_status_code, signals, StageError};
 use crate::isolation::Isolation;
 
 /// Namespaces joined, in this order (mount last: it changes the root).
-const NAMESPACES: [(&str, CloneFlags); 5] = [
+pub(super) const NAMESPACES: [(&str, CloneFlags); 5] = [
     ("ipc", CloneFlags::CLONE_NEWIPC),
     ("uts", CloneFlags::CLONE_NEWUTS),
     ("net", CloneFlags::CLONE_NEWNET),

@@ -126,13 +126,13 @@ pub(super) fn init(exits: Option<File>, status: &mut Option<File>) -> Result<i32
 /// The hidden command `rkt app start` runs its helper with.
 pub const START_COMMAND: &str = "stage1-app";
 
-/// What to start: app `index` of the sandbox in `pod_dir`, whose init is `init_pid`.
+/// What to start: app `name` of the sandbox in `pod_dir`, whose init is `init_pid`.
 #[derive(Debug, Clone)]
 pub struct AppStart<'a> {
     /// The `rkt` binary (normally `/proc/self/exe`), executed from a sealed copy.
     pub exe: &'a Path,
     pub pod_dir: &'a Path,
-    pub index: usize,
+    pub name: &'a str,
     /// Where the app's root filesystem is, for an image app ([`crate::image_pod::app_dir`]).
     pub app_dir: &'a Path,
     /// The host PID of the pod's init.
@@ -182,7 +182,7 @@ pub fn start_app(
         .arg(spec.pod_dir)
         .arg("--app-dir")
         .arg(spec.app_dir)
-        .args(["--index", &spec.index.to_string()])
+        .args(["--app", spec.name])
         .args(["--init-pid", &spec.init_pid.to_string()])
         .args(["--status-fd", &status_fd.as_raw_fd().to_string()])
         .args(["--go-fd", &go_fd.as_raw_fd().to_string()])
@@ -234,7 +234,7 @@ pub fn start_app(
 struct HelperArgs {
     pod_dir: PathBuf,
     app_dir: PathBuf,
-    index: usize,
+    name: String,
     init_pid: i32,
     status_fd: RawFd,
     go_fd: RawFd,
@@ -265,8 +265,7 @@ impl HelperArgs {
         Ok(HelperArgs {
             pod_dir: take("--pod-dir")?.into(),
             app_dir: take("--app-dir")?.into(),
-            index: usize::try_from(number("--index", take("--index")?)?)
-                .map_err(|_| "--index: negative".to_string())?,
+            name: take("--app")?.to_string_lossy().into_owned(),
             init_pid: number("--init-pid", take("--init-pid")?)? as i32,
             status_fd: fd(number("--status-fd", take("--status-fd")?)?)
                 .ok_or("--status-fd: not a descriptor")?,
@@ -334,13 +333,19 @@ fn helper(args: &HelperArgs, status: &mut File, go: &OwnedFd) -> Result<(), Stag
     })?;
     let record =
         PodState::load(&args.pod_dir).map_err(|e| StageError::Reported(crate::error::chain(&e)))?;
+    let gone = || StageError::Reported(format!("the pod has no app {}", args.name));
     let app = manifest
         .apps
-        .get(args.index)
+        .iter()
+        .find(|a| a.name == args.name)
         .cloned()
-        .ok_or_else(|| StageError::Reported(format!("the pod has no app {}", args.index)))?;
-    // The caller names the app in its own error.
-    let in_app = |err: StageError| err;
+        .ok_or_else(gone)?;
+    // Its record, by name (the two lists need not line up after a change failed).
+    let index = record
+        .apps
+        .iter()
+        .position(|a| a.name == args.name)
+        .ok_or_else(gone)?;
     let uuid = args
         .pod_dir
         .file_name()
@@ -349,7 +354,7 @@ fn helper(args: &HelperArgs, status: &mut File, go: &OwnedFd) -> Result<(), Stag
     // The app's own cgroup when it has limits of its own, else the pod's.
     let cgroup = record
         .apps
-        .get(args.index)
+        .get(index)
         .and_then(|a| a.cgroup.clone())
         .unwrap_or_else(|| record.pod_cgroup(&uuid));
     isolation::cgroups::detect()
@@ -357,7 +362,7 @@ fn helper(args: &HelperArgs, status: &mut File, go: &OwnedFd) -> Result<(), Stag
         .map_err(StageError::Isolation)?;
     join_namespaces(args.init_pid)?;
     let own_netns = record.netns.is_some();
-    let user_ns = record.app_isolation(args.index).user_ns;
+    let user_ns = record.app_isolation(index).user_ns;
     let join_user_ns = match user_ns {
         Some(_) if own_netns => {
             let net = File::open("/proc/self/ns/net").map_err(|source| StageError::Io {
@@ -372,11 +377,11 @@ fn helper(args: &HelperArgs, status: &mut File, go: &OwnedFd) -> Result<(), Stag
             })?
         }
         Some(_) => {
-            return Err(in_app(StageError::Reported(
+            return Err(StageError::Reported(
                 "--private-users with --net=host: a sandbox's apps cannot be started in a \
                  user namespace of their own yet"
                     .into(),
-            )))
+            ))
         }
         None => None,
     };
@@ -391,10 +396,9 @@ fn helper(args: &HelperArgs, status: &mut File, go: &OwnedFd) -> Result<(), Stag
             size: m.size,
         });
         crate::image_pod::rootfs::build(&args.app_dir, image, shift)
-            .map_err(|e| in_app(StageError::Reported(crate::error::chain(&e))))?;
+            .map_err(|e| StageError::Reported(crate::error::chain(&e)))?;
     }
-    let mut prepared =
-        prepare_app(app, &args.app_dir, &record, args.index, (0, args.log_fds)).map_err(in_app)?;
+    let mut prepared = prepare_app(app, &args.app_dir, &record, index, (0, args.log_fds))?;
     let (ready_read, ready_write) = pipe2(OFlag::O_CLOEXEC).map_err(|source| StageError::Sys {
         what: "make the ready pipe of",
         path: args.pod_dir.clone(),
@@ -440,7 +444,7 @@ fn helper(args: &HelperArgs, status: &mut File, go: &OwnedFd) -> Result<(), Stag
                         ready_write,
                         &go_child,
                     );
-                    report(status, &in_app(err));
+                    report(status, &(err));
                     SETUP_FAILED
                 }
                 Ok(ForkResult::Parent { child }) => {
@@ -458,9 +462,9 @@ fn helper(args: &HelperArgs, status: &mut File, go: &OwnedFd) -> Result<(), Stag
     let mut pid_text = String::new();
     let _ = File::from(pid_read).read_to_string(&mut pid_text);
     let Ok(pod_pid) = pid_text.trim().parse::<i32>() else {
-        return Err(in_app(StageError::Reported(
+        return Err(StageError::Reported(
             "its process could not be forked in the pod".into(),
-        )));
+        ));
     };
     if !matches!(read_byte(&ready_read), Ok(1)) {
         // The app's process failed and said why on the status pipe.
@@ -525,14 +529,7 @@ fn app_process(
 /// Joins the IPC, UTS, network, PID (for children) and mount namespaces of the process
 /// `init_pid`; the mount namespace last, as it changes what paths mean.
 fn join_namespaces(init_pid: i32) -> Result<(), StageError> {
-    let namespaces = [
-        ("ipc", CloneFlags::CLONE_NEWIPC),
-        ("uts", CloneFlags::CLONE_NEWUTS),
-        ("net", CloneFlags::CLONE_NEWNET),
-        ("pid", CloneFlags::CLONE_NEWPID),
-        ("mnt", CloneFlags::CLONE_NEWNS),
-    ];
-    let files = namespaces
+    let files = super::enter::NAMESPACES
         .iter()
         .map(|(name, flag)| {
             let path = format!("/proc/{init_pid}/ns/{name}");
@@ -559,13 +556,18 @@ fn join_namespaces(init_pid: i32) -> Result<(), StageError> {
 /// is `init_pid` (its image's root filesystem, in the pod's mount namespace), from a child
 /// process that joins that namespace; nothing when nothing is mounted there.
 pub fn unmount_in_pod(init_pid: i32, rootfs: &Path) -> Result<(), StageError> {
+    use std::os::unix::ffi::OsStrExt;
     let ns = format!("/proc/{init_pid}/ns/mnt");
     let file = File::open(&ns).map_err(|source| StageError::Io {
         what: "open",
         path: ns.clone().into(),
         source,
     })?;
-    // SAFETY: the child only calls setns, umount2 and _exit.
+    let target = std::ffi::CString::new(rootfs.as_os_str().as_bytes())
+        .map_err(|_| StageError::Reported(format!("{} holds a NUL byte", rootfs.display())))?;
+    // SAFETY: the child makes only system calls (setns, umount2, _exit) on what was made
+    // before the fork: no allocation, no lock, so it is sound even from a multi-threaded
+    // caller.
     match unsafe { fork() } {
         Err(source) => Err(StageError::Sys {
             what: "fork to unmount",
@@ -573,12 +575,23 @@ pub fn unmount_in_pod(init_pid: i32, rootfs: &Path) -> Result<(), StageError> {
             source,
         }),
         Ok(ForkResult::Child) => {
-            let code = match setns(file.as_fd(), CloneFlags::CLONE_NEWNS) {
-                Ok(()) => match crate::image_pod::overlay::unmount_all(rootfs) {
-                    Ok(()) => 0,
-                    Err(_) => 2,
-                },
-                Err(_) => 1,
+            // SAFETY: plain system calls on a descriptor and a C string that stay valid.
+            let code = unsafe {
+                if libc::setns(file.as_raw_fd(), libc::CLONE_NEWNS) != 0 {
+                    1
+                } else {
+                    // Every mount stacked there, until none is left (EINVAL).
+                    loop {
+                        if libc::umount2(target.as_ptr(), libc::MNT_DETACH) != 0 {
+                            let errno = *libc::__errno_location();
+                            break if errno == libc::EINVAL || errno == libc::ENOENT {
+                                0
+                            } else {
+                                2
+                            };
+                        }
+                    }
+                }
             };
             // SAFETY: ends the child without the parent's exit handlers.
             unsafe { libc::_exit(code) }

@@ -350,13 +350,14 @@ impl Drop for Relay {
 
 /// A terminal in raw mode, put back as it was on drop.
 #[derive(Debug)]
-struct RawMode {
+pub struct RawMode {
     fd: RawFd,
     saved: Termios,
 }
 
 impl RawMode {
-    fn enter(fd: RawFd) -> Option<RawMode> {
+    /// Puts terminal `fd` in raw mode; `None` when it is no terminal.
+    pub fn enter(fd: RawFd) -> Option<RawMode> {
         // SAFETY: fd 0 stays open for the process's life; only borrowed here.
         let term = unsafe { BorrowedFd::borrow_raw(fd) };
         let saved = termios::tcgetattr(term).ok()?;
@@ -376,7 +377,7 @@ impl Drop for RawMode {
 }
 
 /// The window size of terminal `fd`, if it is one.
-fn window_size(fd: RawFd) -> Option<nix::pty::Winsize> {
+pub fn window_size(fd: RawFd) -> Option<nix::pty::Winsize> {
     // SAFETY: winsize is plain integers, for which all zeroes is a valid value.
     let mut size: libc::winsize = unsafe { std::mem::zeroed() };
     // SAFETY: TIOCGWINSZ writes a winsize into the pointer given.

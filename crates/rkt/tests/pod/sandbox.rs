@@ -331,6 +331,28 @@ fn bad_app_commands_are_refused_naming_what_is_wrong_and_change_nothing() {
         &["app", "start", "ffffffff", "--app=a"],
         "no pod matches",
     );
+    // Names that would be the pod's directory, or its apps'.
+    for name in ["..", "."] {
+        refused(
+            &world,
+            &["app", "add", &uuid, "--name", name, "--", "true"],
+            "cannot be an app's name",
+        );
+    }
+    refused(
+        &world,
+        &[
+            "app",
+            "add",
+            &uuid,
+            "--stdin=stream",
+            "--stdout=null",
+            "--stderr=null",
+            "--",
+            "cat",
+        ],
+        "a monitored stdin needs --stdout or --stderr",
+    );
     // A removed app cannot be started.
     app(&world, "add", &uuid, &["--name=gone", "--", "true"]).assert_success();
     app(&world, "rm", &uuid, &["--app=gone"]).assert_success();
