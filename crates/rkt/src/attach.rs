@@ -185,6 +185,8 @@ const CLIENT_QUEUE: usize = 1024;
 #[derive(Debug, Default)]
 pub struct Hub {
     clients: Mutex<Vec<SyncSender<Arc<Vec<u8>>>>>,
+    /// The threads writing to the clients, which [`Hub::close_all`] lets finish.
+    writers: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
 impl Hub {
@@ -202,12 +204,20 @@ impl Hub {
         });
     }
 
-    /// Ends every client's connection (the app's streams ended).
-    pub fn close_all(&self) {
+    /// Ends every client's connection once what was sent to it is written (the app's
+    /// streams ended); a client that does not read it within `patience` is left behind.
+    pub fn close_all(&self, patience: std::time::Duration) {
         self.clients
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clear();
+        let writers = std::mem::take(&mut *self.writers.lock().unwrap_or_else(|p| p.into_inner()));
+        let deadline = std::time::Instant::now() + patience;
+        for writer in writers {
+            while !writer.is_finished() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        }
     }
 
     /// Serves `listener` until it fails: each client gets `endpoints` as its hello, the
@@ -233,7 +243,7 @@ impl Hub {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .push(tx);
-            std::thread::spawn(move || {
+            let handle = std::thread::spawn(move || {
                 for bytes in rx {
                     if writer.write_all(&bytes).is_err() {
                         break;
@@ -242,6 +252,9 @@ impl Hub {
                 // Dropped by the hub (too slow, or the app ended): the client sees the end.
                 let _ = writer.shutdown(std::net::Shutdown::Both);
             });
+            let mut writers = self.writers.lock().unwrap_or_else(|p| p.into_inner());
+            writers.retain(|w| !w.is_finished());
+            writers.push(handle);
             let (input, resize) = (input.clone(), resize.clone());
             let mut reader = conn;
             std::thread::spawn(move || loop {

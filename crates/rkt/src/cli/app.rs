@@ -134,18 +134,19 @@ pub struct AddArgs {
 #[command(next_help_heading = "App streams")]
 pub struct AppStreamArgs {
     /// The app's stdin: `null` (/dev/null), `stream` (what clients of `rkt attach` type),
-    /// `tty` (a terminal of the app's, which `rkt attach` relays).
-    #[arg(long, value_name = "null|stream|tty", default_value = "null")]
-    pub stdin: String,
+    /// `tty` (a terminal of the app's, which `rkt attach` relays) [default: null].
+    #[arg(long, value_name = "null|stream|tty")]
+    pub stdin: Option<String>,
 
     /// The app's stdout: `null`, `log` (its log, `rkt logs`), `stream` (its log, and the
-    /// clients of `rkt attach`), `tty` (the app's terminal; kept in its log too).
-    #[arg(long, value_name = "null|log|stream|tty", default_value = "log")]
-    pub stdout: String,
+    /// clients of `rkt attach`), `tty` (the app's terminal; kept in its log too)
+    /// [default: log, or tty when another stream is].
+    #[arg(long, value_name = "null|log|stream|tty")]
+    pub stdout: Option<String>,
 
     /// The app's stderr: as --stdout.
-    #[arg(long, value_name = "null|log|stream|tty", default_value = "log")]
-    pub stderr: String,
+    #[arg(long, value_name = "null|log|stream|tty")]
+    pub stderr: Option<String>,
 
     /// The size at which the app's log rotates, in bytes or with a K, M or G suffix; 0:
     /// never.
@@ -161,16 +162,29 @@ impl AppStreamArgs {
     /// The app's log and attach settings; a mode a stream cannot have, or a terminal mixed
     /// with other modes, is refused naming the flag.
     fn log(&self) -> anyhow::Result<AppLog> {
+        // A terminal asked for on one stream is the default of the others.
+        let given = [&self.stdin, &self.stdout, &self.stderr];
+        let tty_given = given.iter().any(|m| m.as_deref() == Some("tty"));
+        let mode = |given: &Option<String>, default: &'static str| -> String {
+            given
+                .clone()
+                .unwrap_or_else(|| if tty_given { "tty" } else { default }.to_string())
+        };
+        let (stdin, stdout, stderr) = (
+            mode(&self.stdin, "null"),
+            mode(&self.stdout, "log"),
+            mode(&self.stderr, "log"),
+        );
         let modes = [
-            ("stdin", self.stdin.as_str(), &["null", "stream", "tty"][..]),
+            ("stdin", stdin.as_str(), &["null", "stream", "tty"][..]),
             (
                 "stdout",
-                self.stdout.as_str(),
+                stdout.as_str(),
                 &["null", "log", "stream", "tty"][..],
             ),
             (
                 "stderr",
-                self.stderr.as_str(),
+                stderr.as_str(),
                 &["null", "log", "stream", "tty"][..],
             ),
         ];
@@ -184,9 +198,8 @@ impl AppStreamArgs {
         }
         if modes[0].1 != "null" && modes[1].1 == "null" && modes[2].1 == "null" {
             bail!(
-                "--stdin={}: a monitored stdin needs --stdout or --stderr too (the app's \
-                 output ending is what ends its monitor)",
-                self.stdin
+                "--stdin={stdin}: a monitored stdin needs --stdout or --stderr too (the app's \
+                 output ending is what ends its monitor)"
             );
         }
         let tty = modes.iter().any(|(_, m, _)| *m == "tty");

@@ -51,10 +51,16 @@ pub fn run(global: &GlobalArgs, args: &AttachArgs) -> anyhow::Result<ExitCode> {
     let status = PodStatus::read(&pod)?;
     let index = app_index(&pod.uuid, &status.manifest, args.app.as_deref())?;
     let name = status.manifest.apps[index].name.clone();
-    let mut conn = connect(&attach_dir(&pod.dir), &name).map_err(|e| {
+    let mut conn = connect(&attach_dir(&pod.dir), &name).map_err(|_| {
+        let why = match status.manifest.sandbox {
+            Some(_) => {
+                "it is not running, its output has ended, or it was added without a \
+                        `stream` or `tty` stream"
+            }
+            None => "only a sandbox's apps can be attached to (`rkt app add --stdout=stream`)",
+        };
         anyhow::anyhow!(
-            "app {name} of pod {} cannot be attached to ({e}): it is not running, or was \
-             added without a `stream` or `tty` stream",
+            "app {name} of pod {} cannot be attached to: {why}",
             pod.uuid
         )
     })?;
@@ -115,7 +121,8 @@ fn relay(conn: std::os::unix::net::UnixStream, want: Endpoints) -> anyhow::Resul
     if want.tty && want.stdin && !terminal {
         bail!("the app's stdin is a terminal: attach from one, or with --mode=stdout");
     }
-    let raw = (want.tty && terminal)
+    // Raw only when rkt's keys go to the app: else Ctrl-C must still end rkt attach.
+    let raw = (want.tty && want.stdin && terminal)
         .then(|| rkt::stage::stdio::RawMode::enter(stdin_fd))
         .flatten();
     let mut reader = conn.try_clone().context("cannot use the attach socket")?;

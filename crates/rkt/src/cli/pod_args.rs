@@ -481,8 +481,8 @@ impl StdioArgs {
             Some("log") if log => Ok(Some(Mode::Log)),
             Some(other) => bail!(
                 "--{flag}={other}: not supported by this rkt: the app has rkt's own {flag} (a \
-                 terminal relayed through the pod's own) unless --{flag}=null{}; there is \
-                 no attach service for `tty` or `stream`",
+                 terminal relayed through the pod's own) unless --{flag}=null{}; `tty` and \
+                 `stream` are for a sandbox's apps (`rkt app add`), which `rkt attach` reaches",
                 if log { " or log" } else { "" }
             ),
         };

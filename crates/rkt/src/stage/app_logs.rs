@@ -276,6 +276,11 @@ pub fn start_copier(
             pipes.writers[i] = Some(app_end);
         }
     }
+    // The monitor says it is ready (its socket listening) by closing this pipe.
+    let (ready_read, ready_write) =
+        pipe2(OFlag::O_CLOEXEC).map_err(sys("make the ready pipe of", path))?;
+    let ready = Some(inheritable(&ready_write, path)?);
+    drop(ready_write);
     let fd = |f: &Option<OwnedFd>| f.as_ref().map_or(-1, AsRawFd::as_raw_fd).to_string();
     let flag = |b: bool| if b { "1" } else { "0" };
     let spawned = std::process::Command::new(exe)
@@ -299,13 +304,15 @@ pub fn start_copier(
         .args(["--attach-stdout", flag(attach.stdout)])
         .args(["--attach-stderr", flag(attach.stderr)])
         .args(["--tty", flag(attach.tty)])
+        .args(["--ready-fd", &fd(&ready)])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn();
-    drop(monitor);
-    // Not waited for: it ends with the app's streams, and init or the caller's parent
-    // reaps it.
+    drop((monitor, ready));
+    // Ready (or gone): end of file on the pipe. Not waited for beyond that: it ends with
+    // the app's streams, and init or the caller's parent reaps it.
+    let _ = std::io::Read::read(&mut File::from(ready_read), &mut [0u8]);
     let child = spawned.map_err(|source| StageError::Spawn {
         exe: exe.to_path_buf(),
         source,
@@ -361,7 +368,8 @@ pub fn logger_main_from_args(args: impl IntoIterator<Item = std::ffi::OsString>)
         return 2;
     };
     let (stdin_fd, stdout_fd, stderr_fd) = (fd("--stdin-fd"), fd("--stdout-fd"), fd("--stderr-fd"));
-    let keep: Vec<i32> = [stdin_fd, stdout_fd, stderr_fd]
+    let ready_fd = fd("--ready-fd");
+    let keep: Vec<i32> = [stdin_fd, stdout_fd, stderr_fd, ready_fd]
         .into_iter()
         .flatten()
         .collect();
@@ -439,6 +447,9 @@ pub fn logger_main_from_args(args: impl IntoIterator<Item = std::ffi::OsString>)
             std::thread::spawn(move || hub.serve(listener, endpoints, input, resize));
         }
     }
+    // Listening (or not attachable): `rkt app start` may return.
+    // SAFETY: the descriptor was passed for this process alone; closing it is the signal.
+    drop(ready_fd.map(|fd| unsafe { File::from_raw_fd(fd) }));
     let outputs: Vec<_> = [
         (
             stdout,
@@ -455,7 +466,7 @@ pub fn logger_main_from_args(args: impl IntoIterator<Item = std::ffi::OsString>)
     })
     .collect();
     let failed = outputs.into_iter().any(|t| !matches!(t.join(), Ok(true)));
-    hub.close_all();
+    hub.close_all(std::time::Duration::from_secs(2));
     if let Some(inode) = socket {
         crate::attach::unlisten(&attach_dir, &name, inode);
     }
