@@ -214,14 +214,29 @@ impl World {
 
 impl Drop for World {
     /// Best effort, so a failing test leaves nothing on the host (the leak checker, dropped
-    /// earlier, has already judged): kill the background runs, collect every pod, then
-    /// unmount and remove the namespaces the pods left.
+    /// earlier, has already judged): kill the background runs and the pods still running
+    /// (sandboxes and detached pods have no runner the test holds), collect every pod,
+    /// then unmount and remove the namespaces the pods left.
     fn drop(&mut self) {
         for child in self.background.iter_mut().flatten() {
             let _ = child.kill();
             let _ = child.wait();
         }
         let pods = self.pods();
+        // Pods no child of the test holds (sandboxes, `--detach`): killed, and their
+        // runners given a moment to tear them down.
+        let running = |uuid: &str| {
+            let out = self.output(&["status", "--format=json", uuid]);
+            serde_json::from_slice::<Value>(&out.stdout).is_ok_and(|s| s["state"] == "running")
+        };
+        let live: Vec<&String> = pods.iter().filter(|u| running(u)).collect();
+        for uuid in &live {
+            let _ = self.output(&["stop", "--force", uuid]);
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while live.iter().any(|u| running(u)) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
         let _ = self.gc();
         for uuid in pods {
             let ns = Path::new(POD_NETNS_DIR).join(format!("rkt-{uuid}"));
