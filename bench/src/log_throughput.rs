@@ -28,6 +28,8 @@ use crate::scenarios::which;
 use crate::stats::{alternate, Series, Variant};
 
 pub const RKT_RUN: &str = "rkt run --stdout=log (runner thread copies)";
+pub const RKT_RUN_CANDIDATE: &str =
+    "candidate: rkt run --stdout=log of --candidate-rkt (runner thread copies)";
 pub const RKT_SANDBOX: &str = "app add --stdout=log + app start (rkt stage1-log copies)";
 pub const PODMAN: &str = "podman run -d, k8s-file log (conmon copies) + podman wait";
 pub const FLOOR: &str = "floor: the command on the host, `> FILE` (no logger)";
@@ -193,6 +195,7 @@ fn remove_all(files: &[PathBuf]) {
 /// Runs scenario 10 with `rkt`: `mib` MiB per run.
 pub fn log_throughput(
     rkt: &Path,
+    candidate: Option<&Path>,
     mib: u64,
     warmup: usize,
     iterations: usize,
@@ -247,6 +250,9 @@ pub fn log_throughput(
         }
     };
     let mut labels = vec![RKT_RUN, RKT_SANDBOX];
+    if candidate.is_some() {
+        labels.push(RKT_RUN_CANDIDATE);
+    }
     if podman.is_some() {
         labels.push(PODMAN);
     }
@@ -284,8 +290,9 @@ pub fn log_throughput(
     let sandbox = String::from_utf8_lossy(&sandbox.stdout).trim().to_owned();
     let counter = std::cell::Cell::new(0u32);
 
-    let rkt_run = || -> Result<Duration, BenchError> {
-        let i = index(RKT_RUN);
+    // `rkt run --stdout=log` of `bin`, measured as `label`.
+    let rkt_run_of = |bin: &Path, label: &str| -> Result<Duration, BenchError> {
+        let i = index(label);
         let uuid_file = root.join("run.uuid");
         let save = format!("--uuid-file-save={}", uuid_file.display());
         let mut a = vec!["run", "--net=none", save.as_str(), rootfs_flag.as_str()];
@@ -293,7 +300,7 @@ pub fn log_throughput(
         a.extend(["--", "/bin/sh", "-c", command.as_str()]);
         let before = cgroups[i].usage();
         let start = Instant::now();
-        cgroups[i].run(rkt, &args(&a))?;
+        cgroups[i].run(bin, &args(&a))?;
         let took = finish(i, before, start)?;
         let uuid =
             std::fs::read_to_string(&uuid_file).map_err(|e| BenchError::io(&uuid_file, e))?;
@@ -306,9 +313,9 @@ pub fn log_throughput(
             .find(|p| p.extension().is_some_and(|x| x == "log"))
             .ok_or_else(|| scenario(format!("no log in {}", logs.display())))?;
         let files = with_rotated(&log);
-        verify(i, RKT_RUN, count_cri(&files)?)?;
+        verify(i, label, count_cri(&files)?)?;
         remove_all(&files);
-        run(rkt, &args(&["rm", uuid]), &[], None)?;
+        run(bin, &args(&["rm", uuid]), &[], None)?;
         Ok(took)
     };
     let rkt_sandbox = || -> Result<Duration, BenchError> {
@@ -399,9 +406,15 @@ pub fn log_throughput(
 
     let measured = {
         let mut variants: Vec<Variant<'_>> = vec![
-            (RKT_RUN, Box::new(rkt_run)),
+            (RKT_RUN, Box::new(|| rkt_run_of(rkt, RKT_RUN))),
             (RKT_SANDBOX, Box::new(rkt_sandbox)),
         ];
+        if let Some(c) = candidate {
+            variants.push((
+                RKT_RUN_CANDIDATE,
+                Box::new(move || rkt_run_of(c, RKT_RUN_CANDIDATE)),
+            ));
+        }
         if podman.is_some() {
             variants.push((PODMAN, Box::new(podman_run)));
         }

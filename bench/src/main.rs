@@ -108,8 +108,8 @@ struct Cli {
     #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5")]
     only: Vec<u8>,
     /// Another rkt binary (e.g. a patched build) to time next to --rkt in scenarios 1
-    /// and 2, in the same alternating runs and the same data directory, and in scenario 6's
-    /// rounds.
+    /// and 2, in the same alternating runs and the same data directory, in scenario 6's
+    /// rounds, and as a fifth variant of scenario 10 (its `rkt run --stdout=log`).
     #[arg(long)]
     candidate_rkt: Option<PathBuf>,
     /// Leave out the what-if variants of scenarios 1 and 2 (`rkt run` with fsync made a
@@ -215,8 +215,10 @@ fn bench(cli: &Cli) -> Result<String, BenchError> {
             "scenario 10: {} MiB through an app's log, rkt vs podman",
             cli.log_mib
         ));
+        let candidate = cli.candidate_rkt.as_deref().map(absolute);
         r.logs = Some(log_throughput::log_throughput(
             &absolute(&cli.rkt),
+            candidate.as_deref(),
             cli.log_mib,
             1,
             cli.log_iterations,

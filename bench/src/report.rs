@@ -324,7 +324,7 @@ fn render_app_start_targets(out: &mut String, a: &crate::app_start::AppStartResu
 
 /// Scenario 10's rows: rkt's two log paths against podman's, wall and CPU time.
 fn render_log_targets(out: &mut String, l: &crate::log_throughput::LogResult) {
-    use crate::log_throughput::{FLOOR, PODMAN, RKT_RUN, RKT_SANDBOX};
+    use crate::log_throughput::{FLOOR, PODMAN, RKT_RUN, RKT_RUN_CANDIDATE, RKT_SANDBOX};
     let mib = (l.bytes >> 20) as f64;
     let cell = |label: &str| {
         l.get(label)
@@ -338,7 +338,10 @@ fn render_log_targets(out: &mut String, l: &crate::log_throughput::LogResult) {
             })
             .unwrap_or_else(|| "—".into())
     };
-    for rkt in [RKT_RUN, RKT_SANDBOX] {
+    for rkt in [RKT_RUN, RKT_SANDBOX, RKT_RUN_CANDIDATE] {
+        if l.get(rkt).is_none() {
+            continue;
+        }
         if l.get(PODMAN).is_some() {
             for (cpu, what) in [(false, "wall"), (true, "CPU")] {
                 let per_round = l.per_round(rkt, PODMAN, cpu);
@@ -361,6 +364,18 @@ fn render_log_targets(out: &mut String, l: &crate::log_throughput::LogResult) {
             cell(FLOOR),
             ratio_ci(&per_round)
         );
+    }
+    if l.get(RKT_RUN_CANDIDATE).is_some() {
+        for (cpu, what) in [(false, "wall"), (true, "CPU")] {
+            let per_round = l.per_round(RKT_RUN, RKT_RUN_CANDIDATE, cpu);
+            let _ = writeln!(
+                out,
+                "| 10 | {what} time: {RKT_RUN} vs the candidate's (per round) | {} / {} | {} | — | — |",
+                cell(RKT_RUN),
+                cell(RKT_RUN_CANDIDATE),
+                ratio_ci(&per_round)
+            );
+        }
     }
     if let Some(why) = &l.no_podman {
         let _ = writeln!(out, "| 10 | podman left out | {why} | — | — | — |");
