@@ -262,7 +262,7 @@ impl Hub {
                     Ok(Some(Frame::Stdin(data))) if endpoints.stdin => {
                         let mut input = input.lock().unwrap_or_else(|p| p.into_inner());
                         if let Some(file) = input.as_mut() {
-                            if file.write_all(&data).is_err() {
+                            if write_all_waiting(file, &data).is_err() {
                                 *input = None;
                             }
                         }
@@ -277,6 +277,28 @@ impl Hub {
             });
         }
     }
+}
+
+/// `write_all` to a descriptor that may be non-blocking (a terminal's master end, which
+/// its reader made so): waits for room instead of failing with `EAGAIN`.
+fn write_all_waiting(file: &mut std::fs::File, mut data: &[u8]) -> io::Result<()> {
+    use std::os::fd::AsFd;
+    while !data.is_empty() {
+        match file.write(data) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => data = &data[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let mut fds = [nix::poll::PollFd::new(
+                    file.as_fd(),
+                    nix::poll::PollFlags::POLLOUT,
+                )];
+                let _ = nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(100u16));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -267,18 +267,22 @@ pub fn copy(mut from: impl Read, stream: LogStream, log: &LogFile) -> Result<u64
     failed.map_or(Ok(total), Err)
 }
 
-/// How long a pipe's reader waits for more after a short read before it writes what it
-/// has: an app writing fast in small pieces (4 KiB at a time) then costs one wake-up,
-/// read, timestamp and write per 64 KiB instead of per piece; one writing a line now and
-/// then has it in its log a millisecond later.
+/// How long a pipe's reader lets the app write more after a read that did not fill its
+/// buffer, before it reads again: an app writing fast in small pieces (4 KiB at a time)
+/// then costs one wake-up, timestamp and write per [`BATCH_SIZE`] or per millisecond,
+/// whichever comes first, instead of one per piece; one writing a line now and then has it
+/// in its log a millisecond later.
 const GATHER: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// The size a log's pipe is given, so that the app does not block while its reader
 /// gathers (`F_SETPIPE_SZ`; the kernel's default is 64 KiB).
 const PIPE_SIZE: i32 = 1 << 20;
 
-/// Reads a pipe in batches: blocks for the first bytes, then takes whatever else arrives
-/// within [`GATHER`], until the buffer is full.
+/// The most a batch holds.
+pub const BATCH_SIZE: usize = 256 * 1024;
+
+/// Reads a pipe (or a terminal) in batches: waits for the first bytes, lets the writer go
+/// on for [`GATHER`], then takes everything there is, up to the buffer's size.
 #[derive(Debug)]
 pub struct Batches {
     from: std::fs::File,
@@ -286,43 +290,63 @@ pub struct Batches {
 }
 
 impl Batches {
-    /// Batches of the pipe `from`, made larger ([`PIPE_SIZE`]) where the kernel allows.
+    /// Batches of the pipe `from`, made non-blocking and larger ([`PIPE_SIZE`]) where the
+    /// kernel allows.
     pub fn new(from: std::fs::File) -> Batches {
         use std::os::fd::AsRawFd;
-        // SAFETY: F_SETPIPE_SZ takes an integer; failure (not a pipe, over the limit) is
-        // harmless.
-        unsafe { libc::fcntl(from.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_SIZE) };
+        let fd = from.as_raw_fd();
+        // SAFETY: F_SETPIPE_SZ, F_GETFL and F_SETFL take integers; a failure (not a pipe,
+        // over the limit) leaves a slower but working reader.
+        unsafe {
+            libc::fcntl(fd, libc::F_SETPIPE_SZ, PIPE_SIZE);
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            if flags >= 0 {
+                libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+            }
+        }
         Batches { from, ended: false }
     }
 
-    /// The next batch into `buf`; 0 at the end of the stream. A read error ends it too.
-    pub fn next(&mut self, buf: &mut [u8]) -> usize {
-        use std::os::fd::AsFd;
-        let mut filled = 0;
+    /// Reads what is there into `buf[filled..]`; the new fill.
+    fn drain(&mut self, buf: &mut [u8], mut filled: usize) -> usize {
         while !self.ended && filled < buf.len() {
-            if filled > 0 {
-                let mut fds = [nix::poll::PollFd::new(
-                    self.from.as_fd(),
-                    nix::poll::PollFlags::POLLIN,
-                )];
-                let wait = nix::poll::PollTimeout::try_from(GATHER)
-                    .unwrap_or(nix::poll::PollTimeout::ZERO);
-                match nix::poll::poll(&mut fds, wait) {
-                    Ok(0) => break,
-                    Err(nix::errno::Errno::EINTR) => continue,
-                    Err(_) => break,
-                    Ok(_) => {}
-                }
-            }
             match self.from.read(&mut buf[filled..]) {
                 Ok(0) => self.ended = true,
                 Ok(n) => filled += n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                 // EIO: a terminal whose other side is closed; any error ends the stream.
                 Err(_) => self.ended = true,
             }
         }
         filled
+    }
+
+    /// The next batch into `buf`; 0 at the end of the stream.
+    pub fn next(&mut self, buf: &mut [u8]) -> usize {
+        use std::os::fd::AsFd;
+        loop {
+            if self.ended {
+                return 0;
+            }
+            let mut fds = [nix::poll::PollFd::new(
+                self.from.as_fd(),
+                nix::poll::PollFlags::POLLIN,
+            )];
+            match nix::poll::poll(&mut fds, nix::poll::PollTimeout::NONE) {
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(_) => self.ended = true,
+                Ok(_) => {}
+            }
+            let mut filled = self.drain(buf, 0);
+            if filled > 0 && filled < buf.len() && !self.ended {
+                std::thread::sleep(GATHER);
+                filled = self.drain(buf, filled);
+            }
+            if filled > 0 || self.ended {
+                return filled;
+            }
+        }
     }
 }
 
@@ -330,8 +354,8 @@ impl Batches {
 pub fn copy_pipe(from: std::fs::File, stream: LogStream, log: &LogFile) -> Result<u64, LogError> {
     let mut batches = Batches::new(from);
     let mut records = Records::new(stream, log.config.split);
-    let mut buf = vec![0; READ_SIZE];
-    let mut out = Vec::with_capacity(READ_SIZE + 4096);
+    let mut buf = vec![0; BATCH_SIZE];
+    let mut out = Vec::with_capacity(BATCH_SIZE + BATCH_SIZE / 4);
     let (mut total, mut failed) = (0, None);
     loop {
         let n = batches.next(&mut buf);

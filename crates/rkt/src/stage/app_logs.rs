@@ -488,7 +488,7 @@ fn monitor_output(
         log.map_or(LogConfig::default().split, |l| l.config().split),
     );
     let mut batches = crate::logs::writer::Batches::new(from);
-    let mut buf = vec![0; crate::logs::writer::READ_SIZE];
+    let mut buf = vec![0; crate::logs::writer::BATCH_SIZE];
     let mut out = Vec::new();
     let mut ok = true;
     loop {
