@@ -203,6 +203,13 @@ pub fn start(spec: &StageSpec) -> Result<Started, StageError> {
     drop(write_end);
     let exits = if spec.several_apps || spec.sandbox {
         let (read_end, write_end) = pipe2(OFlag::O_CLOEXEC).map_err(|e| spawn_err(e.into()))?;
+        if spec.sandbox {
+            // A sandbox's init reports every process it reaps, and must not block on the
+            // runner while an `rkt app` command holds the apps' lock: room for tens of
+            // thousands of reports (a failure leaves the default 64 KiB).
+            // SAFETY: F_SETPIPE_SZ takes an integer.
+            unsafe { libc::fcntl(read_end.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
+        }
         // SAFETY: as above.
         let inherited = unsafe {
             OwnedFd::from_raw_fd(

@@ -529,6 +529,21 @@ fn app_process(
 /// Joins the IPC, UTS, network, PID (for children) and mount namespaces of the process
 /// `init_pid`; the mount namespace last, as it changes what paths mean.
 fn join_namespaces(init_pid: i32) -> Result<(), StageError> {
+    // The recorded PID must still be a PID namespace's init (the sandbox's), not a process
+    // that took the number after the sandbox ended.
+    let status = std::fs::read_to_string(format!("/proc/{init_pid}/status")).unwrap_or_default();
+    let in_pod = status
+        .lines()
+        .find_map(|l| l.strip_prefix("NSpid:"))
+        .and_then(|ids| ids.split_whitespace().last())
+        == Some("1");
+    if !in_pod {
+        return Err(StageError::Enter {
+            pid: init_pid,
+            what: "find the sandbox's init (the pod has ended)".into(),
+            source: Errno::ESRCH,
+        });
+    }
     let files = super::enter::NAMESPACES
         .iter()
         .map(|(name, flag)| {
