@@ -10,13 +10,13 @@ use std::time::Duration;
 use anyhow::bail;
 use clap::{Args, Subcommand};
 
-use rkt::pod::apps::{self, AppState};
+use rkt::pod::apps;
 use rkt::pod::run::run_new;
 use rkt::pod::{PodSpec, PodStatus};
 use rkt::podstore::manifest::parse_user_meta;
 use rkt::podstore::{AppLog, AttachModes};
 
-use super::detach::{as_runner, start_runner, DetachArgs, Role};
+use super::detach::{dispatch, DetachArgs};
 use super::on_off::OnOff;
 use super::pod_args::{finish, store, AppArgs, PodNetArgs, PodRef, StdioArgs};
 use super::status::Format;
@@ -344,39 +344,36 @@ fn pod(global: &GlobalArgs, uuid: &str) -> anyhow::Result<rkt::pod::Pod> {
 
 fn sandbox(global: &GlobalArgs, args: &SandboxArgs) -> anyhow::Result<ExitCode> {
     let stdio = StdioArgs::default_for_sandbox();
+    // A sandbox always runs detached.
     let detach = DetachArgs { detach: true };
-    match detach.role(&stdio)? {
-        Role::Foreground => unreachable!("a sandbox always runs detached"),
-        Role::Parent => start_runner(),
-        Role::Runner(notice) => as_runner(&notice.clone(), || {
-            let dirs = global.effective_dirs(&args.net.dirs)?;
-            let (mut opts, store) =
-                args.net
-                    .run_options(global, &dirs, &stdio, args.uuid_file_save.clone())?;
-            opts.started_notice = Some(notice);
-            let isolation = super::isolation_args::IsolationArgs {
-                memory: args.memory.clone(),
-                cpu: args.cpu.clone(),
-                pids_limit: args.pids_limit.clone(),
-                private_users: args.private_users,
-                ..Default::default()
-            };
-            let spec = PodSpec {
-                apps: Vec::new(),
-                exit_policy: Default::default(),
-                volumes: args.volumes.volumes(global, &[])?,
-                sandbox: Some(isolation.isolators(rkt::image_pod::user::AppRoot::Host)?),
-                cgroup_parent: None,
-                meta: rkt::podstore::manifest::PodMeta {
-                    annotations: parse_user_meta("annotation", &args.annotation)?,
-                    user_annotations: parse_user_meta("user-annotation", &args.user_annotation)?,
-                    user_labels: parse_user_meta("user-label", &args.user_label)?,
-                },
-            };
-            let outcome = run_new(&store, spec, &opts)?;
-            Ok(finish(global, &outcome))
-        }),
-    }
+    dispatch(&detach, &stdio, |stdio, notice| {
+        let dirs = global.effective_dirs(&args.net.dirs)?;
+        let (mut opts, store) =
+            args.net
+                .run_options(global, &dirs, stdio, args.uuid_file_save.clone())?;
+        opts.started_notice = notice;
+        let isolation = super::isolation_args::IsolationArgs {
+            memory: args.memory.clone(),
+            cpu: args.cpu.clone(),
+            pids_limit: args.pids_limit.clone(),
+            private_users: args.private_users,
+            ..Default::default()
+        };
+        let spec = PodSpec {
+            apps: Vec::new(),
+            exit_policy: Default::default(),
+            volumes: args.volumes.volumes(global, &[])?,
+            sandbox: Some(isolation.isolators(rkt::image_pod::user::AppRoot::Host)?),
+            cgroup_parent: None,
+            meta: rkt::podstore::manifest::PodMeta {
+                annotations: parse_user_meta("annotation", &args.annotation)?,
+                user_annotations: parse_user_meta("user-annotation", &args.user_annotation)?,
+                user_labels: parse_user_meta("user-label", &args.user_label)?,
+            },
+        };
+        let outcome = run_new(&store, spec, &opts)?;
+        Ok(finish(global, &outcome))
+    })
 }
 
 fn add(global: &GlobalArgs, args: &AddArgs) -> anyhow::Result<ExitCode> {
@@ -430,7 +427,7 @@ fn list(global: &GlobalArgs, args: &ListArgs) -> anyhow::Result<ExitCode> {
         text.push_str(&format!(
             "{}\t{}\t{}\t{}\t{}\t{exit}\n",
             row.name,
-            row.state.as_str(),
+            row.state,
             time(row.created),
             time(row.started),
             time(row.finished),
@@ -477,7 +474,8 @@ fn status(global: &GlobalArgs, args: &StatusArgs) -> anyhow::Result<ExitCode> {
 /// One app as `app list` and `app status` show it.
 struct AppRow {
     name: String,
-    state: AppState,
+    /// `created`, `running` or `exited`.
+    state: &'static str,
     created: Option<rkt::podstore::time::Timestamp>,
     started: Option<rkt::podstore::time::Timestamp>,
     finished: Option<rkt::podstore::time::Timestamp>,
@@ -491,7 +489,7 @@ impl AppRow {
         let rfc = |t: Option<rkt::podstore::time::Timestamp>| t.map(|t| t.to_string());
         let mut map = serde_json::Map::new();
         map.insert("name".into(), self.name.clone().into());
-        map.insert("state".into(), self.state.as_str().into());
+        map.insert("state".into(), self.state.into());
         for (key, value) in [
             ("created", rfc(self.created)),
             ("started", rfc(self.started)),
@@ -520,48 +518,24 @@ impl AppRow {
 /// The pod's apps: a sandbox's from their own records; a pod run with its apps fixed from
 /// the pod's.
 fn app_rows(status: &PodStatus) -> Vec<AppRow> {
+    // A sandbox's apps have times of their own; a pod's run with its apps fixed, the pod's.
     let sandbox = status.manifest.sandbox.is_some();
+    let record = &status.record;
     status
         .manifest
         .apps
         .iter()
         .enumerate()
         .map(|(index, app)| {
-            let record = status.record.apps.get(index);
-            let (state, created, started, finished, pid) = match (sandbox, record) {
-                (true, Some(r)) => {
-                    let state = match status.app_state(index) {
-                        "running" => AppState::Running,
-                        "exited" => AppState::Exited,
-                        _ => AppState::Created,
-                    };
-                    (state, r.created, r.started, r.finished, r.pid)
-                }
-                _ => {
-                    let state = match status.app_state(index) {
-                        "running" => AppState::Running,
-                        "exited" => AppState::Exited,
-                        _ => AppState::Created,
-                    };
-                    let record = &status.record;
-                    let pid = record.apps.get(index).and_then(|r| r.pid);
-                    (
-                        state,
-                        Some(status.manifest.created),
-                        record.started,
-                        record.exited,
-                        pid,
-                    )
-                }
-            };
+            let own = record.apps.get(index).filter(|_| sandbox);
             AppRow {
                 name: app.name.clone(),
-                state,
-                created,
-                started,
-                finished,
-                exit_code: status.record.app_exit_status(index),
-                pid,
+                state: status.app_state(index),
+                created: own.map_or(Some(status.manifest.created), |r| r.created),
+                started: own.map_or(record.started, |r| r.started),
+                finished: own.map_or(record.exited, |r| r.finished),
+                exit_code: record.app_exit_status(index),
+                pid: record.apps.get(index).and_then(|r| r.pid),
                 mounts: app
                     .mounts
                     .iter()

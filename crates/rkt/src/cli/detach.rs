@@ -38,8 +38,25 @@ pub struct DetachArgs {
     pub detach: bool,
 }
 
+/// Runs a pod as `detach` says: `run` in the foreground with `stdio`; or, with `--detach`,
+/// by starting the detached runner (in this process) and, in that runner, `run` with the
+/// detached streams and the notice it tells its parent on.
+pub fn dispatch(
+    detach: &DetachArgs,
+    stdio: &StdioArgs,
+    run: impl FnOnce(&StdioArgs, Option<StartedNotice>) -> anyhow::Result<ExitCode>,
+) -> anyhow::Result<ExitCode> {
+    match detach.role(stdio)? {
+        Role::Foreground => run(stdio, None),
+        Role::Parent => start_runner(),
+        Role::Runner(notice) => as_runner(&notice.clone(), || {
+            run(&detached_stdio(stdio), Some(notice))
+        }),
+    }
+}
+
 /// How this process takes part in a detached start.
-pub enum Role {
+enum Role {
     /// Not detached: run the pod in the foreground.
     Foreground,
     /// `--detach` given here: start the detached runner.
@@ -51,7 +68,7 @@ pub enum Role {
 impl DetachArgs {
     /// This process's role: the runner when the parent left its notice descriptor in the
     /// environment (the variable is removed, so the pod's apps do not see it).
-    pub fn role(&self, stdio: &StdioArgs) -> anyhow::Result<Role> {
+    fn role(&self, stdio: &StdioArgs) -> anyhow::Result<Role> {
         if !self.detach {
             return Ok(Role::Foreground);
         }
@@ -89,7 +106,7 @@ impl DetachArgs {
 }
 
 /// The streams of a detached pod's apps: its stdout and stderr to their logs unless given.
-pub fn detached_stdio(stdio: &StdioArgs) -> StdioArgs {
+fn detached_stdio(stdio: &StdioArgs) -> StdioArgs {
     let mut stdio = stdio.clone();
     stdio.stdin.get_or_insert_with(|| "null".into());
     stdio.stdout.get_or_insert_with(|| "log".into());
@@ -98,7 +115,7 @@ pub fn detached_stdio(stdio: &StdioArgs) -> StdioArgs {
 }
 
 /// Runs `run` as the detached runner: its failure goes to the parent on the notice.
-pub fn as_runner(
+fn as_runner(
     notice: &StartedNotice,
     run: impl FnOnce() -> anyhow::Result<ExitCode>,
 ) -> anyhow::Result<ExitCode> {
@@ -111,7 +128,7 @@ pub fn as_runner(
 
 /// In the parent: starts this command again as the detached runner and waits until it says
 /// the pod's apps run; prints the pod's UUID.
-pub fn start_runner() -> anyhow::Result<ExitCode> {
+fn start_runner() -> anyhow::Result<ExitCode> {
     let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).context("cannot make a pipe")?;
     // The runner's copy, without close-on-exec; no other thread starts processes here.
     // SAFETY: dup(2) returns a new descriptor that nothing else owns.

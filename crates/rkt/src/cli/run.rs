@@ -7,7 +7,7 @@ use clap::Args;
 
 use rkt::pod::run::{run_new, StartedNotice};
 
-use super::detach::{as_runner, detached_stdio, start_runner, DetachArgs, Role};
+use super::detach::{dispatch, DetachArgs};
 use super::pod_apps::{pod_spec, PodAppsArgs};
 use super::pod_args::{finish, AppArgs, PodNetArgs, StdioArgs, UnsupportedArgs};
 use super::volume_args::VolumeArgs;
@@ -50,13 +50,9 @@ pub struct RunArgs {
 
 pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     args.unsupported.refuse()?;
-    match args.detach.role(&args.stdio)? {
-        Role::Foreground => run_pod(global, args, &args.stdio, None),
-        Role::Parent => start_runner(),
-        Role::Runner(notice) => as_runner(&notice.clone(), || {
-            run_pod(global, args, &detached_stdio(&args.stdio), Some(notice))
-        }),
-    }
+    dispatch(&args.detach, &args.stdio, |stdio, notice| {
+        run_pod(global, args, stdio, notice)
+    })
 }
 
 fn run_pod(

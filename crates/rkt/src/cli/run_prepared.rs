@@ -6,7 +6,7 @@ use clap::Args;
 
 use rkt::pod::run::{run_prepared, StartedNotice};
 
-use super::detach::{as_runner, detached_stdio, start_runner, DetachArgs, Role};
+use super::detach::{dispatch, DetachArgs};
 use super::pod_args::{finish, PodNetArgs, PodRef, StdioArgs, UnsupportedArgs};
 use super::GlobalArgs;
 
@@ -32,13 +32,9 @@ pub struct RunPreparedArgs {
 
 pub fn run(global: &GlobalArgs, args: &RunPreparedArgs) -> anyhow::Result<ExitCode> {
     args.unsupported.refuse()?;
-    match args.detach.role(&args.stdio)? {
-        Role::Foreground => run_pod(global, args, &args.stdio, None),
-        Role::Parent => start_runner(),
-        Role::Runner(notice) => as_runner(&notice.clone(), || {
-            run_pod(global, args, &detached_stdio(&args.stdio), Some(notice))
-        }),
-    }
+    dispatch(&args.detach, &args.stdio, |stdio, notice| {
+        run_pod(global, args, stdio, notice)
+    })
 }
 
 fn run_pod(

@@ -229,37 +229,51 @@ impl Records {
     }
 }
 
-/// How much one read takes from the app's stream.
-pub const READ_SIZE: usize = 64 * 1024;
-
 /// Copies `from` (an app's stream) into `log` until it ends, as `stream`'s records. Returns
 /// the bytes read. A read error ends the copy like the end of the stream; a write error is
 /// returned after the rest of the stream was drained, so the app never blocks on a full pipe.
 pub fn copy(mut from: impl Read, stream: LogStream, log: &LogFile) -> Result<u64, LogError> {
-    let mut records = Records::new(stream, log.config.split);
-    let mut buf = vec![0; READ_SIZE];
-    let mut out = Vec::with_capacity(READ_SIZE + 4096);
-    let mut total = 0;
-    let mut failed = None;
-    loop {
-        let n = match from.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
+    let read = move |buf: &mut [u8]| loop {
+        match from.read(buf) {
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(_) => break,
-        };
-        total += n as u64;
-        if failed.is_some() {
-            continue;
+            done => return done.unwrap_or(0),
         }
-        let time = timestamp(SystemTime::now());
+    };
+    copy_from(read, stream, Some(log), |_| {})
+}
+
+/// The copy every reader of an app's stream makes: what `next` gives (a batch into the
+/// buffer; 0 at the end) becomes `stream`'s records in `log` (when kept), and goes to `tee`
+/// as it was read. A write error is returned once the stream is drained (the app never
+/// blocks on a full pipe); the bytes read otherwise.
+pub fn copy_from(
+    mut next: impl FnMut(&mut [u8]) -> usize,
+    stream: LogStream,
+    log: Option<&LogFile>,
+    mut tee: impl FnMut(&[u8]),
+) -> Result<u64, LogError> {
+    let split = log.map_or(LogConfig::default().split, |l| l.config.split);
+    let mut records = Records::new(stream, split);
+    let mut buf = vec![0; BATCH_SIZE];
+    let mut out = Vec::with_capacity(BATCH_SIZE + BATCH_SIZE / 4);
+    let (mut total, mut failed) = (0, None);
+    loop {
+        let n = next(&mut buf);
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+        tee(&buf[..n]);
+        let Some(log) = log.filter(|_| failed.is_none()) else {
+            continue;
+        };
         out.clear();
-        records.push(&buf[..n], &time, &mut out);
+        records.push(&buf[..n], &timestamp(SystemTime::now()), &mut out);
         if let Err(e) = log.append(&out) {
             failed = Some(e);
         }
     }
-    if failed.is_none() {
+    if let Some(log) = log.filter(|_| failed.is_none()) {
         out.clear();
         records.finish(&timestamp(SystemTime::now()), &mut out);
         log.append(&out)?;
@@ -353,31 +367,7 @@ impl Batches {
 /// [`copy`] for a pipe (or a terminal): read in [`Batches`].
 pub fn copy_pipe(from: std::fs::File, stream: LogStream, log: &LogFile) -> Result<u64, LogError> {
     let mut batches = Batches::new(from);
-    let mut records = Records::new(stream, log.config.split);
-    let mut buf = vec![0; BATCH_SIZE];
-    let mut out = Vec::with_capacity(BATCH_SIZE + BATCH_SIZE / 4);
-    let (mut total, mut failed) = (0, None);
-    loop {
-        let n = batches.next(&mut buf);
-        if n == 0 {
-            break;
-        }
-        total += n as u64;
-        if failed.is_some() {
-            continue;
-        }
-        out.clear();
-        records.push(&buf[..n], &timestamp(SystemTime::now()), &mut out);
-        if let Err(e) = log.append(&out) {
-            failed = Some(e);
-        }
-    }
-    if failed.is_none() {
-        out.clear();
-        records.finish(&timestamp(SystemTime::now()), &mut out);
-        log.append(&out)?;
-    }
-    failed.map_or(Ok(total), Err)
+    copy_from(|buf| batches.next(buf), stream, Some(log), |_| {})
 }
 
 #[cfg(test)]

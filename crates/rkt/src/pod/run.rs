@@ -194,6 +194,7 @@ pub fn run_new(
     } else {
         Vec::new()
     };
+    let sandbox = isolation.sandbox;
     // The pod appears already `running`, with the namespace path it is about to get.
     let (pod, lock, state) = store.create_with(spec, |uuid| {
         let mut state = start_running(uuid, PodState::new(State::Running), opts);
@@ -204,7 +205,7 @@ pub fn run_new(
         isolation.record(&mut state);
         state
     })?;
-    run_locked(&pod, lock, opts, state, planned, host_ports)
+    run_locked(&pod, lock, opts, state, (planned, host_ports), sandbox)
 }
 
 /// `rkt run-prepared`: runs a pod `rkt prepare` made.
@@ -238,7 +239,8 @@ pub fn run_prepared(pod: &Pod, opts: &RunOptions) -> Result<RunOutcome, StartFai
     state.cgroup = Some(cgroups.pod(&pod.uuid));
     isolation.record(&mut state);
     state.store(&pod.dir)?;
-    run_locked(pod, lock, opts, state, planned, host_ports)
+    // A prepared pod is never a sandbox.
+    run_locked(pod, lock, opts, state, (planned, host_ports), false)
 }
 
 /// What can still fail before the pod is recorded running, and must then leave nothing
@@ -433,10 +435,12 @@ fn run_locked(
     lock: PodLock,
     opts: &RunOptions,
     mut state: PodState,
-    planned: Vec<PlannedNet>,
-    // Held until this returns, after the networks' teardown: nothing on the host takes a
-    // forwarded port while portmap's rules still send it to the pod.
-    mut host_ports: HostPorts,
+    // The host ports are held until this returns, after the networks' teardown: nothing on
+    // the host takes a forwarded port while portmap's rules still send it to the pod.
+    (planned, mut host_ports): (Vec<PlannedNet>, HostPorts),
+    // A sandbox's apps are recorded by `rkt app` commands as they come and go: this runner
+    // writes the pod's own fields and keeps theirs.
+    sandbox: bool,
 ) -> Result<RunOutcome, StartFailure> {
     let net = NetOptions {
         hostname: state.hostname.clone().unwrap_or_default(),
@@ -444,9 +448,6 @@ fn run_locked(
     };
     let uuid = pod.uuid.clone();
     let netns_path = state.netns.clone();
-    // A sandbox's apps are recorded by `rkt app` commands as they come and go: this runner
-    // writes the pod's own fields and keeps theirs.
-    let sandbox = pod.manifest().map(|m| m.sandbox.is_some()).unwrap_or(false);
     let store = |state: &PodState| match sandbox {
         true => store_keeping_apps(state, &pod.dir),
         false => state.store(&pod.dir),

@@ -33,7 +33,20 @@ impl PodStatus {
     pub fn read(pod: &Pod) -> Result<PodStatus, PodError> {
         let probe = PodLock::try_lock(&pod.dir, false)?;
         let manifest = pod.manifest()?;
-        let record = pod.state()?;
+        let mut record = pod.state()?;
+        // A sandbox's records line up with its manifest's apps by name (a change that failed
+        // half way can leave them apart), so that everything here finds an app's by index.
+        if manifest.sandbox.is_some() {
+            let mut by_name = std::mem::take(&mut record.apps);
+            record.apps = manifest
+                .apps
+                .iter()
+                .filter_map(|app| {
+                    let at = by_name.iter().position(|r| r.name == app.name)?;
+                    Some(by_name.swap_remove(at))
+                })
+                .collect();
+        }
         let runner_died = probe.is_some() && record.state == State::Running;
         drop(probe);
         let state = if runner_died {

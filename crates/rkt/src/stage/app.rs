@@ -360,6 +360,27 @@ pub(super) fn prepare_app(
     })
 }
 
+/// In an app's freshly forked process (of a pod of several apps, or a sandbox's): a mount
+/// namespace of its own (a slave copy of the init's), its root mounted and entered as a pod
+/// of one app's would be, and the program it will execute, looked up there.
+pub(super) fn own_root(
+    pod_dir: &Path,
+    app: &mut PreparedApp,
+    own_netns: bool,
+    volumes: &[crate::podstore::Volume],
+) -> Result<ExecPlan, StageError> {
+    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS).map_err(|source| StageError::Sys {
+        what: "unshare a mount namespace for the app in",
+        path: pod_dir.to_path_buf(),
+        source,
+    })?;
+    let sys = &isolation::syscall::Linux;
+    super::mounts::make_root_slave(sys)?;
+    mount_app_root(sys, pod_dir, app, own_netns, volumes)?;
+    let env = enter_app(sys, app)?;
+    ExecPlan::new(&app.app.exec, &env, app.isolation.prepared.identity())
+}
+
 fn cstring(s: OsString) -> Result<CString, StageError> {
     CString::new(s.into_vec()).map_err(|e| StageError::NulByte {
         text: String::from_utf8_lossy(&e.into_vec()).into_owned(),

@@ -190,17 +190,11 @@ pub struct AppLogPipes {
 }
 
 fn inheritable(fd: &OwnedFd, path: &Path) -> Result<OwnedFd, StageError> {
-    let copy = fd.try_clone().map_err(|e| StageError::Io {
-        what: "duplicate a stream for",
+    super::inheritable(fd).map_err(|e| StageError::Io {
+        what: "pass a stream for",
         path: path.to_path_buf(),
         source: e,
-    })?;
-    nix::fcntl::fcntl(
-        copy.as_raw_fd(),
-        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
-    )
-    .map_err(sys("pass a stream for", path))?;
-    Ok(copy)
+    })
 }
 
 /// Makes the app's monitored streams (pipes, or a terminal) and starts their monitor (the
@@ -483,38 +477,12 @@ fn monitor_output(
     log: Option<&LogFile>,
     hub: &crate::attach::Hub,
 ) -> bool {
-    let mut records = crate::logs::writer::Records::new(
-        stream,
-        log.map_or(LogConfig::default().split, |l| l.config().split),
-    );
     let mut batches = crate::logs::writer::Batches::new(from);
-    let mut buf = vec![0; crate::logs::writer::BATCH_SIZE];
-    let mut out = Vec::new();
-    let mut ok = true;
-    loop {
-        let n = batches.next(&mut buf);
-        if n == 0 {
-            break;
-        }
-        let data = &buf[..n];
+    let tee = |data: &[u8]| {
         hub.broadcast(&match stream {
             LogStream::Stdout => crate::attach::Frame::Stdout(data.to_vec()),
             LogStream::Stderr => crate::attach::Frame::Stderr(data.to_vec()),
-        });
-        if let (Some(log), true) = (log, ok) {
-            out.clear();
-            let time = crate::logs::timestamp(std::time::SystemTime::now());
-            records.push(data, &time, &mut out);
-            ok = log.append(&out).is_ok();
-        }
-    }
-    if let (Some(log), true) = (log, ok) {
-        out.clear();
-        records.finish(
-            &crate::logs::timestamp(std::time::SystemTime::now()),
-            &mut out,
-        );
-        ok = log.append(&out).is_ok();
-    }
-    ok
+        })
+    };
+    crate::logs::writer::copy_from(|buf| batches.next(buf), stream, log, tee).is_ok()
 }

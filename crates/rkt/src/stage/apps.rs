@@ -21,15 +21,12 @@ use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
-use nix::sched::{unshare, CloneFlags};
 use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{fork, pipe2, ForkResult, Pid};
 
-use super::app::{
-    enter_app, exit_code, mount_app_root, read_byte, report, ExecPlan, PreparedApp, SETUP_FAILED,
-};
-use super::{mounts, signals, StageError};
+use super::app::{exit_code, own_root, read_byte, report, PreparedApp, SETUP_FAILED};
+use super::{signals, StageError};
 use crate::isolation;
 use crate::isolation::user_ns::IdMap;
 use crate::podstore::{ExitPolicy, Volume};
@@ -185,16 +182,7 @@ fn app_process(
     signals::reset_for_exec();
     let name = app.app.name.clone();
     let prepared = (|| {
-        unshare(CloneFlags::CLONE_NEWNS).map_err(|source| StageError::Sys {
-            what: "unshare a mount namespace for the app in",
-            path: pod.pod_dir.to_path_buf(),
-            source,
-        })?;
-        let sys = &isolation::syscall::Linux;
-        mounts::make_root_slave(sys)?;
-        mount_app_root(sys, pod.pod_dir, &app, pod.own_netns, pod.volumes)?;
-        let env = enter_app(sys, &mut app)?;
-        let plan = ExecPlan::new(&app.app.exec, &env, app.isolation.prepared.identity())?;
+        let plan = own_root(pod.pod_dir, &mut app, pod.own_netns, pod.volumes)?;
         match (pod.user_ns, pod.join_user_ns) {
             // Last, as for a pod of one app: the pod's, or one the init maps once this app
             // is ready.

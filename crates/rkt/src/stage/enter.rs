@@ -125,14 +125,7 @@ pub fn enter(spec: &EnterSpec) -> Result<i32, StageError> {
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| spawn_err(e.into()))?;
     // The helper inherits a copy without close-on-exec (`rkt enter` starts no other
     // process meanwhile), as the stage does its status pipe.
-    let inherited = status_write.try_clone().and_then(|fd| {
-        nix::fcntl::fcntl(
-            fd.as_raw_fd(),
-            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
-        )?;
-        Ok(fd)
-    });
-    let inherited = inherited.map_err(spawn_err)?;
+    let inherited = super::inheritable(&status_write).map_err(spawn_err)?;
     drop(status_write);
     let sealed = super::sealed_exe::seal(spec.exe)?;
     let mut cmd = Command::new(sealed.path());

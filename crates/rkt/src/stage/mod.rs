@@ -380,6 +380,17 @@ impl Started {
     }
 }
 
+/// A copy of `fd` without close-on-exec, for a child spawned next to inherit under its
+/// number (passed on its command line); the original keeps close-on-exec.
+pub(crate) fn inheritable(fd: &OwnedFd) -> std::io::Result<OwnedFd> {
+    let copy = fd.try_clone()?;
+    nix::fcntl::fcntl(
+        copy.as_raw_fd(),
+        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
+    )?;
+    Ok(copy)
+}
+
 /// The systemd socket-activation descriptors passed to this process (`LISTEN_FDS=N` with
 /// `LISTEN_PID` this process or unset): descriptors 3 to 3 + N - 1, which the pod's apps
 /// get; 0 without.

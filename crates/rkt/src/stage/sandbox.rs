@@ -29,16 +29,14 @@ use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
-use nix::sched::{setns, unshare, CloneFlags};
+use nix::sched::setns;
 use nix::sys::signal::{kill, SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{fork, pipe2, ForkResult, Pid};
 
-use super::app::{
-    enter_app, exit_code, mount_app_root, prepare_app, read_byte, report, ExecPlan, SETUP_FAILED,
-};
-use super::{mounts, signals, StageError};
+use super::app::{exit_code, own_root, prepare_app, read_byte, report, SETUP_FAILED};
+use super::{signals, StageError};
 use crate::isolation;
 use crate::podstore::{PodManifest, PodState};
 
@@ -156,15 +154,7 @@ pub fn start_app(
     let pipe = || pipe2(OFlag::O_CLOEXEC).map_err(|e| spawn_err(e.into()));
     let (status_read, status_write) = pipe()?;
     let (go_read, go_write) = pipe()?;
-    let inherit = |fd: &OwnedFd| -> Result<OwnedFd, StageError> {
-        let copy = fd.try_clone().map_err(spawn_err)?;
-        nix::fcntl::fcntl(
-            copy.as_raw_fd(),
-            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
-        )
-        .map_err(|e| spawn_err(e.into()))?;
-        Ok(copy)
-    };
+    let inherit = |fd: &OwnedFd| super::inheritable(fd).map_err(spawn_err);
     let status_fd = inherit(&status_write)?;
     let go_fd = inherit(&go_read)?;
     let log_fds = spec
@@ -492,16 +482,7 @@ fn app_process(
 ) -> StageError {
     signals::reset_for_exec();
     let prepared = (|| {
-        unshare(CloneFlags::CLONE_NEWNS).map_err(|source| StageError::Sys {
-            what: "unshare a mount namespace for the app in",
-            path: args.pod_dir.clone(),
-            source,
-        })?;
-        let sys = &isolation::syscall::Linux;
-        mounts::make_root_slave(sys)?;
-        mount_app_root(sys, &args.pod_dir, app, own_netns, &manifest.volumes)?;
-        let env = enter_app(sys, app)?;
-        let plan = ExecPlan::new(&app.app.exec, &env, app.isolation.prepared.identity())?;
+        let plan = own_root(&args.pod_dir, app, own_netns, &manifest.volumes)?;
         if let Some(fd) = join_user_ns {
             isolation::user_ns::join(fd).map_err(StageError::Isolation)?;
         }

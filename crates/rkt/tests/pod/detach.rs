@@ -116,5 +116,16 @@ fn a_detached_start_that_fails_says_why_and_leaves_nothing() {
         .run()
         .assert_exit_code(254)
         .assert_stderr_contains("--stdout=tty with --detach");
-    assert!(world.pods().len() <= 1, "{:?}", world.pods());
+    // Only the start that reached the stage left a pod: exited, saying why.
+    let pods = world.pods();
+    assert_eq!(pods.len(), 1, "{pods:?}");
+    let st = world.status_json(&pods[0]);
+    assert_eq!(st["state"], "exited", "{st}");
+    assert!(
+        st["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("/no/such/program"),
+        "{st}"
+    );
 }
