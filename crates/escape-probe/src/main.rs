@@ -453,6 +453,11 @@ fn detail_check(name: &str) -> Option<String> {
                     }
                 }
             }
+            if stop.exists() {
+                // The command that asked for the stop (a `rkt enter` of `touch`) gets to
+                // exit before this app does and the pod, ending, kills what is left in it.
+                std::thread::sleep(std::time::Duration::from_millis(300));
+            }
             Some(format!("watch-exe: host={host} rkt={}", rkt.len()))
         }
         _ => None,
