@@ -115,6 +115,7 @@ pub fn pod_spec(
         sandbox: None,
         meta: Default::default(),
         cgroup_parent: None,
+        ports: Vec::new(),
     })
 }
 

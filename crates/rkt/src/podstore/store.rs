@@ -136,6 +136,7 @@ impl PodStore {
                 sandbox: spec.sandbox,
                 meta: spec.meta,
                 cgroup_parent: spec.cgroup_parent,
+                ports: spec.ports,
             };
             let bytes = serde_json::to_vec_pretty(&manifest).expect("a manifest serializes");
             create_new(&tmp, MANIFEST_FILE, &bytes)?;
