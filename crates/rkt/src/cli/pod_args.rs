@@ -120,6 +120,9 @@ pub struct ImageAppArgs {
     #[arg(long, value_enum, default_value_t = super::fetch::PullPolicyArg::New)]
     pub pull_policy: super::fetch::PullPolicyArg,
 
+    #[command(flatten)]
+    pub store: super::fetch::StoreArgs,
+
     /// With an IMAGE: unpack a copy of it into the pod instead of mounting an overlay of
     /// its layers (the fallback when the kernel has no overlay support).
     #[arg(long, on_off = false)]
