@@ -7,8 +7,7 @@
 //! after an image (rkt's place for them, up to `--`); after a host command every word is
 //! its argument, so a host command's options come before it: `--- --name=web
 //! /usr/bin/python3 -m http.server`. The pod options (networks, DNS, ports, `--memory`,
-//! `--cpu`, `--pids-limit`, `--private-users`, `--ipc`, `--oom-score-adjust`,
-//! `--exit-policy`) come before the first app; given to a later app they are an error
+//! `--cpu`, `--pids-limit`, `--private-users`, `--ipc`, `--exit-policy`) come before the first app; given to a later app they are an error
 //! naming them.
 
 use std::ffi::OsString;
@@ -72,9 +71,8 @@ struct LaterApp {
 }
 
 /// App options that are the pod's: only the first app's count.
-const POD_WIDE: [(&str, &str); 6] = [
+const POD_WIDE: [(&str, &str); 5] = [
     ("ipc", "--ipc"),
-    ("oom_score_adjust", "--oom-score-adjust"),
     ("memory", "--memory"),
     ("cpu", "--cpu"),
     ("pids_limit", "--pids-limit"),

@@ -63,9 +63,13 @@ pub struct AppArgs {
     pub ipc: String,
 
     /// The app's OOM score adjustment, -1000 (never killed for lack of memory) to 1000
-    /// (killed first); written to its /proc/PID/oom_score_adj [default: the runner's].
+    /// (killed first); written to its /proc/PID/oom_score_adj before it starts, inherited
+    /// by what it starts [default: the runner's]. Lowering it below rkt's own takes
+    /// CAP_SYS_RESOURCE: without it such a value is refused before the pod is made.
+    /// rkt 1.30's name; --oom-score-adjust is the same flag.
     #[arg(
-        long,
+        long = "oom-score-adj",
+        visible_alias = "oom-score-adjust",
         value_name = "N",
         allow_negative_numbers = true,
         value_parser = clap::value_parser!(i16).range(-1000..=1000)
@@ -76,6 +80,12 @@ pub struct AppArgs {
     /// one (PATH, HOME=/root, and TERM if set).
     #[arg(long, on_off = false)]
     pub inherit_env: bool,
+
+    /// An annotation of the app, rkt 1.30's (appc's) app annotation: kept in the pod's
+    /// manifest (`pod.json`, the app's `annotations`), for the tools that read it; may be
+    /// repeated (a later KEY replaces an earlier one).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub annotation: Vec<String>,
 
     /// Attach an annotation to the app (free-form, for your tools; shown by status and in
     /// JSON as `user_annotations`); may be repeated.
@@ -185,6 +195,9 @@ impl AppArgs {
             (None, None) => AppRoot::Host,
         };
         let isolators = self.isolation.isolators(root)?;
+        if let Some(adj) = self.oom_score_adjust {
+            rkt::isolation::oom::check(adj)?;
+        }
         Ok(App {
             name,
             exec: self.command.clone(),
@@ -198,6 +211,7 @@ impl AppArgs {
             },
             oom_score_adjust: self.oom_score_adjust,
             image: None,
+            annotations: parse_user_meta("annotation", &self.annotation)?,
             user_annotations: parse_user_meta("user-annotation", &self.user_annotation)?,
             user_labels: parse_user_meta("user-label", &self.user_label)?,
             isolators,
