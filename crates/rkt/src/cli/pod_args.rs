@@ -41,18 +41,19 @@ pub struct AppArgs {
     #[arg(long, value_name = "DIR")]
     pub working_dir: Option<String>,
 
-    /// Set an environment variable for the app; may be repeated. Overrides inherited ones
-    /// and --set-env-file.
+    /// Set an environment variable; may be repeated. Overrides inherited ones and
+    /// --set-env-file. Before the first `---` (before or after the first app's image) it is
+    /// every app's, as rkt's; after a `---`, that app's alone, over the pod's.
     #[arg(long, value_name = "NAME=VALUE")]
     pub set_env: Vec<String>,
 
-    /// Read environment variables for the app from FILE: one NAME=VALUE per line (empty
-    /// lines and lines starting with '#' are skipped); may be repeated. Overrides inherited
-    /// ones; --set-env and --environment override it.
+    /// Read environment variables from FILE: one NAME=VALUE per line (empty lines and lines
+    /// starting with '#' are skipped); may be repeated. Overrides inherited ones; --set-env
+    /// and --environment override it. Every app's or one app's, as --set-env.
     #[arg(long, value_name = "FILE")]
     pub set_env_file: Vec<PathBuf>,
 
-    /// Set an environment variable for the app, overriding --set-env (upstream rkt's
+    /// Set an environment variable for this app alone, overriding --set-env (upstream rkt's
     /// per-app form); may be repeated.
     #[arg(long, value_name = "NAME=VALUE")]
     pub environment: Vec<String>,
@@ -150,21 +151,8 @@ impl AppArgs {
     /// [`Self::app`] of an app whose root is `image_root` (an image's): `--user` and
     /// `--group` names are looked up there.
     pub fn app_in(&self, image_root: Option<AppRoot<'_>>) -> anyhow::Result<App> {
-        let mut env = Vec::new();
-        for file in &self.set_env_file {
-            env.extend(read_env_file(file)?);
-        }
-        for (flag, values) in [
-            ("--set-env", &self.set_env),
-            ("--environment", &self.environment),
-        ] {
-            for kv in values {
-                match kv.split_once('=') {
-                    Some((k, v)) if !k.is_empty() => env.push((k.to_string(), v.to_string())),
-                    _ => bail!("{flag}={kv:?}: expected NAME=VALUE"),
-                }
-            }
-        }
+        let mut env = self.set_env_vars()?;
+        env.extend(pairs("--environment", &self.environment)?);
         let rootfs = match &self.rootfs {
             Some(dir) => {
                 let dir = std::path::absolute(dir)
@@ -223,6 +211,30 @@ impl AppArgs {
                 .collect::<Result<_, _>>()?,
         })
     }
+}
+
+impl AppArgs {
+    /// The variables of `--set-env-file` then `--set-env`, checked: given before the first
+    /// `---`, they are every app's (rkt's pod-wide `--set-env`), under each app's own.
+    pub fn set_env_vars(&self) -> anyhow::Result<Vec<(String, String)>> {
+        let mut env = Vec::new();
+        for file in &self.set_env_file {
+            env.extend(read_env_file(file)?);
+        }
+        env.extend(pairs("--set-env", &self.set_env)?);
+        Ok(env)
+    }
+}
+
+/// `NAME=VALUE` words of `flag`, in order.
+fn pairs(flag: &str, values: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    values
+        .iter()
+        .map(|kv| match kv.split_once('=') {
+            Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+            _ => bail!("{flag}={kv:?}: expected NAME=VALUE"),
+        })
+        .collect()
 }
 
 /// The variables of a `--set-env-file`: `NAME=VALUE` lines; empty lines and `#` comments

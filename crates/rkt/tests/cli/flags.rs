@@ -585,3 +585,50 @@ fn flags_annotation_is_kept_per_app_in_the_manifest() {
         .assert_stderr_contains("--annotation=\"novalue\"");
     assert_eq!(world.pods().len(), before);
 }
+
+/// rkt's `--set-env` and `--set-env-file` are the pod's: given before the first `---` every
+/// app has them, under a later app's own `--set-env` and `--environment`.
+#[test]
+fn flags_set_env_before_the_first_app_is_every_apps() {
+    test_kit::require_root!();
+    let world = World::new(support::RKT);
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let file = world.path("pod.env");
+    fs::write(&file, "FROM_FILE=f\nOVER=file\n").unwrap();
+    let file_flag = format!("--set-env-file={}", file.display());
+    let show = "echo $0 $POD $FROM_FILE $OVER";
+    let out = world
+        .rkt(&[
+            "run",
+            "--net=none",
+            "--exit-policy=untilAll",
+            "--set-env=POD=p",
+            &file_flag,
+            "--set-env=OVER=pod",
+            "--name=a",
+            "sh",
+            "-c",
+            show,
+            "a",
+            "---",
+            "--name=b",
+            "--set-env=OVER=b",
+            "sh",
+            "-c",
+            show,
+            "b",
+            "---",
+            "--name=c",
+            "--environment=POD=c",
+            "sh",
+            "-c",
+            show,
+            "c",
+        ])
+        .run();
+    out.assert_success();
+    let text = out.stdout();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort();
+    assert_eq!(lines, ["a p f pod", "b p f b", "c c f pod"], "{text}");
+}
