@@ -393,12 +393,6 @@ fn add(global: &GlobalArgs, args: &AddArgs) -> anyhow::Result<ExitCode> {
     if args.app.ipc == "parent" {
         bail!("--ipc=parent: a sandbox's apps share its IPC namespace, its own");
     }
-    if args.app.oom_score_adjust.is_some() {
-        bail!(
-            "--oom-score-adjust: not supported for a sandbox's app (its processes share the \
-             sandbox's score)"
-        );
-    }
     let log = args.streams.log()?;
     let dirs = global.effective_dirs(&Default::default())?;
     let mut app = super::image_app::app(global, &dirs.data.value, &args.app)?;

@@ -5,6 +5,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 
+use super::on_off::OnOff;
+
 use ::image::transport::registry::{Credentials, RegistryOptions};
 use ::image::{FetchOptions, ImageRef, Platform, PullPolicy};
 use rkt::config::auth::load_docker_auth;
@@ -22,6 +24,34 @@ pub enum PullPolicyArg {
     Update,
 }
 
+/// rkt 1.30's older spellings of `--pull-policy` (`run`, `prepare`, `fetch`): each is
+/// refused together with the other or with `--pull-policy`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct StoreArgs {
+    /// Only use images already in the store, never their source: `--pull-policy=never`
+    /// (rkt 1.30's older flag).
+    #[arg(long, on_off = false, conflicts_with_all = ["no_store", "pull_policy"])]
+    pub store_only: bool,
+
+    /// Always ask the image's source, whatever the store holds under that name (blobs
+    /// already stored are not downloaded again): `--pull-policy=update` (rkt 1.30's older
+    /// flag).
+    #[arg(long, on_off = false, conflicts_with = "pull_policy")]
+    pub no_store: bool,
+}
+
+impl StoreArgs {
+    /// The pull policy in effect: `--store-only` or `--no-store` when given (clap refuses
+    /// them with an explicit `--pull-policy`), else `pull_policy`.
+    pub fn policy(&self, pull_policy: PullPolicyArg) -> PullPolicyArg {
+        match (self.store_only, self.no_store) {
+            (true, _) => PullPolicyArg::Never,
+            (_, true) => PullPolicyArg::Update,
+            _ => pull_policy,
+        }
+    }
+}
+
 /// Fetch images into the store and print the ID (sha256 of the config) of each, one per
 /// line. IMAGE is docker://[HOST[:PORT]/]NAME[:TAG|@sha256:DIGEST], oci:PATH[:TAG],
 /// oci-archive:PATH[:TAG], docker-archive:PATH, an image ID (12+ hex digits) or a name
@@ -32,6 +62,15 @@ pub struct FetchArgs {
     /// When to go to the image's source.
     #[arg(long, value_enum, default_value_t = PullPolicyArg::New)]
     pub pull_policy: PullPolicyArg,
+
+    #[command(flatten)]
+    pub store: StoreArgs,
+
+    /// Print each image's whole ID (what this rkt prints anyway; rkt 1.30 shortened it
+    /// without --full). `--full=false`: its first 12 hex digits, as `rkt image
+    /// list` shows it (an image ID every command takes).
+    #[arg(long, on_off = true)]
+    pub full: bool,
 
     /// The images.
     #[arg(required = true, value_name = "IMAGE")]
@@ -58,7 +97,7 @@ pub fn fetch_options(policy: PullPolicyArg, insecure: &Insecure) -> anyhow::Resu
 }
 
 pub fn run(global: &GlobalArgs, args: &FetchArgs) -> anyhow::Result<ExitCode> {
-    let options = fetch_options(args.pull_policy, &global.insecure()?)?;
+    let options = fetch_options(args.store.policy(args.pull_policy), &global.insecure()?)?;
     // Every reference is checked before anything is fetched.
     let refs = args
         .images
@@ -68,7 +107,10 @@ pub fn run(global: &GlobalArgs, args: &FetchArgs) -> anyhow::Result<ExitCode> {
     let store = image_store(global)?;
     for (reference, text) in refs {
         let record = fetch_image(global, &store, &reference, text, &options)?;
-        println!("{}", record.id);
+        match args.full {
+            true => println!("{}", record.id),
+            false => println!("{}", record.id.short()),
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

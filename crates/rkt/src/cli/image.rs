@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 
 use ::image::store::now_secs;
 use ::image::{ImageRecord, Removed, Store, StoreError};
@@ -42,11 +42,54 @@ pub enum ImageCommand {
     Inspect(ShowArgs),
 }
 
+/// A column of `rkt image list`, by rkt 1.30's name for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Field {
+    /// The image's ID.
+    Id,
+    /// Its names, comma-separated (`-` when it has none).
+    Name,
+    /// What it takes in the store.
+    Size,
+    /// When it was stored.
+    #[value(name = "importtime")]
+    ImportTime,
+    /// When a pod last used it.
+    #[value(name = "lastused")]
+    LastUsed,
+}
+
+impl Field {
+    fn header(self) -> &'static str {
+        match self {
+            Field::Id => "ID",
+            Field::Name => "NAME",
+            Field::Size => "SIZE",
+            Field::ImportTime => "IMPORT TIME",
+            Field::LastUsed => "LAST USED",
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// Do not print the header line.
     #[arg(long, on_off = false)]
     pub no_legend: bool,
+    /// The columns to print, in this order (comma-separated; text output only).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        value_name = "FIELD[,FIELD...]",
+        default_value = "id,name,size,importtime,lastused"
+    )]
+    pub fields: Vec<Field>,
+    /// The long form of each column: the whole ID, the size in bytes, the times as dates
+    /// (rkt 1.30's `2006-01-02 15:04:05.999 -0700 MST` layout, local time) instead of "3
+    /// minutes ago".
+    #[arg(long, on_off = false)]
+    pub full: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -136,24 +179,29 @@ fn list(store: &Store, args: &ListArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&all)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let mut rows: Vec<[String; 5]> = Vec::new();
+    let mut rows: Vec<Vec<String>> = Vec::new();
     if !args.no_legend {
-        rows.push(["ID", "NAME", "SIZE", "IMPORT TIME", "LAST USED"].map(String::from));
+        rows.push(args.fields.iter().map(|f| f.header().to_string()).collect());
     }
+    let when = |secs: u64| match args.full {
+        true => rkt::podstore::time::Timestamp(std::time::UNIX_EPOCH + Duration::from_secs(secs))
+            .go_layout(),
+        false => ago(secs),
+    };
     for r in &images {
-        rows.push([
-            r.id.short().to_string(),
-            if r.names.is_empty() {
-                "-".into()
-            } else {
-                r.names.join(",")
-            },
-            size(r.size),
-            ago(r.imported),
-            ago(r.last_used),
-        ]);
+        let cell = |field: Field| match field {
+            Field::Id if args.full => r.id.to_string(),
+            Field::Id => r.id.short().to_string(),
+            Field::Name if r.names.is_empty() => "-".into(),
+            Field::Name => r.names.join(","),
+            Field::Size if args.full => r.size.to_string(),
+            Field::Size => size(r.size),
+            Field::ImportTime => when(r.imported),
+            Field::LastUsed => when(r.last_used),
+        };
+        rows.push(args.fields.iter().map(|f| cell(*f)).collect());
     }
-    let mut widths = [0usize; 5];
+    let mut widths = vec![0usize; args.fields.len()];
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
@@ -162,7 +210,7 @@ fn list(store: &Store, args: &ListArgs) -> anyhow::Result<ExitCode> {
     for row in &rows {
         let line: Vec<String> = row
             .iter()
-            .zip(widths)
+            .zip(&widths)
             .map(|(cell, w)| format!("{cell:<w$}"))
             .collect();
         println!("{}", line.join("  ").trim_end());

@@ -45,7 +45,7 @@ pub fn app(global: &GlobalArgs, data: &Path, args: &AppArgs) -> anyhow::Result<A
         (e, a) => e.clone().or(a),
     };
     let reference = ImageRef::parse(first)?;
-    let options = fetch_options(image.pull_policy, &global.insecure()?)?;
+    let options = fetch_options(image.store.policy(image.pull_policy), &global.insecure()?)?;
     let store = image_store_in(data)?;
     let record = fetch_image(global, &store, &reference, first, &options)?;
     let overrides = Overrides {

@@ -7,9 +7,10 @@
 //! after an image (rkt's place for them, up to `--`); after a host command every word is
 //! its argument, so a host command's options come before it: `--- --name=web
 //! /usr/bin/python3 -m http.server`. The pod options (networks, DNS, ports, `--memory`,
-//! `--cpu`, `--pids-limit`, `--private-users`, `--ipc`, `--oom-score-adjust`,
-//! `--exit-policy`) come before the first app; given to a later app they are an error
-//! naming them.
+//! `--cpu`, `--pids-limit`, `--private-users`, `--ipc`, `--exit-policy`) come before the
+//! first app; given to a later app they are an error naming them. `--set-env` and
+//! `--set-env-file` before the first `---` are every app's (rkt's rule), under a later
+//! app's own.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -72,9 +73,8 @@ struct LaterApp {
 }
 
 /// App options that are the pod's: only the first app's count.
-const POD_WIDE: [(&str, &str); 6] = [
+const POD_WIDE: [(&str, &str); 5] = [
     ("ipc", "--ipc"),
-    ("oom_score_adjust", "--oom-score-adjust"),
     ("memory", "--memory"),
     ("cpu", "--cpu"),
     ("pids_limit", "--pids-limit"),
@@ -98,10 +98,13 @@ pub fn pod_spec(
         ..first.clone()
     };
     let mut list = vec![super::image_app::app(global, data, &first_app)?];
+    // rkt's --set-env and --set-env-file are the pod's: every app has them, under its own.
+    let pod_env = first.set_env_vars()?;
     for (n, words) in segments.enumerate() {
         let which = n + 2;
-        let app = later_app(global, data, words)
+        let mut app = later_app(global, data, words)
             .with_context(|| format!("app {which} (after {SEPARATOR} number {})", n + 1))?;
+        app.env.splice(0..0, pod_env.iter().cloned());
         list.push(app);
     }
     check_names(&list)?;

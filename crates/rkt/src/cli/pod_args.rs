@@ -41,18 +41,19 @@ pub struct AppArgs {
     #[arg(long, value_name = "DIR")]
     pub working_dir: Option<String>,
 
-    /// Set an environment variable for the app; may be repeated. Overrides inherited ones
-    /// and --set-env-file.
+    /// Set an environment variable; may be repeated. Overrides inherited ones and
+    /// --set-env-file. Before the first `---` (before or after the first app's image) it is
+    /// every app's, as rkt's; after a `---`, that app's alone, over the pod's.
     #[arg(long, value_name = "NAME=VALUE")]
     pub set_env: Vec<String>,
 
-    /// Read environment variables for the app from FILE: one NAME=VALUE per line (empty
-    /// lines and lines starting with '#' are skipped); may be repeated. Overrides inherited
-    /// ones; --set-env and --environment override it.
+    /// Read environment variables from FILE: one NAME=VALUE per line (empty lines and lines
+    /// starting with '#' are skipped); may be repeated. Overrides inherited ones; --set-env
+    /// and --environment override it. Every app's or one app's, as --set-env.
     #[arg(long, value_name = "FILE")]
     pub set_env_file: Vec<PathBuf>,
 
-    /// Set an environment variable for the app, overriding --set-env (upstream rkt's
+    /// Set an environment variable for this app alone, overriding --set-env (upstream rkt's
     /// per-app form); may be repeated.
     #[arg(long, value_name = "NAME=VALUE")]
     pub environment: Vec<String>,
@@ -63,9 +64,13 @@ pub struct AppArgs {
     pub ipc: String,
 
     /// The app's OOM score adjustment, -1000 (never killed for lack of memory) to 1000
-    /// (killed first); written to its /proc/PID/oom_score_adj [default: the runner's].
+    /// (killed first); written to its /proc/PID/oom_score_adj before it starts, inherited
+    /// by what it starts [default: the runner's]. Lowering it below rkt's own takes
+    /// CAP_SYS_RESOURCE: without it such a value is refused before the pod is made.
+    /// rkt 1.30's name; --oom-score-adjust is the same flag.
     #[arg(
-        long,
+        long = "oom-score-adj",
+        visible_alias = "oom-score-adjust",
         value_name = "N",
         allow_negative_numbers = true,
         value_parser = clap::value_parser!(i16).range(-1000..=1000)
@@ -76,6 +81,12 @@ pub struct AppArgs {
     /// one (PATH, HOME=/root, and TERM if set).
     #[arg(long, on_off = false)]
     pub inherit_env: bool,
+
+    /// An annotation of the app, rkt 1.30's (appc's) app annotation: kept in the pod's
+    /// manifest (`pod.json`, the app's `annotations`), for the tools that read it; may be
+    /// repeated (a later KEY replaces an earlier one).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub annotation: Vec<String>,
 
     /// Attach an annotation to the app (free-form, for your tools; shown by status and in
     /// JSON as `user_annotations`); may be repeated.
@@ -120,6 +131,9 @@ pub struct ImageAppArgs {
     #[arg(long, value_enum, default_value_t = super::fetch::PullPolicyArg::New)]
     pub pull_policy: super::fetch::PullPolicyArg,
 
+    #[command(flatten)]
+    pub store: super::fetch::StoreArgs,
+
     /// With an IMAGE: unpack a copy of it into the pod instead of mounting an overlay of
     /// its layers (the fallback when the kernel has no overlay support).
     #[arg(long, on_off = false)]
@@ -137,21 +151,8 @@ impl AppArgs {
     /// [`Self::app`] of an app whose root is `image_root` (an image's): `--user` and
     /// `--group` names are looked up there.
     pub fn app_in(&self, image_root: Option<AppRoot<'_>>) -> anyhow::Result<App> {
-        let mut env = Vec::new();
-        for file in &self.set_env_file {
-            env.extend(read_env_file(file)?);
-        }
-        for (flag, values) in [
-            ("--set-env", &self.set_env),
-            ("--environment", &self.environment),
-        ] {
-            for kv in values {
-                match kv.split_once('=') {
-                    Some((k, v)) if !k.is_empty() => env.push((k.to_string(), v.to_string())),
-                    _ => bail!("{flag}={kv:?}: expected NAME=VALUE"),
-                }
-            }
-        }
+        let mut env = self.set_env_vars()?;
+        env.extend(pairs("--environment", &self.environment)?);
         let rootfs = match &self.rootfs {
             Some(dir) => {
                 let dir = std::path::absolute(dir)
@@ -182,6 +183,9 @@ impl AppArgs {
             (None, None) => AppRoot::Host,
         };
         let isolators = self.isolation.isolators(root)?;
+        if let Some(adj) = self.oom_score_adjust {
+            rkt::isolation::oom::check(adj)?;
+        }
         Ok(App {
             name,
             exec: self.command.clone(),
@@ -195,6 +199,7 @@ impl AppArgs {
             },
             oom_score_adjust: self.oom_score_adjust,
             image: None,
+            annotations: parse_user_meta("annotation", &self.annotation)?,
             user_annotations: parse_user_meta("user-annotation", &self.user_annotation)?,
             user_labels: parse_user_meta("user-label", &self.user_label)?,
             isolators,
@@ -206,6 +211,30 @@ impl AppArgs {
                 .collect::<Result<_, _>>()?,
         })
     }
+}
+
+impl AppArgs {
+    /// The variables of `--set-env-file` then `--set-env`, checked: given before the first
+    /// `---`, they are every app's (rkt's pod-wide `--set-env`), under each app's own.
+    pub fn set_env_vars(&self) -> anyhow::Result<Vec<(String, String)>> {
+        let mut env = Vec::new();
+        for file in &self.set_env_file {
+            env.extend(read_env_file(file)?);
+        }
+        env.extend(pairs("--set-env", &self.set_env)?);
+        Ok(env)
+    }
+}
+
+/// `NAME=VALUE` words of `flag`, in order.
+fn pairs(flag: &str, values: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    values
+        .iter()
+        .map(|kv| match kv.split_once('=') {
+            Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+            _ => bail!("{flag}={kv:?}: expected NAME=VALUE"),
+        })
+        .collect()
 }
 
 /// The variables of a `--set-env-file`: `NAME=VALUE` lines; empty lines and `#` comments

@@ -8,6 +8,7 @@
 //! - [`cgroups`]: resource limits, the pids limit of every pod among them, in a cgroup of
 //!   the pod's own (v1 and v2);
 //! - [`user_ns`]: `--private-users`, the pod's user namespace and id range;
+//! - [`oom`]: `--oom-score-adj`, the app's OOM score adjustment;
 //! - [`syscall`]: the calls that narrow a process, behind a trait with a recording fake.
 //!
 //! The app's flags are recorded in its manifest ([`Isolators`]); what a pod actually ran
@@ -21,6 +22,7 @@ pub mod capabilities;
 pub mod cgroups;
 mod error;
 mod narrow;
+pub mod oom;
 pub mod paths;
 pub mod seccomp;
 pub mod syscall;

@@ -36,14 +36,19 @@ pub struct App {
     /// `--ipc`: whether the pod gets an IPC namespace of its own (the default).
     #[serde(default, skip_serializing_if = "IpcMode::is_private")]
     pub ipc: IpcMode,
-    /// `--oom-score-adjust`: the pod's `oom_score_adj` (-1000 to 1000); `None` leaves the
-    /// runner's.
+    /// `--oom-score-adj` (or `--oom-score-adjust`): the app's `oom_score_adj` (-1000 to
+    /// 1000), set in its process ([`crate::isolation::oom`]); `None` leaves the runner's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oom_score_adjust: Option<i16>,
     /// The image the app runs from (`rkt run IMAGE`); its root directory is then
     /// `<pod>/rootfs`, built from the image when the pod starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<AppImage>,
+    /// `--annotation=K=V`: the app's annotations, rkt 1.30's (appc's `annotations` of an
+    /// app in a pod manifest): kept here for the tools that read the manifest
+    /// (`rkt cat-manifest`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
     /// `--user-annotation=K=V`: free-form facts about the app for the user's tools; rkt
     /// only stores and shows them (status, JSON `user_annotations`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

@@ -52,6 +52,8 @@ pub(super) struct AppIsolation {
     /// The app's stdin, stdout and stderr when they are its log's or its monitor's (pipes'
     /// ends or a terminal; close-on-exec in the init; the app gets them as 0, 1 and 2).
     pub(super) log_fds: [Option<RawFd>; 3],
+    /// `--oom-score-adj`: the app's `oom_score_adj`, set in its process before it executes.
+    pub(super) oom_score_adj: Option<i16>,
 }
 
 /// Reads one byte, retrying on EINTR; `Ok(0)` at end of file.
@@ -319,6 +321,13 @@ impl ExecPlan {
                 self.c_env.extend(CString::new(kv));
             }
         }
+        // While the process still holds its capabilities (lowering the score may need
+        // CAP_SYS_RESOURCE).
+        if let Some(adj) = isolation.oom_score_adj {
+            if let Err(e) = isolation::oom::set(adj) {
+                return StageError::Isolation(e);
+            }
+        }
         if let Err(e) = isolation::apply(&isolation::syscall::Linux, &isolation.prepared) {
             return StageError::Isolation(e);
         }
@@ -352,6 +361,7 @@ pub(super) fn prepare_app(
         prepared: settled.prepare().map_err(StageError::Isolation)?,
         listen_fds,
         log_fds,
+        oom_score_adj: app.oom_score_adjust,
     };
     Ok(PreparedApp {
         app,
@@ -472,6 +482,7 @@ mod tests {
             prepared: isolation::Isolation::default().prepare().unwrap(),
             listen_fds: 0,
             log_fds: [None, None, None],
+            oom_score_adj: None,
         };
         let app = PreparedApp {
             app,

@@ -4,8 +4,7 @@
 //! process and the children may do anything, not only async-signal-safe calls. In order:
 //! 1. the stage joins the pod's network namespace (unless `--net=host`), enters the mount
 //!    template on a busy host ([`crate::mount_template`]), unshares mount, UTS, IPC
-//!    (unless `--ipc=parent`) and PID namespaces, sets `--oom-score-adjust`,
-//!    prepares the mounts ([`super::mounts`]) and sets the hostname;
+//!    (unless `--ipc=parent`) and PID namespaces, prepares the mounts ([`super::mounts`]) and sets the hostname;
 //! 2. it forks the pod's init, PID 1 of the new PID namespace, reports the init's host PID
 //!    to the runner (`pid <n>` on the status pipe) and waits for it, passing signals on;
 //! 3. the init mounts `/proc` (masking and write-protecting its kernel paths, see
@@ -631,15 +630,6 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
     for (tree, rootfs) in overlays {
         mount_template::attach(tree, &rootfs)
             .map_err(|e| StageError::Reported(crate::error::chain(&e)))?;
-    }
-    if let Some(adj) = first.and_then(|a| a.oom_score_adjust) {
-        // Inherited by the init and the apps, all forked from here.
-        let path = PathBuf::from("/proc/self/oom_score_adj");
-        std::fs::write(&path, adj.to_string()).map_err(|source| StageError::Io {
-            what: "set --oom-score-adjust in",
-            path,
-            source,
-        })?;
     }
     mounts::make_root_slave(&isolation::syscall::Linux)?;
     mounts::detach_netns_mounts(&isolation::syscall::Linux)?;

@@ -345,7 +345,8 @@ fn flags_set_env_file_and_environment() {
 }
 
 /// Flags: `--ipc=private|auto` (the default) gives the pod its own IPC namespace,
-/// `--ipc=parent` the caller's; `--oom-score-adjust` sets the app's oom_score_adj.
+/// `--ipc=parent` the caller's; `--oom-score-adjust` (rkt's `--oom-score-adj`) sets the
+/// app's oom_score_adj.
 #[test]
 fn flags_ipc_and_oom_score_adjust() {
     test_kit::require_root!();
@@ -390,7 +391,91 @@ fn flags_ipc_and_oom_score_adjust() {
         .rkt(&["run", "--oom-score-adjust=1001", "--", "true"])
         .run()
         .assert_failure()
-        .assert_stderr_contains("--oom-score-adjust");
+        // Named by rkt 1.30's spelling of the same flag.
+        .assert_stderr_contains("--oom-score-adj=1001");
+}
+
+/// Whether this process holds CAP_SYS_RESOURCE (bit 24 of CapEff).
+fn has_cap_sys_resource() -> bool {
+    let status = fs::read_to_string("/proc/self/status").unwrap();
+    let hex = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .unwrap()
+        .trim();
+    u64::from_str_radix(hex, 16).unwrap() & (1 << 24) != 0
+}
+
+/// `--oom-score-adj` (rkt 1.30's per-app isolator): each app's own, set in its process
+/// (a later app's too; the others keep the runner's); a value below rkt's own, which the
+/// kernel lets only a holder of CAP_SYS_RESOURCE give, is refused before any pod exists,
+/// naming the flag and the reason, when rkt lacks it (as root on this project's hosts does).
+#[test]
+fn flags_oom_score_adj_per_app_and_lowering() {
+    test_kit::require_root!();
+    let world = World::new(support::RKT);
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let own: i16 = fs::read_to_string("/proc/self/oom_score_adj")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let raised = (own + 100).min(1000).to_string();
+    let flag = format!("--oom-score-adj={raised}");
+    let out = world
+        .rkt(&[
+            "run",
+            "--net=none",
+            "--exit-policy=untilAll",
+            "--name=first",
+            "--",
+            "sh",
+            "-c",
+            "echo first $(cat /proc/self/oom_score_adj)",
+            "---",
+            "--name=second",
+            &flag,
+            "sh",
+            "-c",
+            "echo second $(cat /proc/self/oom_score_adj)",
+        ])
+        .run();
+    out.assert_success();
+    assert!(
+        out.stdout().contains(&format!("first {own}\n"))
+            && out.stdout().contains(&format!("second {raised}\n")),
+        "{}",
+        out.stdout()
+    );
+
+    let before = world.pods().len();
+    let lowered = (own - 100).max(-1000).to_string();
+    let flag = format!("--oom-score-adj={lowered}");
+    for cmd in ["run", "prepare"] {
+        let mut args = vec![cmd, &flag, "--", "sh", "-c", "cat /proc/self/oom_score_adj"];
+        if cmd == "run" {
+            args.insert(1, "--net=none");
+        }
+        let out = world.rkt(&args).run();
+        if has_cap_sys_resource() {
+            out.assert_success();
+            if cmd == "run" {
+                assert_eq!(out.stdout(), format!("{lowered}\n"));
+            }
+        } else {
+            out.assert_exit_code(254)
+                .assert_stderr_contains(&flag)
+                .assert_stderr_contains("CAP_SYS_RESOURCE");
+            assert_eq!(world.pods().len(), before, "{cmd}: a pod was left behind");
+        }
+    }
+    // The check left rkt's own score (and so this test's) where it was.
+    let after: i16 = fs::read_to_string("/proc/self/oom_score_adj")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(after, own);
 }
 
 /// Flags: `--interactive` (the app reads rkt's stdin, as by default), `--interactive=false`
@@ -459,4 +544,91 @@ fn flags_mds_register_and_stage1_are_refused_by_name() {
         .run()
         .assert_failure()
         .assert_stderr_contains("--stage1-path=/x: not supported by this rkt: ");
+}
+
+/// `--annotation=K=V` (rkt 1.30's app annotation): kept in the pod manifest as the app's
+/// `annotations`, each app its own (a later K replaces an earlier one); a word that is not
+/// KEY=VALUE is refused naming it, before any pod exists.
+#[test]
+fn flags_annotation_is_kept_per_app_in_the_manifest() {
+    let world = World::new(support::RKT);
+    let manifest = prepared_manifest(
+        &world,
+        &[
+            "--annotation=team=web",
+            "--annotation=note=two words",
+            "--annotation=team=api",
+            "--name=a",
+            "true",
+            "---",
+            "--annotation=only=b",
+            "--name=b",
+            "true",
+        ],
+    );
+    assert_eq!(
+        manifest["apps"][0]["annotations"],
+        serde_json::json!({"team": "api", "note": "two words"})
+    );
+    assert_eq!(
+        manifest["apps"][1]["annotations"],
+        serde_json::json!({"only": "b"})
+    );
+    // None given: no field.
+    let plain = prepared_manifest(&world, &["true"]);
+    assert!(plain["apps"][0].get("annotations").is_none(), "{plain}");
+    let before = world.pods().len();
+    world
+        .rkt(&["prepare", "--annotation=novalue", "true"])
+        .run()
+        .assert_exit_code(254)
+        .assert_stderr_contains("--annotation=\"novalue\"");
+    assert_eq!(world.pods().len(), before);
+}
+
+/// rkt's `--set-env` and `--set-env-file` are the pod's: given before the first `---` every
+/// app has them, under a later app's own `--set-env` and `--environment`.
+#[test]
+fn flags_set_env_before_the_first_app_is_every_apps() {
+    test_kit::require_root!();
+    let world = World::new(support::RKT);
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let file = world.path("pod.env");
+    fs::write(&file, "FROM_FILE=f\nOVER=file\n").unwrap();
+    let file_flag = format!("--set-env-file={}", file.display());
+    let show = "echo $0 $POD $FROM_FILE $OVER";
+    let out = world
+        .rkt(&[
+            "run",
+            "--net=none",
+            "--exit-policy=untilAll",
+            "--set-env=POD=p",
+            &file_flag,
+            "--set-env=OVER=pod",
+            "--name=a",
+            "sh",
+            "-c",
+            show,
+            "a",
+            "---",
+            "--name=b",
+            "--set-env=OVER=b",
+            "sh",
+            "-c",
+            show,
+            "b",
+            "---",
+            "--name=c",
+            "--environment=POD=c",
+            "sh",
+            "-c",
+            show,
+            "c",
+        ])
+        .run();
+    out.assert_success();
+    let text = out.stdout();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort();
+    assert_eq!(lines, ["a p f pod", "b p f b", "c c f pod"], "{text}");
 }

@@ -643,3 +643,115 @@ fn image_rm_of_a_name_untags_it_and_its_last_name_removes_the_image() {
         ""
     );
 }
+
+/// rkt 1.30's fetch and list options (issue 25): `--store-only` and `--no-store` (the older
+/// spellings of `--pull-policy=never` and `update`, refused together or with
+/// `--pull-policy`), `fetch --full[=false]`, `image list --fields` and `--full`.
+#[test]
+fn fetch_store_flags_full_and_list_fields() {
+    if !ready("fetch_store_flags_full_and_list_fields", &["umoci"]) {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let layout = busybox_layout(work.path());
+    let local = format!("oci:{}:v1", layout.display());
+    let missing = format!("oci:{}:v9", layout.display());
+    let data = work.path().join("data");
+    let data = data.to_str().unwrap();
+    let dir = ["--dir", data];
+
+    // Not stored yet: --store-only never goes to the source.
+    rkt(&dir)
+        .args(&["fetch", "--store-only", &local])
+        .run()
+        .assert_exit_code(254)
+        .assert_stderr_contains("never");
+    let out = rkt(&dir).args(&["fetch", "--no-store", &local]).run();
+    out.assert_success();
+    let id = out.stdout().trim().to_string();
+    assert!(id.starts_with("sha256:") && id.len() == 71, "{id}");
+    // Stored: --store-only finds it; --full (the default here) prints it whole,
+    // --full=false its 12 hex digits.
+    rkt(&dir)
+        .args(&["fetch", "--store-only", "--full", &local])
+        .run()
+        .assert_success()
+        .assert_stdout_contains(&format!("{id}\n"));
+    let out = rkt(&dir)
+        .args(&["fetch", "--store-only=true", "--full=false", &local])
+        .run();
+    out.assert_success();
+    assert_eq!(out.stdout(), format!("{}\n", &id[7..19]));
+    rkt(&dir)
+        .args(&["fetch", "--store-only", &missing])
+        .run()
+        .assert_exit_code(254)
+        .assert_stderr_contains("never");
+    for clash in [
+        &["--store-only", "--no-store"][..],
+        &["--store-only", "--pull-policy=update"],
+        &["--no-store", "--pull-policy=never"],
+    ] {
+        let out = rkt(&dir)
+            .args(&["fetch"])
+            .args(clash)
+            .args(&[local.as_str()])
+            .run();
+        out.assert_exit_code(254);
+        let flag = clash[1].split('=').next().unwrap();
+        assert!(
+            out.stderr().contains(flag) && out.stderr().lines().count() == 1,
+            "{clash:?}: {}",
+            out.stderr()
+        );
+    }
+
+    // --fields picks and orders the columns by rkt's names; --full gives the long forms.
+    let out = rkt(&dir)
+        .args(&["image", "list", "--fields=name,id", "--no-legend"])
+        .run();
+    out.assert_success();
+    let text = out.stdout();
+    let cells: Vec<&str> = text.split_whitespace().collect();
+    assert_eq!(cells, [local.clone(), id[7..19].to_string()]);
+    let out = rkt(&dir)
+        .args(&["image", "list", "--fields=id,size", "--full"])
+        .run();
+    out.assert_success();
+    let text = out.stdout();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0].split_whitespace().collect::<Vec<_>>(),
+        ["ID", "SIZE"]
+    );
+    let cells: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(cells[0], id);
+    assert!(cells[1].parse::<u64>().unwrap() > 0, "{}", lines[1]);
+    let out = rkt(&dir)
+        .args(&[
+            "image",
+            "list",
+            "--fields=importtime,lastused",
+            "--no-legend",
+            "--full",
+        ])
+        .run();
+    out.assert_success();
+    let year = out.stdout().split('-').next().unwrap().to_string();
+    assert!(
+        year.len() == 4 && year.starts_with("20"),
+        "{}",
+        out.stdout()
+    );
+    assert!(!out.stdout().contains("ago"), "{}", out.stdout());
+    let out = rkt(&dir)
+        .args(&["image", "list", "--fields=lastused", "--no-legend"])
+        .run();
+    assert!(out.stdout().contains("ago"), "{}", out.stdout());
+    rkt(&dir)
+        .args(&["image", "list", "--fields=id,latest"])
+        .run()
+        .assert_exit_code(254)
+        .assert_stderr_contains("latest")
+        .assert_stderr_contains("importtime");
+}
