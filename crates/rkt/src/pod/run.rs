@@ -238,6 +238,9 @@ pub fn run_prepared(pod: &Pod, opts: &RunOptions) -> Result<RunOutcome, StartFai
     let mut state = start_running(&pod.uuid, state, opts);
     state.cgroup = Some(cgroups.pod(&pod.uuid));
     isolation.record(&mut state);
+    // Marked before it is recorded running: if this runner dies from here on, the next
+    // command that starts or lists pods releases it (see `super::reap`).
+    pod.mark_running()?;
     state.store(&pod.dir)?;
     // A prepared pod is never a sandbox.
     run_locked(pod, lock, opts, state, (planned, host_ports), false)
@@ -481,6 +484,7 @@ fn run_locked(
                     cleanup: cleanup.into_iter().chain([CleanupError::Pod(e)]).collect(),
                 });
             }
+            unmark(pod);
             drop(lock);
             return Err(StartFailure {
                 error: Box::new(error),
@@ -569,15 +573,18 @@ fn run_locked(
                 uuid: uuid.clone(),
                 source,
             };
-            let _ = store(&state);
+            if store(&state).is_ok() {
+                unmark(pod);
+            }
             return Err(StartFailure {
                 error: Box::new(error),
                 cleanup,
             });
         }
     };
-    if let Err(e) = store(&state) {
-        cleanup.push(CleanupError::Pod(e));
+    match store(&state) {
+        Ok(()) => unmark(pod),
+        Err(e) => cleanup.push(CleanupError::Pod(e)),
     }
     drop(lock);
     Ok(RunOutcome {
@@ -585,6 +592,12 @@ fn run_locked(
         exit_status,
         cleanup_errors: cleanup,
     })
+}
+
+/// Removes the runner's mark of `pod`, released and recorded `exited`. A mark that stays
+/// only makes the next command release it again, which finds nothing to do.
+fn unmark(pod: &Pod) {
+    let _ = pod.unmark_running();
 }
 
 /// Writes `state` but for its apps, which are the on-disk record's: a sandbox's apps are
