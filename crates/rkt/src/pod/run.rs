@@ -10,8 +10,10 @@
 //! pod's networks are torn down; a failure there leaves no pod at all.
 //! When any step fails, everything set up so far is released, the pod is recorded `exited`
 //! with the error, and the error names what failed. SIGINT, SIGTERM and friends sent to the
-//! runner are forwarded to the pod (see [`crate::stage::signals`]); one that arrives before the
-//! app runs aborts the start. Either way the runner itself always gets to tear down.
+//! runner are forwarded to the pod (see [`crate::stage::signals`]: a SIGINT from a process,
+//! not the terminal, as SIGTERM, which stops the pod: the apps are killed if they have not
+//! ended 10 s later); one that arrives before the app runs aborts the start. Either way the
+//! runner itself always gets to tear down.
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -182,6 +184,7 @@ pub fn run_new(
     // Before the pod exists: `rkt stop` of a pod this young signals this runner, which must
     // then abort the start rather than die of it (a failure here is reported by `start`).
     let _ = signals::install();
+    signals::interrupt_stops_pod();
     let mut isolation = settle_isolation(&spec.apps, spec.sandbox.as_ref(), opts)?;
     let cgroups = place_cgroup(&isolation, opts, spec.cgroup_parent.as_ref())?;
     let host_ports = before_create(&spec.apps, opts, store.dir(), "")?;
@@ -212,6 +215,7 @@ pub fn run_new(
 pub fn run_prepared(pod: &Pod, opts: &RunOptions) -> Result<RunOutcome, StartFailure> {
     let planned = preflight(&opts.net)?;
     let _ = signals::install(); // as in `run_new`
+    signals::interrupt_stops_pod();
     let lock = PodLock::lock_exclusive_soon(&pod.dir)?.ok_or_else(|| PodError::InUse {
         uuid: pod.uuid.clone(),
     })?;
