@@ -32,6 +32,7 @@ mod pod_apps;
 mod pod_args;
 mod prepare;
 mod progress;
+pub mod reap;
 mod rm;
 mod run;
 mod run_prepared;
@@ -388,7 +389,42 @@ fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
     };
     // Refused before any command runs, whether or not the command uses it.
     global.insecure()?;
-    match &cli.command {
+    // Pods whose runner died are released by the next command that starts or lists pods:
+    // before a pod starts (its ports and addresses may be the dead pod's), after a listing
+    // (which shows them `exited` as they are).
+    let reaps = ReapPoint::of(&cli.command);
+    if reaps == Some(ReapPoint::Before) {
+        reap::release_in_background(global);
+    }
+    let result = run_command(global, &cli.command);
+    if reaps == Some(ReapPoint::After) {
+        reap::release_in_background(global);
+    }
+    result
+}
+
+/// When a command looks for pods whose runner died ([`reap`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReapPoint {
+    Before,
+    After,
+}
+
+impl ReapPoint {
+    fn of(command: &Command) -> Option<ReapPoint> {
+        match command {
+            Command::Run(_) | Command::RunPrepared(_) => Some(ReapPoint::Before),
+            Command::App(app) if matches!(app.command, app::AppCommand::Sandbox(_)) => {
+                Some(ReapPoint::Before)
+            }
+            Command::Prepare(_) | Command::List(_) | Command::Status(_) => Some(ReapPoint::After),
+            _ => None,
+        }
+    }
+}
+
+fn run_command(global: &GlobalArgs, command: &Command) -> anyhow::Result<ExitCode> {
+    match command {
         Command::Config(args) => config::run(global, args),
         Command::Version(args) => version::run(global, args),
         Command::Run(args) => run::run(global, args),
