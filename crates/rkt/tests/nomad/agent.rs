@@ -4,10 +4,12 @@
 //! runs the binary under test with that host's directories. Nothing of the driver is changed:
 //! it calls `rkt` exactly as it would on a real host.
 //!
-//! Stopping an agent is not enough to leave a host clean: Nomad's executors (one process per
-//! task, `nomad executor`) outlive their agent by design, and its task directories hold
-//! mounts (`secrets` is a tmpfs). [`Agent`]'s drop kills the agent, then every process whose
-//! command line names its data directory, then unmounts what is left below that directory.
+//! Stopping an agent is not enough to leave a host clean: Nomad's plugins (`nomad executor`
+//! per task, `nomad logmon` per task's logs) and the `rkt run-prepared` they started outlive
+//! their agent by design, and its task directories hold mounts (`secrets` is a tmpfs). Every
+//! process an agent starts inherits [`AGENT_MARK`] in its environment; [`Agent`]'s drop
+//! kills the agent, stops the marked processes (SIGTERM, which stops a pod cleanly, then
+//! SIGKILL), then unmounts what is left below the agent's data directory.
 
 use std::fs;
 use std::io::{Read, Write};
@@ -117,6 +119,9 @@ pub const RKT_PLUGIN: &str = r#"plugin "rkt" {
   }
 }"#;
 
+/// The environment variable marking every process an agent starts, set to its data directory.
+pub const AGENT_MARK: &str = "RKT_TEST_NOMAD_AGENT";
+
 /// A running Nomad agent.
 pub struct Agent {
     child: Option<Child>,
@@ -151,6 +156,7 @@ impl Agent {
             .args(args)
             .arg(format!("-config={}", hcl.display()))
             .env("PATH", format!("{}:{old_path}", path.display()))
+            .env(AGENT_MARK, dir)
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log);
@@ -202,6 +208,25 @@ impl Agent {
             String::from_utf8_lossy(&out.stderr)
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `nomad alloc exec -i=false -t=false ALLOC CMD...`, which must succeed; returns its
+    /// stdout. Nomad v0.10.9's exec stream sometimes ends with "failed to exec into task:
+    /// unexpected EOF" after the command's whole output, whatever the driver (its own
+    /// `raw_exec` does it too: 4 of 30 times here); such a run is tried again, a few times.
+    pub fn exec(&self, alloc: &str, command: &[&str]) -> String {
+        let mut args = vec!["alloc", "exec", "-i=false", "-t=false", alloc];
+        args.extend_from_slice(command);
+        for _ in 0..5 {
+            let out = self.cli(&args);
+            if out.status.success() {
+                return String::from_utf8_lossy(&out.stdout).into_owned();
+            }
+            if !String::from_utf8_lossy(&out.stderr).contains("unexpected EOF") {
+                break;
+            }
+        }
+        self.ok(&args)
     }
 
     /// Registers the job in `hcl` (written to the agent's directory as `<name>.nomad`).
@@ -321,7 +346,10 @@ impl Agent {
                     .iter()
                     .filter(|n| {
                         let rkt = &n["Drivers"]["rkt"];
-                        rkt["Detected"] == true && rkt["Healthy"] == true
+                        rkt["Detected"] == true
+                            && rkt["Healthy"] == true
+                            && n["Status"] == "ready"
+                            && n["SchedulingEligibility"] == "eligible"
                     })
                     .count();
                 (full.len() == clients && healthy == clients).then_some(full)
@@ -365,19 +393,27 @@ impl Drop for Agent {
             let _ = child.kill();
             let _ = child.wait();
         }
-        // Executors (and anything else) started for this agent's allocations name its data
-        // directory on their command line.
-        let needle = self.dir.to_string_lossy().into_owned();
-        for _ in 0..50 {
-            let pids = processes_naming(&needle);
-            if pids.is_empty() {
-                break;
+        // What the agent started (plugins, `rkt run-prepared`, pods' processes that kept the
+        // environment): SIGTERM first, which stops a pod and releases it, then SIGKILL.
+        let mark = format!("{AGENT_MARK}={}", self.dir.display());
+        let signal = |sig| {
+            let pids = processes_marked(&mark);
+            for &pid in &pids {
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig);
             }
-            for pid in pids {
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(pid),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
+            pids.is_empty()
+        };
+        if !signal(nix::sys::signal::Signal::SIGTERM) {
+            for _ in 0..150 {
+                std::thread::sleep(Duration::from_millis(100));
+                if processes_marked(&mark).is_empty() {
+                    break;
+                }
+            }
+        }
+        for _ in 0..50 {
+            if signal(nix::sys::signal::Signal::SIGKILL) {
+                break;
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -385,8 +421,8 @@ impl Drop for Agent {
     }
 }
 
-/// PIDs of the processes whose command line contains `needle`.
-fn processes_naming(needle: &str) -> Vec<i32> {
+/// PIDs of the processes whose environment holds `mark` (`NAME=VALUE`).
+fn processes_marked(mark: &str) -> Vec<i32> {
     let Ok(dir) = fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -395,8 +431,8 @@ fn processes_naming(needle: &str) -> Vec<i32> {
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
         .filter(|&pid| pid != me)
         .filter(|pid| {
-            fs::read(format!("/proc/{pid}/cmdline"))
-                .map(|c| String::from_utf8_lossy(&c).contains(needle))
+            fs::read(format!("/proc/{pid}/environ"))
+                .map(|env| env.split(|&b| b == 0).any(|v| v == mark.as_bytes()))
                 .unwrap_or(false)
         })
         .collect()

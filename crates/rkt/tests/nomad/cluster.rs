@@ -27,6 +27,7 @@ fn six_job(image: &str, net: &str) -> String {
     count = 6
     spread {{
       attribute = "${{node.unique.name}}"
+      weight = 100
     }}
     task "serve" {{
       driver = "rkt"
@@ -183,19 +184,8 @@ fn nomad_spreads_rkt_tasks_over_three_hosts() {
         || pod_ip_of(&hosts[1], &to),
     );
     assert!(to_ip.starts_with("10.203.2."), "{to_ip}");
-    let got = server.ok(&[
-        "alloc",
-        "exec",
-        "-i=false",
-        "-t=false",
-        &from,
-        "/bin/busybox",
-        "wget",
-        "-q",
-        "-O",
-        "-",
-        &format!("http://{to_ip}/id"),
-    ]);
+    let url = format!("http://{to_ip}/id");
+    let got = server.exec(&from, &["/bin/busybox", "wget", "-q", "-O", "-", &url]);
     assert_eq!(got.trim(), to);
 
     // Draining host 1 moves its tasks to the others; host 1 is left clean.

@@ -176,15 +176,7 @@ fn nomad_runs_rkt_tasks_on_one_host() {
     });
 
     // `nomad alloc exec` runs `rkt enter` in the pod.
-    let out = agent.ok(&[
-        "alloc",
-        "exec",
-        "-i=false",
-        "-t=false",
-        &web_id,
-        "/bin/cat",
-        "/etc/greeting",
-    ]);
+    let out = agent.exec(&web_id, &["/bin/busybox", "cat", "/etc/greeting"]);
     assert_eq!(out, "hello\n");
 
     // `nomad job stop`: SIGINT to `rkt run-prepared`, which stops the pod and releases it.
