@@ -247,7 +247,7 @@ pub fn start(pod: &Pod, name: &str, exe: &Path) -> Result<i32, AppError> {
                     .into(),
             )));
         }
-        let cgroup = pod_cgroup.child(&format!("app-{name}"));
+        let cgroup = pod_cgroup.child(&isolation::cgroups::app_leaf(name));
         let own = isolation::cgroups::Limits {
             pids: Some(isolation::cgroups::PidsLimit::Unlimited),
             ..limits
