@@ -598,6 +598,7 @@ fn memory_and_cpu_limits_hold_in_a_cgroup_removed_with_the_pod() {
         "--net=none",
         "--memory=64M",
         "--cpu=500m",
+        "--cpu-shares=700",
         "--",
         "sleep",
         "60",
@@ -610,9 +611,11 @@ fn memory_and_cpu_limits_hold_in_a_cgroup_removed_with_the_pod() {
     if v2 {
         assert_eq!(read(mem.join("memory.max")).trim(), "67108864");
         assert_eq!(read(cpu.join("cpu.max")).trim(), "50000 100000");
+        assert_eq!(read(cpu.join("cpu.weight")).trim(), "27");
     } else {
         assert_eq!(read(mem.join("memory.limit_in_bytes")).trim(), "67108864");
         assert_eq!(read(cpu.join("cpu.cfs_quota_us")).trim(), "50000");
+        assert_eq!(read(cpu.join("cpu.shares")).trim(), "700");
     }
     // The pod's init (and so every process of the pod) is inside.
     let procs = read(mem.join("cgroup.procs"));
@@ -623,6 +626,7 @@ fn memory_and_cpu_limits_hold_in_a_cgroup_removed_with_the_pod() {
     let st = world.status_json(&uuid);
     assert_eq!(st["isolation"]["limits"]["memory"], 67108864);
     assert_eq!(st["isolation"]["limits"]["cpuMillis"], 500);
+    assert_eq!(st["isolation"]["limits"]["cpuShares"], 700);
     world.rkt(&["stop", &uuid]).run().assert_success();
     world.wait_child(index);
     assert!(
@@ -646,7 +650,11 @@ fn memory_and_cpu_limits_hold_in_a_cgroup_removed_with_the_pod() {
     assert!(!out.stdout().contains("survived"));
 
     // Bad values are named before any pod exists.
-    for (flag, needle) in [("--memory=lots", "--memory=lots"), ("--cpu=5m", "--cpu=5m")] {
+    for (flag, needle) in [
+        ("--memory=lots", "--memory=lots"),
+        ("--cpu=5m", "--cpu=5m"),
+        ("--cpu-shares=1", "--cpu-shares=1"),
+    ] {
         world
             .rkt(&["prepare", flag, "--", "true"])
             .run()
