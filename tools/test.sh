@@ -4,7 +4,8 @@
 # run less (tools/test.sh -p rkt --test cli, one room's binary). .ci/run calls it without any.
 #   containernetworking-plugins, iptables, iproute2: the real plugins and what they call;
 #   golang-go, golang-github-appc-cni-dev: build the reference libcni driver the conformance
-#     tests compare against;
+#     tests compare against; golang-go, gcc, libc6-dev also build Nomad v0.10.9 from the
+#     shared source archive for the Nomad tests (crates/rkt/tests/nomad, cgo);
 #   docker-registry, skopeo, umoci, busybox-static: the image tests build their images from
 #     busybox-static and serve them on loopback;
 #   dnsmasq-base: the DHCP server of the multi-host tests.
@@ -14,7 +15,7 @@ cd "$(dirname "$0")/.."
 
 say() { printf 'test.sh: %s\n' "$*"; }
 
-packages=(containernetworking-plugins iptables iproute2 golang-go golang-github-appc-cni-dev
+packages=(containernetworking-plugins iptables iproute2 golang-go golang-github-appc-cni-dev gcc libc6-dev
     docker-registry skopeo umoci busybox-static dnsmasq-base ca-certificates)
 missing=()
 if command -v dpkg-query >/dev/null; then

@@ -5,6 +5,7 @@
 //! `tests/import_graph.rs` keeps the graph free of cycles):
 //!
 //! - [`pod`]: a pod's life: run, stop, gc, rm, status; the one room that drives the others.
+//! - [`appc`]: a pod's manifest in appc's form, for `rkt cat-manifest`.
 //! - [`net_inspect`]: the networks in effect, for `rkt net list|status`.
 //! - [`config`]: the layered `paths` configuration and the effective directories.
 //! - [`networking`]: CNI orchestration: select and plan networks, set them up, record
@@ -16,6 +17,7 @@
 //!   which images pods use.
 //! - [`etc_files`]: the pod's `/etc/resolv.conf` and `/etc/hosts`.
 //! - [`security`]: who may write what rkt runs as root; `--insecure-options`.
+//! - [`trust`]: `rkt trust`'s keystore, where rkt 1.30 kept its keys.
 //! - [`mount_template`]: the small mount namespace a busy host's pods are copied from.
 //! - [`podstore`]: pods on disk: store, manifest, state record, locks.
 //! - [`isolation`]: what keeps the app from the host: capabilities, seccomp, kernel paths,
@@ -28,6 +30,7 @@
 //!
 //! The command line (`src/cli/`, part of the `rkt` binary) is a thin layer on top.
 
+pub mod appc;
 pub mod attach;
 pub mod config;
 pub mod error;
@@ -46,3 +49,4 @@ pub mod pod;
 pub mod podstore;
 pub mod security;
 pub mod stage;
+pub mod trust;

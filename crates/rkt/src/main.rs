@@ -2,7 +2,9 @@
 //!
 //! The hidden `stage1-init` and `stage1-enter` commands, which `rkt run` and `rkt enter`
 //! execute (a sealed copy of) this binary as, go straight to the library: its arguments are fixed and machine-written, and building
-//! the whole command line definition first would only add to every pod's start.
+//! the whole command line definition first would only add to every pod's start. So does
+//! `release-dead-pods`, which the commands that start or list pods start in the background
+//! (`cli::reap`).
 
 mod cli;
 
@@ -21,6 +23,7 @@ fn main() -> ExitCode {
         Some(cmd) if cmd == rkt::stage::app_logs::LOG_COMMAND => {
             rkt::stage::app_logs::logger_main_from_args(args)
         }
+        Some(cmd) if cmd == cli::reap::COMMAND => cli::reap::main_from_args(args),
         _ => return cli::main(),
     };
     ExitCode::from((status & 0xff) as u8)

@@ -48,7 +48,9 @@ pub enum SecurityError {
     },
 
     /// `--insecure-options` names something rkt does not know.
-    #[error("--insecure-options={0:?}: unknown option (known: {INSECURE_OPTIONS})")]
+    #[error(
+        "--insecure-options: unknown value {0:?} (valid: {INSECURE_OPTIONS}; comma-separated)"
+    )]
     UnknownInsecureOption(String),
 
     /// A path could not be examined.
@@ -80,52 +82,95 @@ fn parse_timeout(value: &str) -> Result<Duration, SecurityError> {
     }
 }
 
-/// The values `--insecure-options` knows: `net-plugins` (above), `capabilities`,
-/// `seccomp` and `paths` (each turns that part of pod isolation off, see
-/// [`crate::isolation`]), and `all-run` (all four).
-pub const INSECURE_OPTIONS: &str = "net-plugins, capabilities, seccomp, paths, all-run";
+/// The values `--insecure-options` knows, as one line for messages: rkt 1.30's and ours
+/// (`net-plugins`).
+pub const INSECURE_OPTIONS: &str = "none, image, tls, ondisk, http, pubkey, capabilities, \
+     paths, seccomp, all-fetch, all-run, all, net-plugins";
 
-/// What `--insecure-options` allows.
+/// What `--insecure-options` allows: one meaning for every command, which takes only what
+/// concerns it. The values are rkt 1.30's, with rkt's groups (`all-fetch`, `all-run`,
+/// `all`), plus `net-plugins`, this rkt's own.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct InsecureOptions {
-    /// Untrusted network configurations and plugins.
+    /// `net-plugins`: network configurations and plugins others can change.
     pub net_plugins: bool,
-    /// The parts of pod isolation turned off.
+    /// `capabilities`, `seccomp`, `paths`: the parts of pod isolation turned off.
     pub isolation: crate::isolation::Disabled,
+    /// `http`: registries over plain HTTP.
+    pub http: bool,
+    /// `tls`: any registry certificate is accepted.
+    pub tls: bool,
+    /// `image`: rkt 1.30 ran images without a valid signature. This rkt verifies no image
+    /// signatures (an image's content is checked against its digest, always), so it
+    /// changes nothing; `rkt trust` says so.
+    pub image: bool,
+    /// `ondisk`: rkt 1.30 skipped checking a stored image against its hash before it ran
+    /// it. This rkt's store checks every blob's digest when it is written, not on each use:
+    /// nothing to skip.
+    pub ondisk: bool,
+    /// `pubkey`: rkt 1.30 fetched keys over plain HTTP in `rkt trust`'s discovery; this rkt
+    /// discovers no keys.
+    pub pubkey: bool,
 }
+
+/// rkt 1.30's `all-fetch`.
+const ALL_FETCH: [&str; 5] = ["image", "tls", "ondisk", "http", "pubkey"];
+/// rkt 1.30's `all-run`, and `net-plugins`: what rkt 1.30 ran without checking.
+const ALL_RUN: [&str; 4] = ["capabilities", "paths", "seccomp", INSECURE_NET_PLUGINS];
 
 impl InsecureOptions {
     /// The values [`InsecureOptions::parse`] knows.
-    pub const KNOWN: [&'static str; 5] = [
-        INSECURE_NET_PLUGINS,
+    pub const KNOWN: [&'static str; 13] = [
+        "none",
+        "image",
+        "tls",
+        "ondisk",
+        "http",
+        "pubkey",
         "capabilities",
-        "seccomp",
         "paths",
+        "seccomp",
+        "all-fetch",
         "all-run",
+        "all",
+        INSECURE_NET_PLUGINS,
     ];
 
-    /// Parses `--insecure-options` values (each possibly a comma-separated list).
+    /// Parses `--insecure-options` values (each possibly a comma-separated list, in any
+    /// case); `none` adds nothing, so `none,http` is `http`.
     pub fn parse(options: &[String]) -> Result<InsecureOptions, SecurityError> {
         let mut allowed = InsecureOptions::default();
         for opt in options.iter().flat_map(|o| o.split(',')) {
-            match opt.trim() {
-                INSECURE_NET_PLUGINS => allowed.net_plugins = true,
-                "capabilities" => allowed.isolation.capabilities = true,
-                "seccomp" => allowed.isolation.seccomp = true,
-                "paths" => allowed.isolation.paths = true,
-                "all-run" => {
-                    allowed.net_plugins = true;
-                    allowed.isolation = crate::isolation::Disabled {
-                        capabilities: true,
-                        seccomp: true,
-                        paths: true,
-                    };
-                }
-                "" => {}
-                other => return Err(SecurityError::UnknownInsecureOption(other.to_string())),
+            let opt = opt.trim().to_ascii_lowercase();
+            match opt.as_str() {
+                "" | "none" => {}
+                "all-fetch" => ALL_FETCH.iter().for_each(|o| allowed.set(o)),
+                "all-run" => ALL_RUN.iter().for_each(|o| allowed.set(o)),
+                "all" => ALL_FETCH
+                    .iter()
+                    .chain(&ALL_RUN)
+                    .for_each(|o| allowed.set(o)),
+                known if Self::KNOWN.contains(&known) => allowed.set(known),
+                _ => return Err(SecurityError::UnknownInsecureOption(opt)),
             }
         }
         Ok(allowed)
+    }
+
+    /// Turns on one value that is no group.
+    fn set(&mut self, option: &str) {
+        match option {
+            INSECURE_NET_PLUGINS => self.net_plugins = true,
+            "capabilities" => self.isolation.capabilities = true,
+            "seccomp" => self.isolation.seccomp = true,
+            "paths" => self.isolation.paths = true,
+            "http" => self.http = true,
+            "tls" => self.tls = true,
+            "image" => self.image = true,
+            "ondisk" => self.ondisk = true,
+            "pubkey" => self.pubkey = true,
+            _ => unreachable!("{option} is a group or unknown"),
+        }
     }
 }
 
@@ -235,15 +280,42 @@ mod tests {
         assert!(!insecure_net_plugins(&[]).unwrap());
         assert!(insecure_net_plugins(&["net-plugins".into()]).unwrap());
         assert!(insecure_net_plugins(&[",net-plugins".into()]).unwrap());
-        let e = insecure_net_plugins(&["image".into()]).unwrap_err();
-        assert!(e.to_string().contains("\"image\""), "{e}");
-        assert!(e.to_string().contains("all-run"), "{e}");
+        let e = insecure_net_plugins(&["signatures".into()]).unwrap_err();
+        let e = e.to_string();
+        assert!(
+            e.starts_with("--insecure-options") && e.contains("\"signatures\""),
+            "{e}"
+        );
+        for known in InsecureOptions::KNOWN {
+            assert!(e.contains(known), "{known} missing from {e}");
+            InsecureOptions::parse(&[known.to_string()]).unwrap();
+        }
         let some = InsecureOptions::parse(&["seccomp,paths".into()]).unwrap();
         assert!(!some.net_plugins && !some.isolation.capabilities);
         assert!(some.isolation.seccomp && some.isolation.paths);
         let all = InsecureOptions::parse(&["all-run".into()]).unwrap();
         assert!(all.net_plugins && all.isolation.capabilities);
         assert!(all.isolation.seccomp && all.isolation.paths);
+        assert!(!all.http && !all.tls && !all.image);
+    }
+
+    /// rkt 1.30's groups: `all` is `all-fetch` and `all-run`, `none` adds nothing.
+    #[test]
+    fn insecure_option_groups_have_rkt_s_meaning() {
+        let parse = |v: &str| InsecureOptions::parse(&[v.to_string()]).unwrap();
+        let fetch = parse("all-fetch");
+        assert!(fetch.image && fetch.tls && fetch.ondisk && fetch.http && fetch.pubkey);
+        assert_eq!(fetch.isolation, crate::isolation::Disabled::default());
+        assert!(!fetch.net_plugins);
+        let all = parse("all");
+        let mut both = parse("all-fetch,all-run");
+        assert_eq!(all, both);
+        assert_eq!(parse("image,tls,ondisk,http,pubkey"), fetch);
+        both = parse("capabilities,paths,seccomp,net-plugins");
+        assert_eq!(both, parse("all-run"));
+        assert_eq!(parse("none"), InsecureOptions::default());
+        assert_eq!(parse("none,http"), parse("http"));
+        assert_eq!(parse("ALL"), all);
     }
 
     #[test]

@@ -182,13 +182,19 @@ impl Registry {
     /// Starts `docker-registry` with plain HTTP and no auth; `extra` is appended to its
     /// configuration (YAML).
     pub fn start(extra: &str) -> Registry {
-        let dir = tempfile::tempdir().unwrap();
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        let addr = format!("127.0.0.1:{port}");
+        Registry::start_on(&format!("127.0.0.1:{port}"), extra)
+    }
+
+    /// Like [`Registry::start`], listening on `addr` (`IP:PORT`, in the calling thread's
+    /// network namespace).
+    pub fn start_on(addr: &str, extra: &str) -> Registry {
+        let dir = tempfile::tempdir().unwrap();
+        let addr = addr.to_string();
         let config = dir.path().join("config.yml");
         std::fs::write(
             &config,

@@ -371,6 +371,7 @@ fn sandbox(global: &GlobalArgs, args: &SandboxArgs) -> anyhow::Result<ExitCode> 
             volumes: args.volumes.volumes(global, &[])?,
             sandbox: Some(isolation.isolators(rkt::image_pod::user::AppRoot::Host)?),
             cgroup_parent: None,
+            ports: Vec::new(),
             meta: rkt::podstore::manifest::PodMeta {
                 annotations: parse_user_meta("annotation", &args.annotation)?,
                 user_annotations: parse_user_meta("user-annotation", &args.user_annotation)?,

@@ -13,6 +13,7 @@ mod output;
 
 mod app;
 mod attach;
+mod cat_manifest;
 mod completion;
 mod config;
 mod detach;
@@ -31,11 +32,13 @@ mod pod_apps;
 mod pod_args;
 mod prepare;
 mod progress;
+pub mod reap;
 mod rm;
 mod run;
 mod run_prepared;
 mod status;
 mod stop;
+mod trust;
 mod usage_error;
 mod version;
 mod volume_args;
@@ -117,14 +120,18 @@ pub struct GlobalArgs {
     /// runs, and handed to the library in the options of what runs plugins.
     #[arg(skip = cni::api::DEFAULT_TIMEOUT)]
     pub plugin_timeout: std::time::Duration,
-    /// Accept insecure settings. `net-plugins`: use network configurations, plugin
-    /// directories and plugins that a user other than root can change (run as root, rkt
-    /// refuses them otherwise). `capabilities`, `seccomp`, `paths`: run the app without
-    /// that part of pod isolation (all capabilities; no syscall filter; host's /dev, /proc
-    /// and /sys unprotected). `all-run`: those three and `net-plugins`. `http` (fetch, run
-    /// IMAGE): reach registries over plain HTTP instead of HTTPS. `tls`: accept any
-    /// registry certificate. Comma-separated; may be repeated; before or after the command,
-    /// as upstream rkt.
+    /// Accept insecure settings, rkt 1.30's values and meaning, the same for every command
+    /// (each takes what concerns it). `capabilities`, `seccomp`, `paths`: run the app
+    /// without that part of pod isolation (all capabilities; no syscall filter; host's /dev,
+    /// /proc and /sys unprotected). `net-plugins` (this rkt's own): use network
+    /// configurations, plugin directories and plugins that a user other than root can
+    /// change (run as root, rkt refuses them otherwise). `all-run`: those four. `http`
+    /// (fetch, run IMAGE): reach registries over plain HTTP instead of HTTPS. `tls`: accept
+    /// any registry certificate. `image`, `ondisk`, `pubkey`: accepted, change nothing here
+    /// (this rkt verifies no image signatures, checks stored blobs when written, discovers
+    /// no keys). `all-fetch`: image, tls, ondisk, http, pubkey. `all`: all-fetch and
+    /// all-run. `none`: nothing. Comma-separated; may be repeated; before or after the
+    /// command, as upstream rkt.
     #[arg(long, global = true, value_name = "OPTION[,OPTION...]")]
     pub insecure_options: Vec<String>,
 }
@@ -163,6 +170,7 @@ pub enum Command {
     Enter(enter::EnterArgs),
     App(app::AppCommandArgs),
     Attach(attach::AttachArgs),
+    CatManifest(cat_manifest::CatManifestArgs),
     Logs(logs::LogsArgs),
     Net(net::NetArgs),
     Completion(completion::CompletionArgs),
@@ -170,55 +178,18 @@ pub enum Command {
     Man(man::ManArgs),
     Fetch(fetch::FetchArgs),
     Image(image::ImageArgs),
+    Trust(trust::TrustArgs),
 }
 
-/// What `--insecure-options` allows.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Insecure {
-    /// `net-plugins`: network configurations and plugins others can change.
-    pub net_plugins: bool,
-    /// `http`: registries over plain HTTP.
-    pub http: bool,
-    /// `tls`: any registry certificate is accepted.
-    pub tls: bool,
-    /// `capabilities`, `seccomp`, `paths` (`all-run`: all three and `net-plugins`): the
-    /// parts of pod isolation turned off.
-    pub isolation: rkt::isolation::Disabled,
-}
-
-/// `--insecure-options=http`.
-const INSECURE_HTTP: &str = "http";
-/// `--insecure-options=tls`.
-const INSECURE_TLS: &str = "tls";
+/// What `--insecure-options` allows: the library's one parser and meaning.
+pub type Insecure = rkt::security::InsecureOptions;
 
 impl GlobalArgs {
     /// The `--insecure-options` values (each possibly a comma-separated list), checked: one
-    /// flag for every command, as upstream rkt's, so each value is known to all of them.
+    /// flag for every command, as upstream rkt's; [`dispatch`] checks it before any command
+    /// runs, so a value is valid or refused alike everywhere.
     pub fn insecure(&self) -> anyhow::Result<Insecure> {
-        let mut out = Insecure::default();
-        for opt in self.insecure_options.iter().flat_map(|o| o.split(',')) {
-            match opt.trim() {
-                INSECURE_HTTP => out.http = true,
-                INSECURE_TLS => out.tls = true,
-                "" => {}
-                other => {
-                    // The options of running pods are the library's.
-                    let Ok(run) = rkt::security::InsecureOptions::parse(&[other.to_string()])
-                    else {
-                        anyhow::bail!(
-                            "--insecure-options={other:?}: unknown option (known: {}, \
-                             {INSECURE_HTTP}, {INSECURE_TLS})",
-                            rkt::security::InsecureOptions::KNOWN.join(", ")
-                        )
-                    };
-                    out.net_plugins |= run.net_plugins;
-                    out.isolation.capabilities |= run.isolation.capabilities;
-                    out.isolation.seccomp |= run.isolation.seccomp;
-                    out.isolation.paths |= run.isolation.paths;
-                }
-            }
-        }
-        Ok(out)
+        Ok(Insecure::parse(&self.insecure_options)?)
     }
 
     /// Prints a warning to stderr when `--debug` is on.
@@ -427,7 +398,44 @@ fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
         plugin_timeout: rkt::security::plugin_timeout()?,
         ..cli.global.clone()
     };
-    match &cli.command {
+    // Refused before any command runs, whether or not the command uses it.
+    global.insecure()?;
+    // Pods whose runner died are released by the next command that starts or lists pods:
+    // before a pod starts (its ports and addresses may be the dead pod's), after a listing
+    // (which shows them `exited` as they are).
+    let reaps = ReapPoint::of(&cli.command);
+    if reaps == Some(ReapPoint::Before) {
+        reap::release_in_background(global);
+    }
+    let result = run_command(global, &cli.command);
+    if reaps == Some(ReapPoint::After) {
+        reap::release_in_background(global);
+    }
+    result
+}
+
+/// When a command looks for pods whose runner died ([`reap`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReapPoint {
+    Before,
+    After,
+}
+
+impl ReapPoint {
+    fn of(command: &Command) -> Option<ReapPoint> {
+        match command {
+            Command::Run(_) | Command::RunPrepared(_) => Some(ReapPoint::Before),
+            Command::App(app) if matches!(app.command, app::AppCommand::Sandbox(_)) => {
+                Some(ReapPoint::Before)
+            }
+            Command::Prepare(_) | Command::List(_) | Command::Status(_) => Some(ReapPoint::After),
+            _ => None,
+        }
+    }
+}
+
+fn run_command(global: &GlobalArgs, command: &Command) -> anyhow::Result<ExitCode> {
+    match command {
         Command::Config(args) => config::run(global, args),
         Command::Version(args) => version::run(global, args),
         Command::Run(args) => run::run(global, args),
@@ -441,12 +449,14 @@ fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Enter(args) => enter::run(global, args),
         Command::App(args) => app::run(global, args),
         Command::Attach(args) => attach::run(global, args),
+        Command::CatManifest(args) => cat_manifest::run(global, args),
         Command::Logs(args) => logs::run(global, args),
         Command::Net(args) => net::run(global, args),
         Command::Completion(args) => completion::run(global, args),
         Command::Man(args) => man::run(global, args),
         Command::Fetch(args) => fetch::run(global, args),
         Command::Image(args) => image::run(global, args),
+        Command::Trust(args) => trust::run(global, args),
     }
 }
 
@@ -521,11 +531,15 @@ mod tests {
                 "{args:?}"
             );
         }
-        let cli = Cli::try_parse_from(["rkt", "--insecure-options=image", "config"]).unwrap();
+        let cli = Cli::try_parse_from(["rkt", "--insecure-options=all", "status", "x"]).unwrap();
+        let all = cli.global.insecure().unwrap();
+        assert!(all.http && all.tls && all.image && all.net_plugins && all.isolation.paths);
+        let cli = Cli::try_parse_from(["rkt", "--insecure-options=bogus", "config"]).unwrap();
         let err = cli.global.insecure().unwrap_err().to_string();
         assert!(
-            err.contains("\"image\"")
-                && err.contains("net-plugins, capabilities, seccomp, paths, all-run, http, tls"),
+            err.contains("--insecure-options")
+                && err.contains("\"bogus\"")
+                && err.contains("none, image, tls, ondisk, http, pubkey, capabilities"),
             "{err}"
         );
     }

@@ -127,6 +127,7 @@ pub fn pod_spec(
         sandbox: None,
         meta: Default::default(),
         cgroup_parent: None,
+        ports: Vec::new(),
     })
 }
 

@@ -28,6 +28,19 @@ pub struct PrepareArgs {
     #[arg(long, help_heading = "Pod", on_off = false)]
     pub quiet: bool,
 
+    /// Forward a host port to a port of the pod when `rkt run-prepared` runs it (with its
+    /// own --port); may be repeated, before or after the IMAGE (rkt's place). NAME:[HOSTIP:]
+    /// HOSTPORT forwards a port the app's image exposes by its docker2aci name (80/tcp is
+    /// 80-tcp; `rkt cat-manifest` lists them); [HOSTIP:]HOSTPORT:PODPORT[/tcp|/udp] by
+    /// number. Checked now: a name the image does not expose is an error listing those it
+    /// does.
+    #[arg(
+        long,
+        value_name = "NAME:[HOSTIP:]HOSTPORT|[HOSTIP:]HOSTPORT:PODPORT",
+        help_heading = "Networking"
+    )]
+    pub port: Vec<String>,
+
     #[command(flatten)]
     pub cgroup: PodCgroupArgs,
 
@@ -51,6 +64,11 @@ pub fn run(global: &GlobalArgs, args: &PrepareArgs) -> anyhow::Result<ExitCode> 
     let mut spec = pod_spec(global, &dirs.data.value, &args.app, &args.apps)?;
     spec.volumes = args.volumes.volumes(global, &spec.apps)?;
     spec.cgroup_parent = cgroup_parent;
+    // Checked as run-prepared will read them, before the pod exists.
+    let mut ports = rkt::firewall::ports::parse_all(&args.port)?;
+    let apps: Vec<&rkt::pod::App> = spec.apps.iter().collect();
+    super::image_app::add_named_ports(&mut ports, &args.port, &apps)?;
+    spec.ports = args.port.clone();
     let store = PodStore::new(dirs.pods_dir());
     let (pod, lock) = store.create(spec, &PodState::new(State::Prepared))?;
     drop(lock);

@@ -47,15 +47,20 @@ fn run_pod(
     let (mut opts, store) = args.net.run_options(global, &dirs, stdio, None)?;
     opts.started_notice = notice;
     let pod = args.pod.lookup(&store)?;
-    if args
-        .net
-        .port
+    // The ports `rkt prepare` recorded, then this command's own.
+    let manifest = pod.manifest()?;
+    for m in rkt::firewall::ports::parse_all(&manifest.ports)? {
+        rkt::firewall::ports::push_unique(&mut opts.net.ports, m)?;
+    }
+    let given: Vec<String> = manifest
+        .ports
         .iter()
-        .any(|p| rkt::firewall::port_names::is_named(p))
-    {
-        let manifest = pod.manifest()?;
+        .chain(&args.net.port)
+        .cloned()
+        .collect();
+    if given.iter().any(|p| rkt::firewall::port_names::is_named(p)) {
         let apps: Vec<&rkt::pod::App> = manifest.apps.iter().collect();
-        super::image_app::add_named_ports(&mut opts.net.ports, &args.net.port, &apps)?;
+        super::image_app::add_named_ports(&mut opts.net.ports, &given, &apps)?;
     }
     let outcome = run_prepared(&pod, &opts)?;
     Ok(finish(global, &outcome))

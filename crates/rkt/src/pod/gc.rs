@@ -1,8 +1,9 @@
 //! Garbage collection (`rkt gc`) and removal (`rkt rm`).
 //!
 //! gc visits every pod it can lock exclusively (a locked pod is running):
-//! - `running` (its runner died): kill the plugins it left running, release its networks and
-//!   namespace, record `exited`;
+//! - `running` (its runner died), or still marked by a runner that died during its
+//!   teardown: record `exited`, kill the plugins it left running, release its networks and
+//!   namespace (as [`super::reap`] does for every command that starts or lists pods);
 //! - `exited` with networks still recorded or its namespace still there (its teardown
 //!   failed): release them again, on every run, whatever the grace period (which only
 //!   delays deleting the pod's directory);
@@ -28,6 +29,7 @@ use std::time::Duration;
 
 use super::cleanup::{release_pod, CleanupError};
 use super::lock::PodLock;
+use super::reap::release_dead_pod;
 use super::state::{PodState, State};
 use super::store::{Pod, PodStore};
 use super::time::Timestamp;
@@ -132,14 +134,16 @@ fn gc_pod(
     let mut state = pod.state_for_cleanup()?;
     // Released in this run already: Some(whether it succeeded).
     let mut released = None;
-    if state.state == State::Running {
-        let errors = release_pod(pod, &state, opts.plugin_timeout);
+    let marked = pod.is_marked_running();
+    if state.state == State::Prepared && marked {
+        // Its `run-prepared` died before taking it: nothing was set up.
+        pod.unmark_running()?;
+    }
+    // Its runner died, maybe during its teardown (still marked), or a releaser did.
+    if state.state == State::Running || (marked && state.state != State::Prepared) {
+        let errors = release_dead_pod(pod, &mut state, opts.plugin_timeout)?;
         let ok = errors.is_empty();
         report.errors.extend(errors);
-        state.state = State::Exited;
-        state.exited = Some(Timestamp::now());
-        state.pid = None;
-        state.store(&pod.dir)?;
         if ok {
             report.released.push(pod.uuid.clone());
         }

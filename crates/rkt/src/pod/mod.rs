@@ -10,12 +10,14 @@
 //!
 //! Locking (see [`lock`]): the runner holds an exclusive `flock` on the pod directory for the
 //! pod's whole life. A pod recorded as `running` whose lock is free has lost its runner
-//! (killed, machine crash): it counts as exited, and gc tears down what it left behind.
+//! (killed, machine crash): it counts as exited, and the next command that starts or lists
+//! pods ([`reap`]) or gc tears down what it left behind.
 
 pub mod apps;
 pub mod cleanup;
 pub mod control;
 pub mod gc;
+pub mod reap;
 pub mod run;
 pub mod status;
 

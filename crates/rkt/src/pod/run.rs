@@ -10,8 +10,10 @@
 //! pod's networks are torn down; a failure there leaves no pod at all.
 //! When any step fails, everything set up so far is released, the pod is recorded `exited`
 //! with the error, and the error names what failed. SIGINT, SIGTERM and friends sent to the
-//! runner are forwarded to the pod (see [`crate::stage::signals`]); one that arrives before the
-//! app runs aborts the start. Either way the runner itself always gets to tear down.
+//! runner are forwarded to the pod (see [`crate::stage::signals`]: a SIGINT from a process,
+//! not the terminal, as SIGTERM, which stops the pod: the apps are killed if they have not
+//! ended 10 s later); one that arrives before the app runs aborts the start. Either way the
+//! runner itself always gets to tear down.
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -182,6 +184,7 @@ pub fn run_new(
     // Before the pod exists: `rkt stop` of a pod this young signals this runner, which must
     // then abort the start rather than die of it (a failure here is reported by `start`).
     let _ = signals::install();
+    signals::interrupt_stops_pod();
     let mut isolation = settle_isolation(&spec.apps, spec.sandbox.as_ref(), opts)?;
     let cgroups = place_cgroup(&isolation, &spec.apps, opts, spec.cgroup_parent.as_ref())?;
     let host_ports = before_create(&spec.apps, opts, store.dir(), "")?;
@@ -212,6 +215,7 @@ pub fn run_new(
 pub fn run_prepared(pod: &Pod, opts: &RunOptions) -> Result<RunOutcome, StartFailure> {
     let planned = preflight(&opts.net)?;
     let _ = signals::install(); // as in `run_new`
+    signals::interrupt_stops_pod();
     let lock = PodLock::lock_exclusive_soon(&pod.dir)?.ok_or_else(|| PodError::InUse {
         uuid: pod.uuid.clone(),
     })?;
@@ -238,6 +242,9 @@ pub fn run_prepared(pod: &Pod, opts: &RunOptions) -> Result<RunOutcome, StartFai
     let mut state = start_running(&pod.uuid, state, opts);
     state.cgroup = Some(cgroups.pod(&pod.uuid));
     isolation.record(&mut state);
+    // Marked before it is recorded running: if this runner dies from here on, the next
+    // command that starts or lists pods releases it (see `super::reap`).
+    pod.mark_running()?;
     state.store(&pod.dir)?;
     // A prepared pod is never a sandbox.
     run_locked(pod, lock, opts, state, (planned, host_ports), false)
@@ -506,6 +513,7 @@ fn run_locked(
                     cleanup: cleanup.into_iter().chain([CleanupError::Pod(e)]).collect(),
                 });
             }
+            unmark(pod);
             drop(lock);
             return Err(StartFailure {
                 error: Box::new(error),
@@ -594,15 +602,18 @@ fn run_locked(
                 uuid: uuid.clone(),
                 source,
             };
-            let _ = store(&state);
+            if store(&state).is_ok() {
+                unmark(pod);
+            }
             return Err(StartFailure {
                 error: Box::new(error),
                 cleanup,
             });
         }
     };
-    if let Err(e) = store(&state) {
-        cleanup.push(CleanupError::Pod(e));
+    match store(&state) {
+        Ok(()) => unmark(pod),
+        Err(e) => cleanup.push(CleanupError::Pod(e)),
     }
     drop(lock);
     Ok(RunOutcome {
@@ -610,6 +621,12 @@ fn run_locked(
         exit_status,
         cleanup_errors: cleanup,
     })
+}
+
+/// Removes the runner's mark of `pod`, released and recorded `exited`. A mark that stays
+/// only makes the next command release it again, which finds nothing to do.
+fn unmark(pod: &Pod) {
+    let _ = pod.unmark_running();
 }
 
 /// Writes `state` but for its apps, which are the on-disk record's: a sandbox's apps are

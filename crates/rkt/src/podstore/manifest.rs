@@ -197,6 +197,9 @@ pub struct PodSpec {
     /// `--cgroup-parent` of `rkt prepare`: where `rkt run-prepared` makes the pod's cgroup
     /// unless its own flag says otherwise.
     pub cgroup_parent: Option<CgroupParent>,
+    /// `--port` of `rkt prepare` (`NAME:[HOSTIP:]HOSTPORT` or `[HOSTIP:]HOSTPORT:PODPORT`),
+    /// as given and checked then: `rkt run-prepared` forwards them with its own.
+    pub ports: Vec<String>,
 }
 
 impl From<App> for PodSpec {
@@ -208,6 +211,7 @@ impl From<App> for PodSpec {
             sandbox: None,
             meta: PodMeta::default(),
             cgroup_parent: None,
+            ports: Vec::new(),
         }
     }
 }
@@ -291,6 +295,9 @@ pub struct PodManifest {
     /// `--cgroup-parent`, as given to `rkt prepare` or `rkt run` (see [`PodSpec`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup_parent: Option<CgroupParent>,
+    /// `--port` of `rkt prepare` (see [`PodSpec::ports`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<String>,
 }
 
 impl PodManifest {
@@ -319,6 +326,8 @@ struct ManifestFile {
     #[serde(default)]
     meta: PodMeta,
     cgroup_parent: Option<CgroupParent>,
+    #[serde(default)]
+    ports: Vec<String>,
 }
 
 impl From<ManifestFile> for PodManifest {
@@ -338,6 +347,7 @@ impl From<ManifestFile> for PodManifest {
             sandbox: file.sandbox,
             meta: file.meta,
             cgroup_parent: file.cgroup_parent,
+            ports: file.ports,
         }
     }
 }

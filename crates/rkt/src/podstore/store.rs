@@ -6,10 +6,16 @@
 //! reverse: under the exclusive lock the state becomes `garbage`, the directory is renamed to
 //! `.rm-<uuid>` and only then deleted. Readers list only names that are UUIDs, so they never
 //! see a half-built or half-deleted pod.
+//!
+//! `.running/<uuid>` (an empty file) marks a pod a runner has taken: made before the pod is
+//! recorded `running`, removed once it is released. A mark whose pod's lock is free is a
+//! pod whose runner died (or one still to be unmarked), so finding those costs a look at
+//! the pods that run, not at every pod the store keeps ([`PodStore::running_marks`],
+//! used by [`crate::pod::reap`]).
 
 use std::fs::{self, DirBuilder};
 use std::io::ErrorKind;
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -25,6 +31,8 @@ use super::PodError;
 pub const MANIFEST_FILE: &str = "pod.json";
 const NEW_PREFIX: &str = ".new-";
 const RM_PREFIX: &str = ".rm-";
+/// The directory of the runners' marks, in the pods directory.
+pub const RUNNING_DIR: &str = ".running";
 
 /// All pods under one data directory.
 #[derive(Debug, Clone)]
@@ -60,6 +68,38 @@ impl Pod {
     /// [`PodState::load_for_cleanup`].
     pub fn state_for_cleanup(&self) -> Result<PodState, PodError> {
         PodState::load_for_cleanup(&self.dir, crate::netns::pod_netns_path(&self.uuid))
+    }
+
+    /// The pod's mark in its store's [`RUNNING_DIR`].
+    fn mark_path(&self) -> PathBuf {
+        running_mark(self.dir.parent().unwrap_or(Path::new(".")), &self.uuid)
+    }
+
+    /// Marks the pod as taken by a runner, before it is recorded `running`. The caller
+    /// holds the pod's exclusive lock.
+    pub fn mark_running(&self) -> Result<(), PodError> {
+        let pods = self.dir.parent().unwrap_or(Path::new("."));
+        mark_running(pods, &self.uuid)
+    }
+
+    /// Whether the pod carries a runner's mark.
+    pub fn is_marked_running(&self) -> bool {
+        self.mark_path().exists()
+    }
+
+    /// Removes the runner's mark once the pod is released (gone already is fine). The caller
+    /// holds the pod's exclusive lock.
+    pub fn unmark_running(&self) -> Result<(), PodError> {
+        let path = self.mark_path();
+        match fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(PodError::Io {
+                what: "remove the runner's mark",
+                path,
+                source,
+            }),
+        }
     }
 
     /// Makes the pod directory's name in the pods directory survive a machine crash
@@ -124,6 +164,7 @@ impl PodStore {
         let tmp = self.dir.join(format!("{NEW_PREFIX}{uuid}"));
         Self::mkdir(&tmp, false)?;
         let spec = spec.into();
+        let mark = running_mark(&self.dir, &uuid);
         let built = (|| {
             let mut lock = PodLock::try_lock(&tmp, true)?
                 .ok_or_else(|| PodError::InUse { uuid: uuid.clone() })?;
@@ -136,11 +177,16 @@ impl PodStore {
                 sandbox: spec.sandbox,
                 meta: spec.meta,
                 cgroup_parent: spec.cgroup_parent,
+                ports: spec.ports,
             };
             let bytes = serde_json::to_vec_pretty(&manifest).expect("a manifest serializes");
             create_new(&tmp, MANIFEST_FILE, &bytes)?;
             let state = state_of(&uuid);
             create_new(&tmp, STATE_FILE, &state.to_bytes())?;
+            if state.state == State::Running {
+                // Before the pod can be seen: a runner that dies from here on is found.
+                mark_running(&self.dir, &uuid)?;
+            }
             let dir = self.dir.join(&uuid);
             fs::rename(&tmp, &dir).map_err(|source| PodError::Io {
                 what: "move new pod into place",
@@ -152,6 +198,7 @@ impl PodStore {
         })();
         if built.is_err() {
             let _ = fs::remove_dir_all(&tmp);
+            let _ = fs::remove_file(&mark);
         }
         built
     }
@@ -225,6 +272,7 @@ impl PodStore {
             state.garbage = Some(Timestamp::now());
             state.store(&pod.dir)?;
         }
+        pod.unmark_running()?;
         let doomed = self.dir.join(format!("{RM_PREFIX}{}", pod.uuid));
         fs::rename(&pod.dir, &doomed).map_err(|source| PodError::Io {
             what: "move pod out of the way for deletion",
@@ -239,6 +287,30 @@ impl PodStore {
         })?;
         drop(lock);
         Ok(())
+    }
+
+    /// The UUIDs of the pods marked as taken by a runner (see [`RUNNING_DIR`]), in no
+    /// particular order: one directory read, however many pods the store keeps.
+    pub fn running_marks(&self) -> Vec<String> {
+        let Ok(entries) = fs::read_dir(self.dir.join(RUNNING_DIR)) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .filter(|name| is_uuid(name))
+            .collect()
+    }
+
+    /// Removes the mark of pod `uuid` when no pod of that UUID exists, nor one being built
+    /// (`.new-<uuid>`, marked before it is renamed into place); returns whether it did.
+    pub fn remove_stale_mark(&self, uuid: &str) -> bool {
+        // In this order: the rename from `.new-<uuid>` to `<uuid>` is atomic, so a pod
+        // being built is seen under one of the two names.
+        if self.dir.join(format!("{NEW_PREFIX}{uuid}")).exists() || self.dir.join(uuid).exists() {
+            return false;
+        }
+        fs::remove_file(running_mark(&self.dir, uuid)).is_ok()
     }
 
     /// Deletes what interrupted creations and deletions left behind (`.new-*`, `.rm-*`)
@@ -282,8 +354,46 @@ impl PodStore {
                 Err(e) => errors.push(e),
             }
         }
+        // Marks of pods that are gone (a deletion by hand, or an older rkt's).
+        for uuid in self.running_marks() {
+            if self.remove_stale_mark(&uuid) {
+                removed.push(running_mark(&self.dir, &uuid));
+            }
+        }
         (removed, errors)
     }
+}
+
+/// The mark of pod `uuid` in the pods directory `pods`.
+fn running_mark(pods: &Path, uuid: &str) -> PathBuf {
+    pods.join(RUNNING_DIR).join(uuid)
+}
+
+/// Makes the mark of pod `uuid` in the pods directory `pods` (and its directory).
+fn mark_running(pods: &Path, uuid: &str) -> Result<(), PodError> {
+    let dir = pods.join(RUNNING_DIR);
+    if let Err(source) = DirBuilder::new().mode(0o700).create(&dir) {
+        if source.kind() != ErrorKind::AlreadyExists {
+            return Err(PodError::Io {
+                what: "create the runners' marks directory",
+                path: dir,
+                source,
+            });
+        }
+    }
+    let path = running_mark(pods, uuid);
+    fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&path)
+        .map(drop)
+        .map_err(|source| PodError::Io {
+            what: "mark as taken by a runner",
+            path,
+            source,
+        })
 }
 
 /// Writes `dir/name` of a pod directory nobody sees yet (see [`crate::fsutil::create_new`]).

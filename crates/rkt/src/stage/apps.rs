@@ -31,8 +31,9 @@ use crate::isolation;
 use crate::isolation::user_ns::IdMap;
 use crate::podstore::{ExitPolicy, Volume};
 
-/// How long the apps a policy stops have between SIGTERM and SIGKILL.
-pub const STOP_GRACE: Duration = Duration::from_secs(10);
+/// How long the apps a policy stops have between SIGTERM and SIGKILL: as long as those of a
+/// pod being stopped.
+pub use super::signals::STOP_GRACE;
 
 /// What the init needs to start the apps: the pod's directory (its `/etc` files) and
 /// whether the pod has a network namespace of its own (its `/sys`).

@@ -365,7 +365,8 @@ fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
         Ok(ForkResult::Child) => {
             drop(alive_write);
             let mut status = Some(status);
-            let init = match follow_stage(&alive_read) {
+            // A sandbox's init stops its pod its own way (`super::sandbox`).
+            let init = match follow_stage(&alive_read, !args.sandbox) {
                 Err(err) => Err(err),
                 Ok(()) if args.sandbox => {
                     // SAFETY: the runner passes the exits pipe's write end under this number
@@ -440,8 +441,10 @@ fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
 }
 
 /// In the init: sets its parent-death signal and checks that the stage did not die before
-/// (end of file on the liveness pipe: nobody would reap or stop this pod).
-fn follow_stage(stage_alive: &OwnedFd) -> Result<(), StageError> {
+/// (end of file on the liveness pipe: nobody would reap or stop this pod). With
+/// `stop_grace`, a SIGTERM to the pod is followed by SIGKILL to the apps still running
+/// [`signals::STOP_GRACE`] later.
+fn follow_stage(stage_alive: &OwnedFd, stop_grace: bool) -> Result<(), StageError> {
     set_pdeathsig(Signal::SIGKILL).map_err(|source| StageError::Sys {
         what: "set the parent-death signal",
         path: PathBuf::from("/"),
@@ -458,6 +461,13 @@ fn follow_stage(stage_alive: &OwnedFd) -> Result<(), StageError> {
         });
     }
     let _ = set_name(c"rkt-init");
+    if stop_grace {
+        signals::kill_after_stop(signals::STOP_GRACE).map_err(|source| StageError::Sys {
+            what: "set the stop grace period's signal handler in",
+            path: PathBuf::from("/"),
+            source,
+        })?;
+    }
     Ok(())
 }
 

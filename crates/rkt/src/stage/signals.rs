@@ -12,8 +12,15 @@
 //! Window size changes (SIGWINCH) are not passed on: when the pod has a terminal of its own
 //! the runner copies the new size to it ([`set_resize`]), and the kernel signals the pod's
 //! foreground process group itself.
+//!
+//! Stopping: the runner passes a SIGINT sent to it (by `kill(2)`: an orchestrator's stop,
+//! Nomad's, systemd's `KillSignal=SIGINT`) on as SIGTERM, as rkt 1.30's stage1 stopped its
+//! apps ([`interrupt_stops_pod`]); one from its terminal (Ctrl-C) stays SIGINT. The pod's
+//! init, on SIGTERM, passes it on and, if the apps have not all ended [`STOP_GRACE`] later,
+//! kills them ([`kill_after_stop`]); the pod then ends as when they exit.
 
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
+use std::time::Duration;
 
 use nix::errno::Errno;
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
@@ -35,6 +42,17 @@ pub const FORWARDED: [Signal; 7] = [
 
 /// At most this many processes are forwarded to: the apps of a pod.
 pub const MAX_TARGETS: usize = 64;
+
+/// How long the apps have between the SIGTERM that stops a pod and SIGKILL.
+pub const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// Set in a runner: a SIGINT not from a terminal is passed on as SIGTERM.
+static INTERRUPT_STOPS: AtomicBool = AtomicBool::new(false);
+
+/// Set in a pod's init: seconds from the first SIGTERM to SIGKILL of the targets; 0: never.
+static KILL_AFTER: AtomicU32 = AtomicU32::new(0);
+/// Whether the first SIGTERM came (the alarm is set).
+static STOPPING: AtomicBool = AtomicBool::new(false);
 
 /// The processes forwarded to; 0 is a free slot. Fixed, so that the handler needs no lock.
 static TARGETS: [AtomicI32; MAX_TARGETS] = [const { AtomicI32::new(0) }; MAX_TARGETS];
@@ -61,18 +79,66 @@ extern "C" fn on_signal(signo: libc::c_int, info: *mut libc::siginfo_t, _: *mut 
             return;
         }
     }
+    // SAFETY: as above.
+    let from_terminal = unsafe { (*info).si_code } == libc::SI_KERNEL;
+    let outgoing = match signo {
+        libc::SIGINT if !from_terminal && INTERRUPT_STOPS.load(Ordering::SeqCst) => libc::SIGTERM,
+        other => other,
+    };
+    let after = KILL_AFTER.load(Ordering::SeqCst);
+    if outgoing == libc::SIGTERM && after > 0 && !STOPPING.swap(true, Ordering::SeqCst) {
+        // SAFETY: alarm(2) is async-signal-safe and has no memory-safety preconditions.
+        unsafe { libc::alarm(after) };
+    }
     let mut forwarded = false;
     for slot in &TARGETS {
         let target = slot.load(Ordering::SeqCst);
         if target > 0 {
             forwarded = true;
             // SAFETY: kill(2) is async-signal-safe and has no memory-safety preconditions.
-            unsafe { libc::kill(target, signo) };
+            unsafe { libc::kill(target, outgoing) };
         }
     }
     if !forwarded {
         pending_signal::set(signo);
     }
+}
+
+/// SIGALRM in a pod's init, [`STOP_GRACE`] after the SIGTERM that stops the pod: SIGKILL to
+/// the apps still running (the init then ends the pod as when they exit).
+extern "C" fn on_stop_grace_over(_: libc::c_int) {
+    for slot in &TARGETS {
+        let target = slot.load(Ordering::SeqCst);
+        if target > 0 {
+            // SAFETY: kill(2) is async-signal-safe and has no memory-safety preconditions.
+            unsafe { libc::kill(target, libc::SIGKILL) };
+        }
+    }
+}
+
+/// In a runner: from now on a SIGINT sent to it by a process (not its terminal's Ctrl-C) is
+/// passed on as SIGTERM, which stops the pod (see the module's docs).
+pub fn interrupt_stops_pod() {
+    INTERRUPT_STOPS.store(true, Ordering::SeqCst);
+}
+
+/// In a pod's init (PID 1 of the pod's PID namespace, else nothing is done): from the first
+/// SIGTERM on, the apps it forwards to have `grace` (whole seconds, at least 1) to end, then
+/// get SIGKILL.
+pub fn kill_after_stop(grace: Duration) -> Result<(), Errno> {
+    if std::process::id() != 1 {
+        return Ok(());
+    }
+    let action = SigAction::new(
+        SigHandler::Handler(on_stop_grace_over),
+        SaFlags::SA_RESTART,
+        SigSet::empty(),
+    );
+    // SAFETY: the handler only reads atomics and calls kill(2), both async-signal-safe.
+    unsafe { sigaction(Signal::SIGALRM, &action) }?;
+    let secs = u32::try_from(grace.as_secs()).unwrap_or(u32::MAX).max(1);
+    KILL_AFTER.store(secs, Ordering::SeqCst);
+    Ok(())
 }
 
 /// Copies terminal `from`'s window size to terminal `to` (async-signal-safe).
@@ -153,6 +219,10 @@ pub fn forward_to_all(pids: &[i32]) {
         slot.store(*pid, Ordering::SeqCst);
     }
     if let Some(pending) = pending_signal::take() {
+        let pending = match pending {
+            libc::SIGINT if INTERRUPT_STOPS.load(Ordering::SeqCst) => libc::SIGTERM,
+            other => other,
+        };
         for pid in pids {
             // SAFETY: kill(2) has no memory-safety preconditions.
             unsafe { libc::kill(*pid, pending) };

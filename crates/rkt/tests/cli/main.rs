@@ -4,6 +4,8 @@
 //! One test binary of the room; each former file is a module, so a test keeps its name
 //! behind the module's (`cli::defects::…`). Tests of one binary run in parallel threads.
 
+#[path = "../../../image/tests/common/mod.rs"]
+mod image_common;
 #[path = "../leaks/mod.rs"]
 mod leaks;
 #[path = "../pod_support/mod.rs"]
@@ -14,5 +16,6 @@ mod support;
 mod completion_man;
 mod defects;
 mod flags;
+mod nomad_cli;
 mod output;
 mod rkt_compat;

@@ -8,7 +8,7 @@ use support::rkt;
 fn version_names_rkt_and_every_supported_cni_spec_version() {
     let out = rkt(&["version"]).run();
     out.assert_success()
-        .assert_stdout_contains(&format!("rkt Version: {}\n", env!("CARGO_PKG_VERSION")));
+        .assert_stdout_contains(&format!("rkt-rs Version: {}\n", env!("CARGO_PKG_VERSION")));
     let supported = out
         .stdout()
         .lines()

@@ -19,6 +19,7 @@
 
 pub mod dhcp;
 pub mod probe;
+pub mod routed;
 
 use std::ffi::CString;
 use std::fs;
@@ -388,6 +389,24 @@ impl Host {
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    /// Runs the leak checker inside the host's namespace now, without stopping or collecting
+    /// anything first: what pods left once something else (an orchestrator) stopped them.
+    /// Panics listing the leaks.
+    pub fn check_leaks(&mut self) {
+        let guard = self.guard.take().expect("Host::watch was not called");
+        let (guard, leaked) = in_netns(&self.netns.path, move || {
+            let leaked = guard.leaked();
+            (guard, leaked)
+        });
+        self.guard = Some(guard);
+        assert!(
+            leaked.is_empty(),
+            "host {} left behind:\n  {}",
+            self.n,
+            leaked.join("\n  ")
+        );
     }
 
     /// Stops and collects every pod, then runs the leak checker inside the host's

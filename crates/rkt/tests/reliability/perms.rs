@@ -196,11 +196,16 @@ fn net_status_refuses_a_writable_plugin_directory() {
 #[test]
 fn unknown_insecure_options_are_refused() {
     let lab = Lab::new();
-    let out = lab.run(&["--net=none", "--insecure-options=image", "--", "/bin/true"]);
+    let out = lab.run(&[
+        "--net=none",
+        "--insecure-options=signatures",
+        "--",
+        "/bin/true",
+    ]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(254), "{err}");
     assert!(
-        err.contains("\"image\"") && err.contains("net-plugins"),
+        err.contains("\"signatures\"") && err.contains("net-plugins"),
         "{err}"
     );
     assert!(lab.pods().is_empty());

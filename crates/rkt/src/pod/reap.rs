@@ -1,0 +1,259 @@
+//! Pods whose runner died (`kill -9`, an orchestrator's SIGKILL after its stop timeout, a
+//! crash), released without an operator.
+//!
+//! A runner marks its pod before recording it `running` and unmarks it once released
+//! ([`crate::podstore::store::RUNNING_DIR`]); it holds the pod's lock all along. So a mark
+//! whose pod's lock is free is a pod whose runner died, and [`dead_runners`] finds those
+//! with one directory read and one lock probe per running pod, whatever the number of
+//! exited pods kept: cheap enough for every command that starts or lists pods. Releasing
+//! ([`release_dead`]) takes the pod's exclusive lock without waiting: a live runner, `rkt
+//! gc`, `rkt rm` or another releaser holding it wins, and this one skips the pod. A pod
+//! being made (`.new-<uuid>`) or taken by `rkt run-prepared` is locked by its runner; a
+//! prepared pod carries no mark.
+//!
+//! The release is gc's ([`release_dead_pod`], which gc uses too): the pod is recorded
+//! `exited` first (so `rkt status` shows it exited while its networks go), then everything
+//! it holds is released as [`super::cleanup::release_pod`] does, then the mark goes. A
+//! releaser that dies half-way leaves the mark, and the next one releases again (every step
+//! is idempotent); one that completes removes it even when a step failed, leaving the retry
+//! of that teardown to gc, as for a pod whose own runner's teardown failed.
+
+use std::time::Duration;
+
+use super::cleanup::{release_pod, CleanupError};
+use super::lock::PodLock;
+use super::state::{PodState, State};
+use super::store::{Pod, PodStore};
+use super::time::Timestamp;
+use super::PodError;
+
+/// The pods of `store` whose runner is gone: marked, their lock free. A hint, read without
+/// taking any lock exclusively; [`release_dead`] decides under the lock.
+pub fn dead_runners(store: &PodStore) -> Vec<String> {
+    store
+        .running_marks()
+        .into_iter()
+        .filter(|uuid| {
+            // A pod directory not there (yet, or any more) is no dead runner's.
+            matches!(
+                PodLock::try_lock(&store.dir().join(uuid), false),
+                Ok(Some(_))
+            )
+        })
+        .collect()
+}
+
+/// What [`release_dead`] did.
+#[derive(Debug, Default)]
+pub struct ReapReport {
+    /// The pods released.
+    pub released: Vec<String>,
+    /// What failed, for every pod.
+    pub errors: Vec<CleanupError>,
+}
+
+/// Releases every marked pod of `store` whose lock it can take at once (see the module's
+/// docs); each plugin call of a teardown may take `plugin_timeout`.
+pub fn release_dead(store: &PodStore, plugin_timeout: Duration) -> ReapReport {
+    let mut report = ReapReport::default();
+    for uuid in store.running_marks() {
+        let pod = Pod {
+            dir: store.dir().join(&uuid),
+            uuid,
+        };
+        if store.remove_stale_mark(&pod.uuid) {
+            continue;
+        }
+        let lock = match PodLock::try_lock(&pod.dir, true) {
+            Ok(Some(lock)) => lock,
+            Ok(None) => continue,
+            Err(e) if e.is_gone() => continue,
+            Err(e) => {
+                report.errors.push(e.into());
+                continue;
+            }
+        };
+        // Another releaser (or gc) was here first and finished.
+        if !pod.is_marked_running() {
+            continue;
+        }
+        match reap_locked(&pod, plugin_timeout) {
+            Ok(Some(errors)) => {
+                if errors.is_empty() {
+                    report.released.push(pod.uuid.clone());
+                }
+                report.errors.extend(errors);
+            }
+            Ok(None) => {}
+            Err(e) if e.is_gone() => {}
+            Err(e) => report.errors.push(e.into()),
+        }
+        drop(lock);
+    }
+    report.released.sort();
+    report
+}
+
+/// A marked pod whose lock the caller holds: released, or only unmarked when its runner
+/// died before taking it from `prepared` (nothing was set up). `None`: nothing released.
+fn reap_locked(pod: &Pod, plugin_timeout: Duration) -> Result<Option<Vec<CleanupError>>, PodError> {
+    let mut state = pod.state_for_cleanup()?;
+    if state.state == State::Prepared {
+        pod.unmark_running()?;
+        return Ok(None);
+    }
+    release_dead_pod(pod, &mut state, plugin_timeout).map(Some)
+}
+
+/// Releases pod `pod`, whose runner is gone and whose exclusive lock the caller holds, its
+/// record `state` (`running`, or `exited` or `garbage` when the runner or a releaser died
+/// during the teardown): recorded `exited` first, keeping the init's PID until the release
+/// has killed what may be left of it; then released; then unmarked. Returns what failed.
+/// Each plugin call of the teardown may take `plugin_timeout`.
+pub fn release_dead_pod(
+    pod: &Pod,
+    state: &mut PodState,
+    plugin_timeout: Duration,
+) -> Result<Vec<CleanupError>, PodError> {
+    // As gc releases a pod its runner left `running`: plugins it left running are killed
+    // first, and an init that somehow survived it.
+    let as_left = PodState {
+        state: State::Running,
+        ..state.clone()
+    };
+    if state.state == State::Running {
+        state.state = State::Exited;
+        state.exited = Some(Timestamp::now());
+        state.store(&pod.dir)?;
+    }
+    let errors = release_pod(pod, &as_left, plugin_timeout);
+    if state.pid.take().is_some() {
+        state.store(&pod.dir)?;
+    }
+    pod.unmark_running()?;
+    Ok(errors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pod::App;
+
+    const T: Duration = cni::api::DEFAULT_TIMEOUT;
+
+    fn app() -> App {
+        App::new("a", ["a"])
+    }
+
+    fn running(store: &PodStore) -> (Pod, PodLock) {
+        store.create(app(), &PodState::new(State::Running)).unwrap()
+    }
+
+    #[test]
+    fn a_running_pod_is_marked_from_its_creation_and_found_only_once_its_runner_is_gone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = PodStore::new(tmp.path().join("pods"));
+        let (alive, alive_lock) = running(&store);
+        let (dead, lock) = running(&store);
+        drop(lock);
+        let (prepared, lock) = store
+            .create(app(), &PodState::new(State::Prepared))
+            .unwrap();
+        drop(lock);
+        assert!(alive.is_marked_running() && dead.is_marked_running());
+        assert!(
+            !prepared.is_marked_running(),
+            "a prepared pod holds nothing"
+        );
+        assert_eq!(dead_runners(&store), vec![dead.uuid.clone()]);
+
+        let report = release_dead(&store, T);
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        assert_eq!(report.released, vec![dead.uuid.clone()]);
+        let st = dead.state().unwrap();
+        assert_eq!(st.state, State::Exited);
+        assert!(st.exited.is_some() && st.pid.is_none());
+        assert!(!dead.is_marked_running());
+        assert!(dead_runners(&store).is_empty());
+        // The live runner's pod and the prepared one are untouched.
+        assert_eq!(alive.state().unwrap().state, State::Running);
+        assert!(alive.is_marked_running());
+        assert_eq!(prepared.state().unwrap().state, State::Prepared);
+        // Nothing left to do: a second releaser finds nothing.
+        assert!(release_dead(&store, T).released.is_empty());
+        drop(alive_lock);
+        assert_eq!(dead_runners(&store), vec![alive.uuid.clone()]);
+    }
+
+    #[test]
+    fn a_pod_another_holds_is_skipped_and_one_released_meanwhile_is_not_released_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = PodStore::new(tmp.path().join("pods"));
+        let (dead, lock) = running(&store);
+        drop(lock);
+        // gc (or another releaser) holds the lock: skipped, still marked.
+        let held = PodLock::try_lock(&dead.dir, true).unwrap().unwrap();
+        assert!(release_dead(&store, T).released.is_empty());
+        assert!(dead.is_marked_running());
+        // ... and released it meanwhile: its mark is gone, so nothing is done twice.
+        let mut state = dead.state().unwrap();
+        release_dead_pod(&dead, &mut state, T).unwrap();
+        drop(held);
+        assert!(release_dead(&store, T).released.is_empty());
+        assert_eq!(dead.state().unwrap().state, State::Exited);
+    }
+
+    #[test]
+    fn a_pod_being_made_keeps_its_mark_and_a_gone_pods_mark_goes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = PodStore::new(tmp.path().join("pods"));
+        let (dead, lock) = running(&store);
+        drop(lock);
+        // A pod being built: `.new-<uuid>`, marked before the rename.
+        let building = "0a1b2c3d-0000-4000-8000-000000000001";
+        std::fs::create_dir(store.dir().join(format!(".new-{building}"))).unwrap();
+        std::fs::write(store.dir().join(".running").join(building), b"").unwrap();
+        assert_eq!(dead_runners(&store), vec![dead.uuid.clone()]);
+        release_dead(&store, T);
+        assert!(store.running_marks().contains(&building.to_string()));
+        // Once that directory is gone with no pod made, the mark is stale.
+        std::fs::remove_dir(store.dir().join(format!(".new-{building}"))).unwrap();
+        release_dead(&store, T);
+        assert!(store.running_marks().is_empty());
+    }
+
+    #[test]
+    fn a_runner_that_died_before_taking_a_prepared_pod_leaves_it_prepared() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = PodStore::new(tmp.path().join("pods"));
+        let (pod, lock) = store
+            .create(app(), &PodState::new(State::Prepared))
+            .unwrap();
+        pod.mark_running().unwrap();
+        drop(lock);
+        let report = release_dead(&store, T);
+        assert!(report.released.is_empty() && report.errors.is_empty());
+        assert_eq!(pod.state().unwrap().state, State::Prepared);
+        assert!(!pod.is_marked_running());
+    }
+
+    #[test]
+    fn a_pod_whose_release_was_interrupted_is_released_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = PodStore::new(tmp.path().join("pods"));
+        let (pod, lock) = running(&store);
+        // A releaser that recorded it exited and died before the end.
+        let mut state = pod.state().unwrap();
+        state.state = State::Exited;
+        state.pid = Some(i32::MAX);
+        state.store(&pod.dir).unwrap();
+        drop(lock);
+        assert_eq!(dead_runners(&store), vec![pod.uuid.clone()]);
+        let report = release_dead(&store, T);
+        assert_eq!(report.released, vec![pod.uuid.clone()]);
+        let st = pod.state().unwrap();
+        assert_eq!(st.state, State::Exited);
+        assert_eq!(st.pid, None);
+        assert!(!pod.is_marked_running());
+    }
+}
