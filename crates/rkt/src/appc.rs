@@ -19,9 +19,11 @@
 //!   `80-tcp`); the pod's `ports`: the host ports forwarded to them, `rkt prepare --port`'s
 //!   and, while the pod runs, those its networks forward.
 //! - `isolators`: `resource/memory` (`limit` in bytes), `resource/cpu` (`request` and
-//!   `limit` in millicores), `os/linux/capabilities-retain-set` or `-remove-set`. The
-//!   seccomp filter, the pids limit and a private user namespace have no appc isolator
-//!   this rkt writes.
+//!   `limit` in millicores), `os/linux/cpu-shares`, `os/linux/oom-score-adj`,
+//!   `os/linux/capabilities-retain-set` or `-remove-set`: an app's own limits, else those
+//!   given before it (the pod's, on the first app). The seccomp filter, the pids limit and
+//!   a private user namespace have no appc isolator this rkt writes.
+//! - an app's `annotations`: its `--annotation`s whose keys are `ACIdentifier`s.
 //!
 //! Takes from `podstore` (the manifest), `firewall` (port names and `--port` values) and
 //! `isolation` (the isolators' types); reads the image's config from its store.
@@ -73,7 +75,13 @@ pub fn pod_manifest(manifest: &PodManifest, forwarded: &[PortMapping]) -> Result
     );
     out.insert(
         "isolators".into(),
-        Value::Array(manifest.sandbox.as_ref().map(isolators).unwrap_or_default()),
+        Value::Array(
+            manifest
+                .sandbox
+                .as_ref()
+                .map(|i| isolators(i, None))
+                .unwrap_or_default(),
+        ),
     );
     out.insert(
         "annotations".into(),
@@ -146,7 +154,7 @@ fn runtime_app(app: &App, name: String, volumes: &[Volume]) -> Value {
     if !ports.is_empty() {
         image_app.insert("ports".into(), Value::Array(ports));
     }
-    let isolators = isolators(&app.isolators);
+    let isolators = isolators(&app.isolators, app.oom_score_adjust);
     if !isolators.is_empty() {
         image_app.insert("isolators".into(), Value::Array(isolators));
     }
@@ -173,6 +181,9 @@ fn runtime_app(app: &App, name: String, volumes: &[Volume]) -> Value {
     }
     if !mounts.is_empty() {
         out.insert("mounts".into(), Value::Array(mounts));
+    }
+    if !app.annotations.is_empty() {
+        out.insert("annotations".into(), annotations(app.annotations.iter()));
     }
     Value::Object(out)
 }
@@ -357,21 +368,30 @@ fn appc_arch(arch: &str) -> Option<&'static str> {
     })
 }
 
-/// `--caps-*`, `--memory`, `--cpu` as appc isolators.
-fn isolators(isolators: &Isolators) -> Vec<Value> {
+/// `--caps-*`, `--memory`, `--cpu`, `--cpu-shares`, `--oom-score-adj` as appc isolators:
+/// the app's own limits (rkt 1.30's per-app ones), else those given before it (the pod's,
+/// on the first app).
+fn isolators(isolators: &Isolators, oom_score_adj: Option<i16>) -> Vec<Value> {
+    let (own, pod) = (&isolators.own_limits, &isolators.limits);
     let mut out = Vec::new();
-    if let Some(memory) = isolators.limits.memory {
+    if let Some(memory) = own.memory.or(pod.memory) {
         out.push(json!({
             "name": "resource/memory",
             "value": {"limit": memory.to_string()},
         }));
     }
-    if let Some(millis) = isolators.limits.cpu_millis {
+    if let Some(millis) = own.cpu_millis.or(pod.cpu_millis) {
         let quantity = format!("{millis}m");
         out.push(json!({
             "name": "resource/cpu",
             "value": {"request": quantity, "limit": quantity},
         }));
+    }
+    if let Some(shares) = own.cpu_shares.or(pod.cpu_shares) {
+        out.push(json!({"name": "os/linux/cpu-shares", "value": shares}));
+    }
+    if let Some(adj) = oom_score_adj {
+        out.push(json!({"name": "os/linux/oom-score-adj", "value": adj}));
     }
     match &isolators.caps {
         Some(CapsFlag::Retain(set)) if !set.is_empty() => out.push(json!({
@@ -560,5 +580,36 @@ mod tests {
         assert_eq!(ports[1]["protocol"], "udp");
         // The config is not in a store: no id rather than a made-up one.
         assert_eq!(image(app.image.as_ref().unwrap()).get("id"), None);
+    }
+
+    #[test]
+    fn an_apps_own_limits_score_and_annotations_are_its_isolators_and_annotations() {
+        let mut app = App::new("a", ["/bin/sh"]);
+        app.isolators.limits.memory = Some(1 << 30);
+        app.isolators.own_limits.memory = Some(268_435_456);
+        app.isolators.own_limits.cpu_millis = Some(100_000);
+        app.isolators.own_limits.cpu_shares = Some(512);
+        app.oom_score_adjust = Some(300);
+        app.annotations.insert("nomad/alloc".into(), "a1".into());
+        app.annotations
+            .insert("Not An Identifier".into(), "x".into());
+        let value = runtime_app(&app, "a".into(), &[]);
+        assert_eq!(
+            value["app"]["isolators"],
+            json!([
+                {"name": "resource/memory", "value": {"limit": "268435456"}},
+                {"name": "resource/cpu", "value": {"request": "100000m", "limit": "100000m"}},
+                {"name": "os/linux/cpu-shares", "value": 512},
+                {"name": "os/linux/oom-score-adj", "value": 300},
+            ])
+        );
+        assert_eq!(
+            value["annotations"],
+            json!([{"name": "nomad/alloc", "value": "a1"}])
+        );
+        // The pod's limits, given before the first app, are its when it has none of its own.
+        app.isolators.own_limits = Default::default();
+        let value = runtime_app(&app, "a".into(), &[]);
+        assert_eq!(value["app"]["isolators"][0]["value"]["limit"], "1073741824");
     }
 }

@@ -81,6 +81,11 @@ pub struct SandboxArgs {
     #[arg(long, value_name = "MILLICORES", help_heading = "Pod")]
     pub cpu: Option<String>,
 
+    /// The pod's CPU weight when the host's CPUs are busy, 2 to 262144 (1024: the kernel's
+    /// default), for all its apps together.
+    #[arg(long, value_name = "N", help_heading = "Pod")]
+    pub cpu_shares: Option<String>,
+
     /// Limit the pod's tasks (processes and threads) to N at once; 0 or -1: no limit
     /// [default: 2048].
     #[arg(
@@ -113,8 +118,8 @@ pub struct SandboxArgs {
 ///
 /// APP is an image, `--rootfs=DIR` or a host command, as for `rkt run`. Its stdout and
 /// stderr go to its log unless `--stdout=null`/`--stderr=null`; its stdin is /dev/null.
-/// `--memory` and `--cpu` limit the app within the sandbox's own limits (a cgroup of its
-/// own, below the pod's; cgroup v1); `--pids-limit` and `--private-users` are the
+/// `--memory`, `--cpu` and `--cpu-shares` limit the app within the sandbox's own limits (a
+/// cgroup of its own, below the pod's; cgroup v1); `--pids-limit` and `--private-users` are the
 /// sandbox's.
 #[derive(Debug, Args)]
 pub struct AddArgs {
@@ -355,6 +360,7 @@ fn sandbox(global: &GlobalArgs, args: &SandboxArgs) -> anyhow::Result<ExitCode> 
         let isolation = super::isolation_args::IsolationArgs {
             memory: args.memory.clone(),
             cpu: args.cpu.clone(),
+            cpu_shares: args.cpu_shares.clone(),
             pids_limit: args.pids_limit.clone(),
             private_users: args.private_users,
             ..Default::default()

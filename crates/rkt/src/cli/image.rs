@@ -174,9 +174,9 @@ fn size(bytes: u64) -> String {
 fn list(store: &Store, args: &ListArgs) -> anyhow::Result<ExitCode> {
     let mut images = store.images()?;
     images.sort_by_key(|r| r.imported);
-    if args.format == Format::Json {
+    if args.format != Format::Text {
         let all: Vec<_> = images.iter().map(record_json).collect();
-        println!("{}", serde_json::to_string_pretty(&all)?);
+        args.format.print_json(&all)?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut rows: Vec<Vec<String>> = Vec::new();

@@ -56,14 +56,23 @@ pub struct IsolationArgs {
     #[arg(long, value_name = "GID[,GID...]")]
     pub supplementary_gids: Option<String>,
 
-    /// Limit the pod's memory (e.g. 64M, 1G), in a cgroup of its own.
+    /// Limit memory: bytes, or with a K, M, G or T suffix (64M, 1G, 268435456). Given
+    /// before the first app, the pod's, for all its apps together; after an app's IMAGE
+    /// (rkt 1.30's place), with a later app or to `app add`, that app's alone, in a cgroup
+    /// of its own below the pod's (cgroup v1).
     #[arg(long, value_name = "SIZE")]
     pub memory: Option<String>,
 
-    /// Limit the pod's CPU time, in thousandths of a CPU (500m) or CPUs (2), in a cgroup of
-    /// its own.
+    /// Limit CPU time, in thousandths of a CPU (500m) or CPUs (1, 0.5; a bare number is
+    /// CPUs, as rkt 1.30 read it). The pod's or one app's, as --memory.
     #[arg(long, value_name = "MILLICORES")]
     pub cpu: Option<String>,
+
+    /// The CPU weight against the host's other cgroups when its CPUs are busy, 2 to 262144
+    /// (1024: the kernel's default; cgroup v2's cpu.weight is derived from it). The pod's
+    /// or one app's, as --memory.
+    #[arg(long, value_name = "N")]
+    pub cpu_shares: Option<String>,
 
     /// Limit the pod's tasks (processes and threads) to N at once, in a cgroup of its own; 0
     /// or -1: no limit [default: 2048].
@@ -106,6 +115,11 @@ impl IsolationArgs {
                 .map(cgroups::parse_memory)
                 .transpose()?,
             cpu_millis: self.cpu.as_deref().map(cgroups::parse_cpu).transpose()?,
+            cpu_shares: self
+                .cpu_shares
+                .as_deref()
+                .map(cgroups::parse_cpu_shares)
+                .transpose()?,
             pids: self
                 .pids_limit
                 .as_deref()
@@ -118,6 +132,7 @@ impl IsolationArgs {
             readonly_rootfs: self.readonly_rootfs,
             identity,
             limits,
+            own_limits: Default::default(),
             private_users: self.private_users,
         })
     }

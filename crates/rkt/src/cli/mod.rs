@@ -282,8 +282,16 @@ fn current_dir() -> anyhow::Result<PathBuf> {
 /// `rkt: <error>: <cause>...` on stderr with exit status [`FAILURE`].
 pub fn main() -> ExitCode {
     let parsed = Cli::try_parse().map(|cli| match image_options_moved(&cli) {
-        // Options after the first app's image: parsed again from their place before it.
-        Some(argv) => Cli::try_parse_from(argv),
+        // Options after the first app's image: parsed again from their place before it,
+        // but for the app's own limits, kept apart.
+        Some((argv, own)) => Cli::try_parse_from(argv).map(|mut cli| {
+            match &mut cli.command {
+                Command::Run(args) => args.app.own_after_image = own,
+                Command::Prepare(args) => args.app.own_after_image = own,
+                _ => {}
+            }
+            cli
+        }),
         None => Ok(cli),
     });
     let cli = match parsed.and_then(|cli| cli) {
@@ -324,9 +332,11 @@ fn usage_failure(err: &clap::Error) -> ExitCode {
 
 /// The command line with the options that follow the first app's image (`rkt run IMAGE
 /// --name=web -- ARGS`, rkt's place for them) moved before it, or `None` when there are none
-/// (see [`pod_apps::hoist_image_options`]). Whatever cannot be decided here is left to the
+/// (see [`pod_apps::hoist_image_options`]); the app's own limits among them
+/// ([`pod_apps::take_app_own`]) are taken out and returned apart, as `--flag=value`: before
+/// the image they would be the pod's. Whatever cannot be decided here is left to the
 /// command, which reports it.
-fn image_options_moved(cli: &Cli) -> Option<Vec<OsString>> {
+fn image_options_moved(cli: &Cli) -> Option<(Vec<OsString>, Vec<String>)> {
     let (app, net) = match &cli.command {
         Command::Run(args) => (&args.app, &args.net.dirs),
         Command::Prepare(args) => (&args.app, &NetDirArgs::default()),
@@ -369,11 +379,12 @@ fn image_options_moved(cli: &Cli) -> Option<Vec<OsString>> {
     } else {
         start
     };
+    let (moved, own) = pod_apps::take_app_own(&app.command[1..1 + count]);
     let mut argv = raw[..insert_at].to_vec();
-    argv.extend(raw[start + 1..start + 1 + count].iter().cloned());
+    argv.extend(moved.into_iter().map(OsString::from));
     argv.extend(raw[insert_at..=start].iter().cloned());
     argv.extend(raw[start + 1 + count..].iter().cloned());
-    Some(argv)
+    Some((argv, own))
 }
 
 /// An error and its causes, `: `-separated ([`rkt::error::chain`]): a message does not

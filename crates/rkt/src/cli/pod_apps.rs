@@ -19,6 +19,7 @@ use anyhow::{bail, Context};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, ValueEnum};
 
+use rkt::isolation::cgroups::{self, Limits};
 use rkt::pod::{App, ExitPolicy, PodSpec};
 
 use super::pod_args::AppArgs;
@@ -73,10 +74,8 @@ struct LaterApp {
 }
 
 /// App options that are the pod's: only the first app's count.
-const POD_WIDE: [(&str, &str); 5] = [
+const POD_WIDE: [(&str, &str); 3] = [
     ("ipc", "--ipc"),
-    ("memory", "--memory"),
-    ("cpu", "--cpu"),
     ("pids_limit", "--pids-limit"),
     ("private_users", "--private-users"),
 ];
@@ -97,7 +96,9 @@ pub fn pod_spec(
         command: head.to_vec(),
         ..first.clone()
     };
-    let mut list = vec![super::image_app::app(global, data, &first_app)?];
+    let mut app = super::image_app::app(global, data, &first_app)?;
+    app.isolators.own_limits = own_limits(&first.own_after_image)?;
+    let mut list = vec![app];
     // rkt's --set-env and --set-env-file are the pod's: every app has them, under its own.
     let pod_env = first.set_env_vars()?;
     for (n, words) in segments.enumerate() {
@@ -105,6 +106,14 @@ pub fn pod_spec(
         let mut app = later_app(global, data, words)
             .with_context(|| format!("app {which} (after {SEPARATOR} number {})", n + 1))?;
         app.env.splice(0..0, pod_env.iter().cloned());
+        // A later app's --memory, --cpu and --cpu-shares are its own.
+        let given = &mut app.isolators.limits;
+        app.isolators.own_limits = Limits {
+            memory: given.memory.take(),
+            cpu_millis: given.cpu_millis.take(),
+            cpu_shares: given.cpu_shares.take(),
+            pids: None,
+        };
         list.push(app);
     }
     check_names(&list)?;
@@ -120,6 +129,62 @@ pub fn pod_spec(
         cgroup_parent: None,
         ports: Vec::new(),
     })
+}
+
+/// The flags that, after the first app's image, are that app's own (rkt 1.30's per-app
+/// isolators) where before it they are the pod's.
+const APP_OWN: [&str; 3] = ["--memory", "--cpu", "--cpu-shares"];
+
+/// Of the `words` that follow the first app's image, those to move before it, and the
+/// app's own flags ([`APP_OWN`]), each as `--flag=value` (a flag without its value stays
+/// with the others, for clap to report).
+pub fn take_app_own(words: &[String]) -> (Vec<String>, Vec<String>) {
+    let (mut moved, mut own) = (Vec::new(), Vec::new());
+    let mut i = 0;
+    while i < words.len() {
+        let word = &words[i];
+        let (flag, value) = match word.split_once('=') {
+            Some((f, v)) => (f, Some(v.to_string())),
+            None => (word.as_str(), words.get(i + 1).cloned()),
+        };
+        match (APP_OWN.contains(&flag), value) {
+            (true, Some(value)) => {
+                if !word.contains('=') {
+                    i += 1;
+                }
+                own.push(format!("{flag}={value}"));
+            }
+            _ => moved.push(word.clone()),
+        }
+        i += 1;
+    }
+    (moved, own)
+}
+
+/// The first app's own limits, from the `--flag=value` words [`take_app_own`] kept.
+fn own_limits(words: &[String]) -> anyhow::Result<Limits> {
+    let mut limits = Limits::default();
+    for word in words {
+        let (flag, value) = word.split_once('=').unwrap_or((word, ""));
+        let again = match flag {
+            "--memory" => limits
+                .memory
+                .replace(cgroups::parse_memory(value)?)
+                .is_some(),
+            "--cpu" => limits
+                .cpu_millis
+                .replace(cgroups::parse_cpu(value)?)
+                .is_some(),
+            _ => limits
+                .cpu_shares
+                .replace(cgroups::parse_cpu_shares(value)?)
+                .is_some(),
+        };
+        if again {
+            bail!("{flag} is given twice after the image");
+        }
+    }
+    Ok(limits)
 }
 
 /// One app after `---`, from its words.
@@ -258,7 +323,6 @@ mod tests {
     #[test]
     fn later_apps_refuse_pod_options() {
         for (given, flag) in [
-            (&["--memory=64M", "sleep"][..], "--memory"),
             (&["--pids-limit=64", "sleep"][..], "--pids-limit"),
             (&["--private-users", "sleep"][..], "--private-users"),
             (&["--ipc=parent", "sleep"][..], "--ipc"),
@@ -269,10 +333,41 @@ mod tests {
             let err = refuse_pod_wide(&m).unwrap_err().to_string();
             assert!(err.starts_with(flag) && err.contains("pod option"), "{err}");
         }
+        // An app's own limits.
         let m = LaterApp::command()
-            .try_get_matches_from(["--name=b", "--caps-remove=CAP_CHOWN", "sleep"])
+            .try_get_matches_from(["--name=b", "--memory=64M", "--cpu=1", "sleep"])
             .unwrap();
         refuse_pod_wide(&m).unwrap();
+    }
+
+    #[test]
+    fn the_limits_after_the_first_image_are_the_apps_own() {
+        let (moved, own) = take_app_own(&words(&[
+            "--memory=268435456",
+            "--exec=/bin/sh",
+            "--cpu",
+            "100",
+            "--name",
+            "web",
+            "--cpu-shares=512",
+            "--memory",
+        ]));
+        assert_eq!(
+            moved,
+            words(&["--exec=/bin/sh", "--name", "web", "--memory"])
+        );
+        assert_eq!(
+            own,
+            words(&["--memory=268435456", "--cpu=100", "--cpu-shares=512"])
+        );
+        let limits = own_limits(&own).unwrap();
+        assert_eq!(limits.memory, Some(268_435_456));
+        assert_eq!(limits.cpu_millis, Some(100_000));
+        assert_eq!(limits.cpu_shares, Some(512));
+        let err = own_limits(&words(&["--cpu=1", "--cpu=2"])).unwrap_err();
+        assert!(err.to_string().contains("--cpu is given twice"), "{err}");
+        let err = own_limits(&words(&["--memory=lots"])).unwrap_err();
+        assert!(err.to_string().contains("--memory=lots"), "{err}");
     }
 
     #[test]

@@ -106,6 +106,12 @@ pub struct AppArgs {
     #[command(flatten)]
     pub isolation: Box<IsolationArgs>,
 
+    /// `--memory`, `--cpu` and `--cpu-shares` that followed the first app's image (rkt
+    /// 1.30's place for an app's own limits), as `--flag=value`; set by the command line's
+    /// parser ([`super::pod_apps::take_app_own`]), not a flag.
+    #[arg(skip)]
+    pub own_after_image: Vec<String>,
+
     #[command(flatten)]
     pub image: ImageAppArgs,
 

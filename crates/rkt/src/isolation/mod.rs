@@ -56,9 +56,16 @@ pub struct Isolators {
     /// `--user`, `--group`, `--supplementary-gids`, resolved to numbers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<Identity>,
-    /// `--memory`, `--cpu`, `--pids-limit`.
+    /// `--memory`, `--cpu`, `--cpu-shares`, `--pids-limit`: the pod's (a sandbox's, or
+    /// the first app's of a pod that `rkt run` or `rkt prepare` made, given before it), or
+    /// a sandbox's app's own.
     #[serde(default, skip_serializing_if = "cgroups::Limits::is_none")]
     pub limits: cgroups::Limits,
+    /// `--memory`, `--cpu`, `--cpu-shares` of the app alone (rkt 1.30's per-app isolators:
+    /// given after its image, or with a later app), in a cgroup `app-<name>` of its own
+    /// below the pod's, which the runner makes and the app's process joins (cgroup v1).
+    #[serde(default, skip_serializing_if = "cgroups::Limits::is_none")]
+    pub own_limits: cgroups::Limits,
     /// `--private-users`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub private_users: bool,
@@ -71,6 +78,7 @@ impl Isolators {
             && !self.readonly_rootfs
             && self.identity.is_none()
             && self.limits.is_none()
+            && self.own_limits.is_none()
             && !self.private_users
     }
 }

@@ -237,17 +237,17 @@ pub fn start(pod: &Pod, name: &str, exe: &Path) -> Result<i32, AppError> {
     let app = &manifest.apps[index];
     // Limits of its own: a cgroup of its own, below the pod's.
     let limits = record.isolation.limits;
-    let app_cgroup = if limits.memory.is_some() || limits.cpu_millis.is_some() {
+    let app_cgroup = if limits.memory.is_some() || limits.uses_cpu() {
         let pod_cgroup = state.pod_cgroup(&pod.uuid);
         if pod_cgroup.is_unified() {
             return Err(start_err(StageError::Reported(
-                "--memory and --cpu of a sandbox's app need cgroup v1 here (on cgroup v2 the \
+                "--memory, --cpu and --cpu-shares of a sandbox's app need cgroup v1 here (on cgroup v2 the \
                  pod's cgroup holds its init, so it cannot give controllers to an app's); give \
                  the limits to `rkt app sandbox`"
                     .into(),
             )));
         }
-        let cgroup = pod_cgroup.child(&format!("app-{name}"));
+        let cgroup = pod_cgroup.child(&isolation::cgroups::app_leaf(name));
         let own = isolation::cgroups::Limits {
             pids: Some(isolation::cgroups::PidsLimit::Unlimited),
             ..limits

@@ -186,7 +186,7 @@ pub fn run_new(
     let _ = signals::install();
     signals::interrupt_stops_pod();
     let mut isolation = settle_isolation(&spec.apps, spec.sandbox.as_ref(), opts)?;
-    let cgroups = place_cgroup(&isolation, opts, spec.cgroup_parent.as_ref())?;
+    let cgroups = place_cgroup(&isolation, &spec.apps, opts, spec.cgroup_parent.as_ref())?;
     let host_ports = before_create(&spec.apps, opts, store.dir(), "")?;
     let private_users = match &spec.sandbox {
         Some(pod) => pod.private_users,
@@ -232,7 +232,7 @@ pub fn run_prepared(pod: &Pod, opts: &RunOptions) -> Result<RunOutcome, StartFai
     let manifest = pod.manifest()?;
     let apps = manifest.apps;
     let mut isolation = settle_isolation(&apps, None, opts)?;
-    let cgroups = place_cgroup(&isolation, opts, manifest.cgroup_parent.as_ref())?;
+    let cgroups = place_cgroup(&isolation, &apps, opts, manifest.cgroup_parent.as_ref())?;
     let pods = pod.dir.parent().unwrap_or(Path::new("/"));
     let host_ports = before_create(&apps, opts, pods, &pod.uuid)?;
     if apps[0].isolators.private_users {
@@ -344,10 +344,37 @@ fn settle_isolation(
 /// this process's cgroup. A place that cannot work fails here, before the pod runs.
 fn place_cgroup(
     settled: &Settled,
+    apps: &[App],
     opts: &RunOptions,
     prepared: Option<&isolation::cgroups::CgroupParent>,
 ) -> Result<isolation::cgroups::Placement, StartFailure> {
+    let failed = |e| StartFailure {
+        error: Box::new(RunError::Isolation(e)),
+        cleanup: Vec::new(),
+    };
     let parent = opts.cgroup_parent.as_ref().or(prepared);
+    // Apps' own limits: a cgroup of each app's below the pod's, which must then be in the
+    // hierarchies they need (with no limit of the pod's own there).
+    let own: Vec<&isolation::cgroups::Limits> = apps
+        .iter()
+        .map(|a| &a.isolators.own_limits)
+        .filter(|l| !l.is_none())
+        .collect();
+    if let Some(app) = apps.iter().find(|a| !a.isolators.own_limits.is_none()) {
+        if isolation::cgroups::unified() {
+            return Err(failed(isolation::IsolationError::Unsupported {
+                what: format!(
+                    "app {}: --memory, --cpu and --cpu-shares of one app (after its image, or \
+                     with a later app) need cgroup v1 here: on cgroup v2 the pod's cgroup \
+                     holds its init, so it cannot give controllers to an app's; give them \
+                     before the first app, for the whole pod",
+                    app.name
+                ),
+            }));
+        }
+    }
+    let own_memory = own.iter().any(|l| l.memory.is_some());
+    let own_cpu = own.iter().any(|l| l.uses_cpu());
     // A sandbox's cgroup is in every v1 hierarchy its apps' own limits may need (that the
     // host has: apps' own limits are v1's only, see `pod::apps`). Only the hierarchies are
     // chosen here; the limits written are the pod's own.
@@ -355,25 +382,23 @@ fn place_cgroup(
         let root = Path::new("/sys/fs/cgroup");
         !root.join("cgroup.controllers").exists() && root.join(controller).join("tasks").exists()
     };
+    let pod = &settled.pod.limits;
     let limits = isolation::cgroups::Limits {
-        memory: settled
-            .pod
-            .limits
+        memory: pod
             .memory
-            .or((settled.sandbox && v1("memory")).then_some(u64::MAX)),
-        cpu_millis: settled
-            .pod
-            .limits
+            .or((settled.sandbox && v1("memory") || own_memory).then_some(u64::MAX)),
+        cpu_millis: pod
             .cpu_millis
             .or((settled.sandbox && v1("cpu")).then_some(1000)),
-        ..settled.pod.limits
+        // Only to be placed in the cpu hierarchy: the pod's cgroup is made with its own.
+        cpu_shares: pod
+            .cpu_shares
+            .or((own_cpu && !pod.uses_cpu()).then_some(1024)),
+        ..*pod
     };
     isolation::cgroups::detect()
         .place(parent, &limits)
-        .map_err(|e| StartFailure {
-            error: Box::new(RunError::Isolation(e)),
-            cleanup: Vec::new(),
-        })
+        .map_err(failed)
 }
 
 /// The host id ranges of the running pods' user namespaces (`--private-users`), which a
@@ -724,12 +749,35 @@ fn start(
         .unwrap_or_default();
     // Every pod's: at least its pids limit, where the record says. Joined by the stage
     // before it forks the pod's init; removed by `release`.
-    isolation::cgroups::detect()
-        .create(&state.pod_cgroup(&pod.uuid), &limits)
+    let pod_cgroup = state.pod_cgroup(&pod.uuid);
+    let cgroups = isolation::cgroups::detect();
+    cgroups
+        .create(&pod_cgroup, &limits)
         .map_err(|source| RunError::Stage {
             uuid: uuid(),
             source: StageError::Isolation(source),
         })?;
+    // Each app with limits of its own: a cgroup of its own below the pod's, which its
+    // process joins (`stage::app`); removed with the pod's.
+    for app in manifest.apps.iter() {
+        let own = app.isolators.own_limits;
+        if own.is_none() {
+            continue;
+        }
+        let limits = isolation::cgroups::Limits {
+            pids: Some(isolation::cgroups::PidsLimit::Unlimited),
+            ..own
+        };
+        cgroups
+            .create(
+                &pod_cgroup.child(&isolation::cgroups::app_leaf(&app.name)),
+                &limits,
+            )
+            .map_err(|source| RunError::Stage {
+                uuid: uuid(),
+                source: StageError::Isolation(source),
+            })?;
+    }
     stage::start(&StageSpec {
         exe: &opts.exe,
         pod_dir: &pod.dir,

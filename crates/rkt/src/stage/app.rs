@@ -54,6 +54,39 @@ pub(super) struct AppIsolation {
     pub(super) log_fds: [Option<RawFd>; 3],
     /// `--oom-score-adj`: the app's `oom_score_adj`, set in its process before it executes.
     pub(super) oom_score_adj: Option<i16>,
+    /// The app's own cgroup (limits of its own, rkt's per-app `--memory`/`--cpu`): the
+    /// files its process writes `0` to, to join it, opened (close-on-exec) while the stage
+    /// still sees the host's cgroup file system.
+    pub(super) own_cgroup: Vec<(PathBuf, File)>,
+}
+
+/// Opens the files that move a process into app `app`'s own cgroup below the pod's
+/// (recorded in `record`), when it has limits of its own.
+fn own_cgroup_files(
+    app: &App,
+    record: &crate::podstore::PodState,
+) -> Result<Vec<(PathBuf, File)>, StageError> {
+    let Some(pod) = record.cgroup.as_ref() else {
+        return Ok(Vec::new());
+    };
+    if app.isolators.own_limits.is_none() {
+        return Ok(Vec::new());
+    }
+    let cgroup = pod.child(&isolation::cgroups::app_leaf(&app.name));
+    isolation::cgroups::detect()
+        .join_files(&cgroup)
+        .into_iter()
+        .map(
+            |path| match std::fs::OpenOptions::new().write(true).open(&path) {
+                Ok(file) => Ok((path, file)),
+                Err(source) => Err(StageError::Io {
+                    what: "open the app's own cgroup at",
+                    path,
+                    source,
+                }),
+            },
+        )
+        .collect()
 }
 
 /// Reads one byte, retrying on EINTR; `Ok(0)` at end of file.
@@ -321,6 +354,16 @@ impl ExecPlan {
                 self.c_env.extend(CString::new(kv));
             }
         }
+        // Its own cgroup: what it starts is inside too.
+        for (path, file) in &isolation.own_cgroup {
+            if let Err(source) = (&*file).write_all(b"0") {
+                return StageError::Io {
+                    what: "join the app's own cgroup at",
+                    path: path.clone(),
+                    source,
+                };
+            }
+        }
         // While the process still holds its capabilities (lowering the score may need
         // CAP_SYS_RESOURCE).
         if let Some(adj) = isolation.oom_score_adj {
@@ -362,6 +405,7 @@ pub(super) fn prepare_app(
         listen_fds,
         log_fds,
         oom_score_adj: app.oom_score_adjust,
+        own_cgroup: own_cgroup_files(&app, record)?,
     };
     Ok(PreparedApp {
         app,
@@ -483,6 +527,7 @@ mod tests {
             listen_fds: 0,
             log_fds: [None, None, None],
             oom_score_adj: None,
+            own_cgroup: Vec::new(),
         };
         let app = PreparedApp {
             app,

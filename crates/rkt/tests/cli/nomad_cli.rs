@@ -212,6 +212,9 @@ fn cat_manifest_of_a_host_command_pod_decodes_with_appcs_decoder() {
             "--mount=volume=scratch,target=/tmp/scratch",
             "--name=My_App",
             "--memory=64M",
+            "--cpu-shares=512",
+            "--oom-score-adj=1000",
+            "--annotation=nomad/alloc=a1",
             "--caps-retain=CAP_NET_BIND_SERVICE,CAP_CHOWN",
             "--user-annotation=team=web",
             "--",
@@ -227,6 +230,10 @@ fn cat_manifest_of_a_host_command_pod_decodes_with_appcs_decoder() {
     assert_eq!(json["acKind"], "PodManifest");
     assert_eq!(json["apps"][0]["image"], serde_json::json!({}));
     assert_eq!(json["apps"][0]["app"]["userAnnotations"]["team"], "web");
+    assert_eq!(
+        json["apps"][0]["annotations"],
+        serde_json::json!([{"name": "nomad/alloc", "value": "a1"}])
+    );
     assert_eq!(json["volumes"][1]["mode"], "0700");
     // One line with --pretty-print=false, the same value.
     let compact = world
@@ -250,6 +257,8 @@ fn cat_manifest_of_a_host_command_pod_decodes_with_appcs_decoder() {
         "exec my-app /bin/true arg",
         "user my-app 0:0",
         "isolator my-app resource/memory {\"limit\":\"67108864\"}",
+        "isolator my-app os/linux/cpu-shares 512",
+        "isolator my-app os/linux/oom-score-adj 1000",
         "isolator my-app os/linux/capabilities-retain-set {\"set\":[\"CAP_NET_BIND_SERVICE\",\"CAP_CHOWN\"]}",
         "mount my-app data /tmp/data",
         "mount my-app scratch /tmp/scratch",

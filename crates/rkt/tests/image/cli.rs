@@ -748,6 +748,15 @@ fn fetch_store_flags_full_and_list_fields() {
         .args(&["image", "list", "--fields=lastused", "--no-legend"])
         .run();
     assert!(out.stdout().contains("ago"), "{}", out.stdout());
+    // JSON (one line, or indented) has every field, whatever --fields says.
+    for format in ["--format=json", "--format=json-pretty"] {
+        let out = rkt(&dir)
+            .args(&["image", "list", format, "--fields=name"])
+            .run();
+        let json = out.json();
+        assert_eq!(json[0]["id"], id.as_str(), "{format}");
+        assert_eq!(out.stdout().lines().count() > 1, format.ends_with("pretty"));
+    }
     rkt(&dir)
         .args(&["image", "list", "--fields=id,latest"])
         .run()

@@ -808,3 +808,103 @@ fn readonly_rootfs_of_an_image_pod_is_read_only_and_its_upper_untouched() {
         .run()
         .assert_success();
 }
+
+/// The command line Nomad's rkt driver gives `rkt prepare` (issue 25): `--set-env` before
+/// the image (every app's), then the image and its own options, rkt 1.30's per-app ones:
+/// `--exec`, `--memory=BYTES`, `--cpu=N` (CPUs, as rkt read a bare number), and also
+/// `--cpu-shares`, `--oom-score-adj`, `--annotation`. The manifest keeps them as the app's;
+/// `run-prepared` runs the app in a cgroup of its own with its score and variables.
+#[test]
+fn nomad_prepare_with_the_apps_options_after_its_image() {
+    if !ready(
+        "nomad_prepare_with_the_apps_options_after_its_image",
+        &["umoci"],
+    ) {
+        return;
+    }
+    let world = World::new(support::RKT);
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let layout = busybox_layout(world.root.path());
+    let v1 = format!("oci:{}:v1", layout.display());
+    let own: i16 = fs::read_to_string("/proc/self/oom_score_adj")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let raised = (own + 10).min(1000).to_string();
+    let oom = format!("--oom-score-adj={raised}");
+    let v2 = Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+    let mut args = vec![
+        "prepare",
+        "--set-env=NOMAD_TASK_NAME=web",
+        &v1,
+        "--exec=/bin/sh",
+        "--memory=268435456",
+        "--cpu=100",
+        "--cpu-shares=512",
+        &oom,
+        "--annotation=nomad/alloc=a1",
+        "--",
+        "-c",
+        "echo task $NOMAD_TASK_NAME; /bin/busybox grep -E ':(memory|cpu|cpu,cpuacct):' \
+         /proc/self/cgroup; /bin/busybox cat /proc/self/oom_score_adj",
+    ];
+    if v2 {
+        // An app's own limits need cgroup v1: refused, nothing made.
+        let before = world.pods().len();
+        world
+            .rkt(&args)
+            .run()
+            .assert_exit_code(254)
+            .assert_stderr_contains("cgroup v1");
+        assert_eq!(world.pods().len(), before);
+        args.retain(|a| !a.starts_with("--memory") && !a.starts_with("--cpu"));
+    }
+    let out = world.rkt(&args).run();
+    out.assert_success();
+    let uuid = out.stdout().trim().to_string();
+    let manifest: serde_json::Value = serde_json::from_str(
+        &fs::read_to_string(world.path(&format!("data/pods/{uuid}/pod.json"))).unwrap(),
+    )
+    .unwrap();
+    let app = &manifest["apps"][0];
+    let name = app["name"].as_str().unwrap().to_string();
+    assert_eq!(app["annotations"], serde_json::json!({"nomad/alloc": "a1"}));
+    assert_eq!(app["oomScoreAdjust"], raised.parse::<i64>().unwrap());
+    assert!(
+        app["isolators"].get("limits").is_none(),
+        "the pod has no limit of its own: {app}"
+    );
+    if !v2 {
+        assert_eq!(
+            app["isolators"]["ownLimits"],
+            serde_json::json!({"memory": 268435456, "cpuMillis": 100000, "cpuShares": 512})
+        );
+    }
+    let out = world.rkt(&["run-prepared", "--net=none", &uuid]).run();
+    out.assert_success();
+    let text = out.stdout();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "task web");
+    assert_eq!(*lines.last().unwrap(), raised);
+    if !v2 {
+        let leaf = format!("/{uuid}/app-{name}");
+        let cgroups: Vec<&&str> = lines[1..lines.len() - 1].iter().collect();
+        assert!(
+            cgroups.len() >= 2 && cgroups.iter().all(|l| l.ends_with(&leaf)),
+            "the app is not in its own cgroup {leaf}: {text}"
+        );
+    }
+
+    // rkt's --store-only on prepare and run: an image not stored is not fetched.
+    let missing = format!("oci:{}:v9", layout.display());
+    let before = world.pods().len();
+    for cmd in ["prepare", "run"] {
+        world
+            .rkt(&[cmd, "--store-only", &missing])
+            .run()
+            .assert_exit_code(254)
+            .assert_stderr_contains("never");
+    }
+    assert_eq!(world.pods().len(), before);
+}

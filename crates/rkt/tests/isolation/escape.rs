@@ -598,6 +598,7 @@ fn memory_and_cpu_limits_hold_in_a_cgroup_removed_with_the_pod() {
         "--net=none",
         "--memory=64M",
         "--cpu=500m",
+        "--cpu-shares=700",
         "--",
         "sleep",
         "60",
@@ -610,9 +611,11 @@ fn memory_and_cpu_limits_hold_in_a_cgroup_removed_with_the_pod() {
     if v2 {
         assert_eq!(read(mem.join("memory.max")).trim(), "67108864");
         assert_eq!(read(cpu.join("cpu.max")).trim(), "50000 100000");
+        assert_eq!(read(cpu.join("cpu.weight")).trim(), "27");
     } else {
         assert_eq!(read(mem.join("memory.limit_in_bytes")).trim(), "67108864");
         assert_eq!(read(cpu.join("cpu.cfs_quota_us")).trim(), "50000");
+        assert_eq!(read(cpu.join("cpu.shares")).trim(), "700");
     }
     // The pod's init (and so every process of the pod) is inside.
     let procs = read(mem.join("cgroup.procs"));
@@ -623,6 +626,7 @@ fn memory_and_cpu_limits_hold_in_a_cgroup_removed_with_the_pod() {
     let st = world.status_json(&uuid);
     assert_eq!(st["isolation"]["limits"]["memory"], 67108864);
     assert_eq!(st["isolation"]["limits"]["cpuMillis"], 500);
+    assert_eq!(st["isolation"]["limits"]["cpuShares"], 700);
     world.rkt(&["stop", &uuid]).run().assert_success();
     world.wait_child(index);
     assert!(
@@ -646,13 +650,116 @@ fn memory_and_cpu_limits_hold_in_a_cgroup_removed_with_the_pod() {
     assert!(!out.stdout().contains("survived"));
 
     // Bad values are named before any pod exists.
-    for (flag, needle) in [("--memory=lots", "--memory=lots"), ("--cpu=5m", "--cpu=5m")] {
+    for (flag, needle) in [
+        ("--memory=lots", "--memory=lots"),
+        ("--cpu=5m", "--cpu=5m"),
+        ("--cpu-shares=1", "--cpu-shares=1"),
+    ] {
         world
             .rkt(&["prepare", flag, "--", "true"])
             .run()
             .assert_failure()
             .assert_stderr_contains(needle);
     }
+}
+
+/// rkt 1.30's per-app `--memory`, `--cpu` and `--cpu-shares` (here given to a later app):
+/// that app alone is in a cgroup `app-<name>` below the pod's with those limits, the pod's
+/// cgroup and its other app have none; an app's memory limit is enforced; all of it goes
+/// with the pod. On cgroup v2 they are refused before any pod exists.
+#[test]
+fn an_apps_own_limits_hold_in_a_cgroup_of_its_own() {
+    test_kit::require_root!();
+    let v2 = Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+    let mut world = World::new(support::RKT);
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let args = [
+        "--net=none",
+        "--exit-policy=untilAll",
+        "--name=free",
+        "--",
+        "sleep",
+        "60",
+        "---",
+        "--name=held",
+        "--memory=64M",
+        "--cpu=500m",
+        "--cpu-shares=512",
+        "sleep",
+        "61",
+    ];
+    if v2 {
+        let before = world.pods().len();
+        let out = world.rkt(&[&["run"][..], &args].concat()).run();
+        out.assert_exit_code(254)
+            .assert_stderr_contains("cgroup v1")
+            .assert_stderr_contains("app held");
+        assert_eq!(world.pods().len(), before);
+        return;
+    }
+    let (uuid, index) = world.spawn_run(&args);
+    world.wait_running(&uuid);
+    let mem = pod_cgroup(&world, "memory", &uuid);
+    let cpu = pod_cgroup(&world, "cpu", &uuid);
+    let read =
+        |p: PathBuf| fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    // Its process joins it just before it starts its program: wait for it there.
+    let held = mem.join("app-held");
+    let procs = test_kit::wait_for("app held in its own cgroup", test_kit::PATIENCE, || {
+        let procs = fs::read_to_string(held.join("cgroup.procs")).ok()?;
+        (!procs.trim().is_empty()).then_some(procs)
+    });
+    let pids: Vec<&str> = procs.lines().collect();
+    assert_eq!(pids.len(), 1, "{procs}");
+    let cmdline = read(PathBuf::from(format!("/proc/{}/cmdline", pids[0])));
+    assert_eq!(cmdline, ["sleep", "61", ""].join("\0"));
+    assert_eq!(read(held.join("memory.limit_in_bytes")).trim(), "67108864");
+    assert_eq!(read(cpu.join("app-held/cpu.cfs_quota_us")).trim(), "50000");
+    assert_eq!(read(cpu.join("app-held/cpu.shares")).trim(), "512");
+    // The pod's own cgroup: no limit of the app's; the other app is there.
+    assert_ne!(read(mem.join("memory.limit_in_bytes")).trim(), "67108864");
+    assert_eq!(read(cpu.join("cpu.cfs_quota_us")).trim(), "-1");
+    let pod_procs = read(mem.join("cgroup.procs"));
+    let free = pod_procs.lines().any(|pid| {
+        fs::read_to_string(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|c| c == ["sleep", "60", ""].join("\0"))
+    });
+    assert!(free, "app free is not in the pod's cgroup: {pod_procs}");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&read(world.path(&format!("data/pods/{uuid}/pod.json")))).unwrap();
+    assert_eq!(
+        manifest["apps"][1]["isolators"]["ownLimits"],
+        serde_json::json!({"memory": 67108864, "cpuMillis": 500, "cpuShares": 512})
+    );
+    world.rkt(&["stop", &uuid]).run().assert_success();
+    world.wait_child(index);
+    assert!(
+        !mem.exists() && !cpu.exists(),
+        "the pod's cgroup (and its app's) was left behind"
+    );
+
+    // Enforced on that app alone: it cannot have more than its limit, the other can.
+    let out = world
+        .rkt(&[
+            "run",
+            "--net=none",
+            "--exit-policy=untilAll",
+            "--name=big",
+            "--",
+            "sh",
+            "-c",
+            "x=$(head -c 40000000 /dev/zero | tr '\\0' a); echo big survived",
+            "---",
+            "--name=small",
+            "--memory=16M",
+            "sh",
+            "-c",
+            "x=$(head -c 100000000 /dev/zero | tr '\\0' a); echo small survived",
+        ])
+        .run();
+    assert_ne!(out.code(), Some(0));
+    assert!(out.stdout().contains("big survived"), "{}", out.stdout());
+    assert!(!out.stdout().contains("small survived"), "{}", out.stdout());
 }
 
 /// The probe's outcomes in a host-command pod run with `flags`.

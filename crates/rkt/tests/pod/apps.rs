@@ -488,8 +488,8 @@ fn mistakes_in_the_grammar_are_errors_naming_the_word_and_create_nothing() {
         (&["---", "true"][..], "--- is not an option of `rkt"),
         (&["true", "---"][..], "--- must be followed by an app"),
         (
-            &["true", "---", "--memory=64M", "true"][..],
-            "--memory is a pod option",
+            &["true", "---", "--pids-limit=64", "true"][..],
+            "--pids-limit is a pod option",
         ),
         (
             &["true", "---", "--private-users", "true"][..],

@@ -644,10 +644,12 @@ fn an_app_with_limits_of_its_own_gets_a_cgroup_below_the_pods_gone_with_rm() {
         &[
             "--name=lim",
             "--memory=32M",
+            "--cpu-shares=300",
+            "--oom-score-adj=900",
             "--",
             "sh",
             "-c",
-            "cat /proc/self/cgroup; sleep 600",
+            "cat /proc/self/cgroup; echo oom=$(cat /proc/self/oom_score_adj); sleep 600",
         ],
     )
     .assert_success();
@@ -661,6 +663,26 @@ fn an_app_with_limits_of_its_own_gets_a_cgroup_below_the_pods_gone_with_rm() {
     let dir = root.join("memory").join(memory.trim_start_matches('/'));
     let limit = fs::read_to_string(dir.join("memory.limit_in_bytes")).unwrap();
     assert_eq!(limit.trim(), "33554432");
+    let cpu = wait_for("the app's cpu cgroup in its log", PATIENCE, || {
+        let logs = world.rkt(&["logs", &uuid, "--app=lim"]).run().stdout();
+        logs.lines().find_map(|l| {
+            l.split_once(":cpu:")
+                .or_else(|| l.split_once(":cpu,cpuacct:"))
+                .map(|(_, p)| p.to_string())
+        })
+    });
+    let shares = root
+        .join("cpu")
+        .join(cpu.trim_start_matches('/'))
+        .join("cpu.shares");
+    assert_eq!(fs::read_to_string(&shares).unwrap().trim(), "300");
+    // The app's own OOM score, set in its process (raised: needs no CAP_SYS_RESOURCE).
+    let oom = wait_for("the app's OOM score in its log", PATIENCE, || {
+        let logs = world.rkt(&["logs", &uuid, "--app=lim"]).run().stdout();
+        logs.lines()
+            .find_map(|l| l.split_once("oom=").map(|(_, v)| v.trim().to_string()))
+    });
+    assert_eq!(oom, "900");
     app(&world, "rm", &uuid, &["--app=lim"]).assert_success();
     assert!(!dir.exists(), "the app's cgroup goes with it");
     assert!(dir.parent().unwrap().is_dir(), "the pod's stays");

@@ -51,6 +51,9 @@ pub const DEFAULT_PIDS_LIMIT: u64 = 2048;
 /// The largest `pids.max` the kernel takes (`PID_MAX_LIMIT` on 64-bit machines).
 pub const MAX_PIDS_LIMIT: u64 = 4 << 20;
 
+/// The largest `cpu.shares` cgroup v1 takes.
+pub const MAX_CPU_SHARES: u64 = 262_144;
+
 /// `--pids-limit`: how many tasks (processes and threads) the pod may hold at once. In the
 /// records and `rkt status` a number, or `"max"` (the kernel's word) for no limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -120,6 +123,11 @@ pub struct Limits {
     /// `--cpu`, in thousandths of a CPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_millis: Option<u64>,
+    /// `--cpu-shares`: the relative weight of the cgroup's CPU time against its siblings'
+    /// when the CPUs are busy (cgroup v1's `cpu.shares`, 2 to 262144, 1024 the kernel's
+    /// default; cgroup v2's `cpu.weight` from it, [`Limits::cpu_weight`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_shares: Option<u64>,
     /// `--pids-limit`; `None`: [`DEFAULT_PIDS_LIMIT`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pids: Option<PidsLimit>,
@@ -128,7 +136,23 @@ pub struct Limits {
 impl Limits {
     /// No flag given.
     pub fn is_none(&self) -> bool {
-        self.memory.is_none() && self.cpu_millis.is_none() && self.pids.is_none()
+        self.memory.is_none()
+            && self.cpu_millis.is_none()
+            && self.cpu_shares.is_none()
+            && self.pids.is_none()
+    }
+
+    /// Whether these need the cpu controller (`--cpu` or `--cpu-shares`).
+    pub fn uses_cpu(&self) -> bool {
+        self.cpu_millis.is_some() || self.cpu_shares.is_some()
+    }
+
+    /// cgroup v2's `cpu.weight` (1 to 10000, 100 the default) for `--cpu-shares` (2 to
+    /// 262144, 1024 the default), mapped linearly range onto range as runc and systemd map
+    /// them: 2 is 1, 262144 is 10000 (1024 is 39, not 100: the two defaults do not meet).
+    pub fn cpu_weight(&self) -> Option<u64> {
+        self.cpu_shares
+            .map(|shares| 1 + (shares.clamp(2, MAX_CPU_SHARES) - 2) * 9999 / (MAX_CPU_SHARES - 2))
     }
 
     /// The pids limit in effect: `--pids-limit`, or the default.
@@ -172,17 +196,36 @@ pub trait Manager {
     fn join(&self, cgroup: &PodCgroup) -> Result<(), IsolationError>;
     /// Removes the pod's cgroup (nothing when there is none); its processes must be gone.
     fn remove(&self, cgroup: &PodCgroup) -> Result<(), IsolationError>;
+    /// The files a single-threaded process writes `0` to, to move itself into `cgroup`
+    /// (what [`Manager::join`] writes): opened ahead by a process that can still reach
+    /// them, for one that will not (an app's, in its pod's mount namespace).
+    fn join_files(&self, cgroup: &PodCgroup) -> Vec<PathBuf>;
 }
 
 /// The manager for this host: the unified hierarchy when `/sys/fs/cgroup` is cgroup v2,
 /// otherwise the v1 hierarchies under it.
 pub fn detect() -> Box<dyn Manager> {
     let root = Path::new("/sys/fs/cgroup");
-    if root.join("cgroup.controllers").exists() {
+    if unified() {
         Box::new(v2::V2::new(root))
     } else {
         Box::new(v1::V1::new(root))
     }
+}
+
+/// The leaf of app `name`'s own cgroup below its pod's, for limits of the app alone (a
+/// sandbox's app's, or rkt 1.30's per-app `--memory`/`--cpu`); removed before the pod's.
+pub fn app_leaf(name: &str) -> String {
+    format!("{APP_PREFIX}{name}")
+}
+
+const APP_PREFIX: &str = "app-";
+
+/// Whether this host's cgroups are the unified (v2) hierarchy ([`detect`]'s choice).
+pub fn unified() -> bool {
+    Path::new("/sys/fs/cgroup")
+        .join("cgroup.controllers")
+        .exists()
 }
 
 /// Where the calling process's cgroups are listed.
@@ -457,7 +500,7 @@ fn remove_pod_dir(dir: &Path) -> Result<(), IsolationError> {
     if let Ok(entries) = std::fs::read_dir(dir) {
         for entry in entries.flatten() {
             let name = entry.file_name();
-            if name.to_string_lossy().starts_with("app-") && entry.path().is_dir() {
+            if name.to_string_lossy().starts_with(APP_PREFIX) && entry.path().is_dir() {
                 rmdir(&entry.path())?;
             }
         }
@@ -563,6 +606,25 @@ pub fn parse_pids(text: &str) -> Result<PidsLimit, IsolationError> {
         )));
     }
     Ok(PidsLimit::Tasks(n))
+}
+
+/// `--cpu-shares=N`: a relative CPU weight, 2 to 262144 (cgroup v1's range; rkt 1.30's
+/// flag, 1024 the kernel's default).
+pub fn parse_cpu_shares(text: &str) -> Result<u64, IsolationError> {
+    let n: u64 = text.trim().parse().map_err(|_| IsolationError::BadValue {
+        flag: "--cpu-shares",
+        value: text.to_string(),
+        why: "expected a number of shares such as 512 or 2048 (1024: the default weight)"
+            .to_string(),
+    })?;
+    if !(2..=MAX_CPU_SHARES).contains(&n) {
+        return Err(IsolationError::BadValue {
+            flag: "--cpu-shares",
+            value: text.to_string(),
+            why: format!("out of range: the kernel takes 2 to {MAX_CPU_SHARES}"),
+        });
+    }
+    Ok(n)
 }
 
 /// `--cpu=MILLICORES`: `500m` (thousandths of a CPU) or a number of CPUs (`2`, `0.5`).
@@ -695,6 +757,34 @@ mod tests {
             ..Limits::default()
         };
         assert_eq!(l.cpu_quota_us(), Some(50_000));
+        // rkt read a bare number as CPUs (Kubernetes quantities): Nomad's --cpu=100 is 100.
+        assert_eq!(parse_cpu("100").unwrap(), 100_000);
+    }
+
+    #[test]
+    fn cpu_shares_parse_and_map_onto_cpu_weight() {
+        assert_eq!(parse_cpu_shares("2048").unwrap(), 2048);
+        for bad in ["1", "0", "262145", "lots", "-5", ""] {
+            let e = parse_cpu_shares(bad).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("--cpu-shares={bad}:")), "{e}");
+        }
+        let weight = |shares| {
+            Limits {
+                cpu_shares: Some(shares),
+                ..Limits::default()
+            }
+            .cpu_weight()
+        };
+        assert_eq!(weight(2), Some(1));
+        assert_eq!(weight(262_144), Some(10_000));
+        assert_eq!(weight(1024), Some(39));
+        assert_eq!(weight(2048), Some(79));
+        assert_eq!(Limits::default().cpu_weight(), None);
+        assert!(Limits {
+            cpu_shares: Some(2),
+            ..Limits::default()
+        }
+        .uses_cpu());
     }
 
     #[test]

@@ -61,6 +61,7 @@ impl V1 {
             let need = match name {
                 "memory" if limits.memory.is_some() => Need::Yes("--memory"),
                 "cpu" if limits.cpu_millis.is_some() => Need::Yes("--cpu"),
+                "cpu" if limits.cpu_shares.is_some() => Need::Yes("--cpu-shares"),
                 "pids" => match limits.pids_limit() {
                     PidsLimit::Tasks(_) => Need::Yes(limits.pids_origin()),
                     PidsLimit::Unlimited => Need::IfMounted,
@@ -125,6 +126,9 @@ impl Manager for V1 {
                         write(&dir.join("cpu.cfs_period_us"), &CPU_PERIOD_US.to_string())?;
                         write(&dir.join("cpu.cfs_quota_us"), &quota.to_string())?;
                     }
+                    if let Some(shares) = limits.cpu_shares {
+                        write(&dir.join("cpu.shares"), &shares.to_string())?;
+                    }
                 }
             }
         }
@@ -144,6 +148,12 @@ impl Manager for V1 {
             write(&dir.join("tasks"), "0")?;
         }
         Ok(())
+    }
+
+    fn join_files(&self, cgroup: &PodCgroup) -> Vec<PathBuf> {
+        self.dirs(cgroup)
+            .map(|(_, dir)| dir.join("tasks"))
+            .collect()
     }
 
     fn remove(&self, cgroup: &PodCgroup) -> Result<(), IsolationError> {
@@ -200,6 +210,7 @@ mod tests {
         let limits = Limits {
             memory: Some(64 << 20),
             cpu_millis: Some(500),
+            cpu_shares: Some(512),
             pids: Some(PidsLimit::Tasks(100)),
         };
         let cg = pod(&v1, "u1", &limits);
@@ -207,6 +218,21 @@ mod tests {
         let read = |p: &str| std::fs::read_to_string(root.path().join(p)).unwrap();
         assert_eq!(read("memory/rkt/u1/memory.limit_in_bytes"), "67108864");
         assert_eq!(read("cpu/rkt/u1/cpu.cfs_quota_us"), "50000");
+        assert_eq!(read("cpu/rkt/u1/cpu.shares"), "512");
+        // What an app's process opens to join its own cgroup: each hierarchy's `tasks`.
+        let files = v1.join_files(&cg.child("app-a"));
+        let names: Vec<String> = files
+            .iter()
+            .map(|f| f.strip_prefix(root.path()).unwrap().display().to_string())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "memory/rkt/u1/app-a/tasks",
+                "cpu/rkt/u1/app-a/tasks",
+                "pids/rkt/u1/app-a/tasks"
+            ]
+        );
         assert_eq!(read("cpu/rkt/u1/cpu.cfs_period_us"), "100000");
         assert_eq!(read("pids/rkt/u1/pids.max"), "100");
         v1.join(&cg).unwrap();
@@ -286,6 +312,7 @@ mod tests {
         let limits = Limits {
             memory: Some(1 << 20),
             cpu_millis: Some(100),
+            cpu_shares: None,
             pids: None,
         };
         let cg = pod(&v1, "u1", &limits);

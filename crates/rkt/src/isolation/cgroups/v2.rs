@@ -50,6 +50,7 @@ impl V2 {
         for (name, flag, needed) in [
             ("memory", "--memory", limits.memory.is_some()),
             ("cpu", "--cpu", limits.cpu_millis.is_some()),
+            ("cpu", "--cpu-shares", limits.cpu_shares.is_some()),
             // Without a limit the pod's cgroup still counts its tasks, where it can.
             (
                 "pids",
@@ -71,7 +72,9 @@ impl V2 {
                     ),
                 });
             }
-            wanted.push(name);
+            if !wanted.contains(&name) {
+                wanted.push(name);
+            }
         }
         Ok(wanted)
     }
@@ -99,6 +102,9 @@ impl V2 {
         }
         if let Some(quota) = limits.cpu_quota_us() {
             write(&dir.join("cpu.max"), &format!("{quota} {CPU_PERIOD_US}"))?;
+        }
+        if let Some(weight) = limits.cpu_weight() {
+            write(&dir.join("cpu.weight"), &weight.to_string())?;
         }
         Ok(())
     }
@@ -201,6 +207,14 @@ impl Manager for V2 {
         }
     }
 
+    fn join_files(&self, cgroup: &PodCgroup) -> Vec<PathBuf> {
+        cgroup
+            .dir(UNIFIED, &self.root)
+            .map(|dir| dir.join("cgroup.procs"))
+            .into_iter()
+            .collect()
+    }
+
     fn remove(&self, cgroup: &PodCgroup) -> Result<(), IsolationError> {
         match cgroup.dir(UNIFIED, &self.root) {
             Some(dir) => remove_pod_dir(&dir),
@@ -237,6 +251,7 @@ mod tests {
         let limits = Limits {
             memory: Some(1 << 30),
             cpu_millis: Some(2000),
+            cpu_shares: Some(2048),
             pids: Some(PidsLimit::Tasks(64)),
         };
         let cg = pod(&v2, "u2", &limits);
@@ -248,6 +263,11 @@ mod tests {
         assert_eq!(read("rkt/u2/memory.max"), "1073741824");
         assert_eq!(read("rkt/u2/cpu.max"), "200000 100000");
         assert_eq!(read("rkt/u2/pids.max"), "64");
+        assert_eq!(read("rkt/u2/cpu.weight"), "79");
+        assert_eq!(
+            v2.join_files(&cg),
+            [root.path().join("rkt/u2/cgroup.procs")]
+        );
         v2.join(&cg).unwrap();
         assert_eq!(read("rkt/u2/cgroup.procs"), "0");
     }
