@@ -501,6 +501,111 @@ pub fn is_ac_identifier(name: &str) -> bool {
 mod tests {
     use super::*;
 
+    fn manifest(apps: Vec<App>, ports: &[&str]) -> PodManifest {
+        PodManifest {
+            uuid: "u".into(),
+            created: crate::podstore::time::Timestamp::now(),
+            apps,
+            exit_policy: Default::default(),
+            volumes: Vec::new(),
+            sandbox: None,
+            meta: Default::default(),
+            cgroup_parent: None,
+            ports: ports.iter().map(|p| p.to_string()).collect(),
+        }
+    }
+
+    fn image_app(name: &str, exposed: &[&str]) -> App {
+        App {
+            image: Some(AppImage {
+                id: "sha256:00".into(),
+                name: "docker.io/library/web:1.0".into(),
+                store: "/nonexistent".into(),
+                working_dir: Some("/srv".into()),
+                user: None,
+                no_overlay: false,
+                home_from_user: false,
+                exposed_ports: exposed.iter().map(|p| p.to_string()).collect(),
+            }),
+            ..App::new(name, ["/bin/web"])
+        }
+    }
+
+    /// The pod's ports: prepare's, named and numeric, then the live ones not among them.
+    #[test]
+    fn the_pods_ports_are_prepares_then_the_live_ones() {
+        let m = manifest(
+            vec![image_app("web", &["80/tcp"])],
+            &["80-tcp:8080", "127.0.0.1:5353:53/udp"],
+        );
+        let live = PortMapping::parse("9090:90").unwrap();
+        let again = PortMapping::parse("127.0.0.1:5353:53/udp").unwrap();
+        let pod = pod_manifest(&m, &[again, live]).unwrap();
+        let ports = pod["ports"].as_array().unwrap();
+        let brief: Vec<(String, u64, Option<&str>)> = ports
+            .iter()
+            .map(|p| {
+                (
+                    p["name"].as_str().unwrap().to_string(),
+                    p["hostPort"].as_u64().unwrap(),
+                    p["hostIP"].as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            brief,
+            [
+                ("53-udp".to_string(), 5353, Some("127.0.0.1")),
+                ("80-tcp".to_string(), 8080, None),
+                ("90-tcp".to_string(), 9090, None),
+            ]
+        );
+        assert_eq!(ports[1]["podPort"]["port"], 80);
+        let app = &pod["apps"][0];
+        assert_eq!(app["image"]["name"], "docker.io/library/web");
+        assert_eq!(
+            app["image"]["labels"][0],
+            json!({"name": "version", "value": "1.0"})
+        );
+        assert_eq!(app["app"]["workingDirectory"], "/srv");
+        // A name the image does not expose (a hand-edited pod.json) names the pod.
+        let m = manifest(vec![image_app("web", &[])], &["80-tcp:8080"]);
+        let err = pod_manifest(&m, &[]).unwrap_err();
+        assert!(err.to_string().starts_with("pod u: "), "{err}");
+    }
+
+    /// Two apps whose names become the same appc name stay apart; a sandbox without apps
+    /// has its own isolators; annotations appc refuses are left out.
+    #[test]
+    fn apps_keep_apart_and_a_sandbox_has_the_pods_isolators() {
+        let mut m = manifest(vec![App::new("a_b", ["/x"]), App::new("a-b", ["/y"])], &[]);
+        m.meta
+            .annotations
+            .insert("example.com/ok".into(), "1".into());
+        m.meta.annotations.insert("Not OK".into(), "2".into());
+        let pod = pod_manifest(&m, &[]).unwrap();
+        assert_eq!(pod["apps"][0]["name"], "a-b");
+        assert_eq!(pod["apps"][1]["name"], "a-b-2");
+        assert_eq!(
+            pod["annotations"],
+            json!([{"name": "example.com/ok", "value": "1"}])
+        );
+        let mut sandbox = manifest(Vec::new(), &[]);
+        let mut isolators = Isolators::default();
+        isolators.limits.memory = Some(1 << 20);
+        isolators.limits.cpu_millis = Some(500);
+        sandbox.sandbox = Some(isolators);
+        let pod = pod_manifest(&sandbox, &[]).unwrap();
+        assert_eq!(pod["apps"], json!([]));
+        assert_eq!(
+            pod["isolators"],
+            json!([
+                {"name": "resource/memory", "value": {"limit": "1048576"}},
+                {"name": "resource/cpu", "value": {"request": "500m", "limit": "500m"}},
+            ])
+        );
+    }
+
     #[test]
     fn names_become_appc_names() {
         assert_eq!(ac_name("busybox"), "busybox");

@@ -16,7 +16,7 @@ use super::NetDirArgs;
 use rkt::pod::PodStore;
 
 /// Create a pod for a command without running it, and print its UUID. Networking options
-/// belong to `rkt run-prepared`.
+/// belong to `rkt run-prepared`, but for --port, which the pod keeps for it.
 #[derive(Debug, Args)]
 pub struct PrepareArgs {
     /// Also write the new pod's UUID to FILE.

@@ -20,9 +20,11 @@ by digest (over TLS unless --insecure-options=http or tls) and checks against th
 the key is kept in rkt 1.30's keystore, and nothing reads it. --insecure-options=image \
 changes nothing either.";
 
-/// Keep an OpenPGP public key in the keystore where rkt 1.30 kept it
-/// (<local-config>/trustedkeys/prefix.d/PREFIX/FINGERPRINT, or root.d/FINGERPRINT with
-/// --root), for scripts and tools written for rkt 1.30.
+/// Keep an OpenPGP public key where rkt 1.30 kept it, for scripts written for rkt 1.30; this
+/// rkt verifies no image signatures with it.
+///
+/// The key goes to <local-config>/trustedkeys/prefix.d/PREFIX/FINGERPRINT, or
+/// root.d/FINGERPRINT with --root.
 ///
 /// This rkt verifies no image signatures: OCI and Docker images are fetched by digest and
 /// checked against it, and carry no appc signature. Nothing reads the keystore; `rkt trust`

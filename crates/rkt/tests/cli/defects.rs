@@ -23,7 +23,7 @@ fn unknown_or_misplaced_option_before_the_command_is_a_usage_error_and_creates_n
         (&["run", "--no-such=1", "--", "true"], "--no-such"),
         (&["prepare", "--bogus", "--", "true"], "--bogus"),
         (&["prepare", "--net=default", "--", "true"], "--net"),
-        (&["prepare", "--port=8080:80", "--", "true"], "--port"),
+        (&["prepare", "--dns=192.0.2.53", "--", "true"], "--dns"),
         (&["prepare", "-q", "true"], "-q"),
     ];
     for (args, word) in cases {

@@ -66,21 +66,23 @@ fn build_decoder() -> PathBuf {
         "Nomad's source archive {} is missing (set RKT_NOMAD_ARCHIVE)",
         archive.display()
     );
-    let mut tar = Command::new("tar");
-    tar.arg("-xzf").arg(&archive).arg("-C").arg(&hashicorp);
-    // A package missing from this Nomad's vendor dir is not an error here: go build says.
-    tar.arg("--ignore-failed-read").args(VENDORED);
-    let out = tar.stderr(Stdio::piped()).output().unwrap();
-    let program = hashicorp.join("nomad/appc_decode");
-    std::fs::create_dir_all(&program).unwrap();
+    let out = Command::new("tar")
+        .arg("-xzf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&hashicorp)
+        .args(VENDORED)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
     assert!(
-        hashicorp
-            .join("nomad/vendor/github.com/appc/spec/schema")
-            .is_dir(),
-        "appc/spec is not in {}: {}",
+        out.status.success(),
+        "extracting appc/spec and go-version from {}: {}",
         archive.display(),
         String::from_utf8_lossy(&out.stderr)
     );
+    let program = hashicorp.join("nomad/appc_decode");
+    std::fs::create_dir_all(&program).unwrap();
     std::fs::copy(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/appc_decode/main.go"),
         program.join("main.go"),
