@@ -71,3 +71,27 @@ pub fn run(global: &GlobalArgs, args: &GcArgs) -> anyhow::Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::super::{Cli, Command};
+
+    /// The shipped unit's command is one `rkt gc` takes (dist/systemd/rkt-gc.service).
+    #[test]
+    fn the_shipped_systemd_units_command_line_parses() {
+        let unit = include_str!("../../../../dist/systemd/rkt-gc.service");
+        let exec = unit
+            .lines()
+            .find_map(|l| l.strip_prefix("ExecStart="))
+            .expect("an ExecStart line");
+        let cli = Cli::try_parse_from(exec.split_whitespace()).unwrap();
+        let Command::Gc(args) = cli.command else {
+            panic!("{exec} is not rkt gc");
+        };
+        assert_eq!(args.grace_period, std::time::Duration::from_secs(300));
+        let timer = include_str!("../../../../dist/systemd/rkt-gc.timer");
+        assert!(timer.contains("OnUnitActiveSec=1min"), "{timer}");
+    }
+}
