@@ -20,6 +20,10 @@ fn duration(text: &str) -> Result<Duration, String> {
 /// died, retry every teardown that failed (on every run, whatever the grace period), delete
 /// pods that exited longer ago than the grace period, and delete prepared pods that were
 /// never run. Exits non-zero, naming each pod and network, while anything still fails.
+///
+/// The commands that start or list pods (run, run-prepared, prepare, app sandbox, list,
+/// status) also release, in the background, pods whose rkt run died; on an idle host a
+/// timer runs gc (dist/systemd/rkt-gc.timer, see docs/pods.md).
 #[derive(Debug, Args)]
 pub struct GcArgs {
     /// Keep exited pods this long before deleting them (their networks are released at
