@@ -20,6 +20,10 @@ fn duration(text: &str) -> Result<Duration, String> {
 /// died, retry every teardown that failed (on every run, whatever the grace period), delete
 /// pods that exited longer ago than the grace period, and delete prepared pods that were
 /// never run. Exits non-zero, naming each pod and network, while anything still fails.
+///
+/// The commands that start or list pods (run, run-prepared, prepare, app sandbox, list,
+/// status) also release, in the background, pods whose rkt run died; on an idle host a
+/// timer runs gc (dist/systemd/rkt-gc.timer, see docs/pods.md).
 #[derive(Debug, Args)]
 pub struct GcArgs {
     /// Keep exited pods this long before deleting them (their networks are released at
@@ -70,4 +74,28 @@ pub fn run(global: &GlobalArgs, args: &GcArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::super::{Cli, Command};
+
+    /// The shipped unit's command is one `rkt gc` takes (dist/systemd/rkt-gc.service).
+    #[test]
+    fn the_shipped_systemd_units_command_line_parses() {
+        let unit = include_str!("../../../../dist/systemd/rkt-gc.service");
+        let exec = unit
+            .lines()
+            .find_map(|l| l.strip_prefix("ExecStart="))
+            .expect("an ExecStart line");
+        let cli = Cli::try_parse_from(exec.split_whitespace()).unwrap();
+        let Command::Gc(args) = cli.command else {
+            panic!("{exec} is not rkt gc");
+        };
+        assert_eq!(args.grace_period, std::time::Duration::from_secs(300));
+        let timer = include_str!("../../../../dist/systemd/rkt-gc.timer");
+        assert!(timer.contains("OnUnitActiveSec=1min"), "{timer}");
+    }
 }

@@ -28,16 +28,16 @@ pub const COMMAND: &str = "release-dead-pods";
 /// any, starts the releaser. Never fails the command: what goes wrong is said under
 /// `--debug` only (`rkt gc` releases them all the same).
 pub fn release_in_background(global: &GlobalArgs) {
-    // Quietly: the command itself shows the directories under --debug.
+    // Quietly: the command itself shows the directories and warnings under --debug.
     let quiet = GlobalArgs {
         debug: false,
         ..global.clone()
     };
-    let store = match super::pod_args::store(&quiet) {
-        Ok(store) => store,
+    let pods = match pods_dir(&quiet) {
+        Ok(pods) => pods,
         Err(e) => return global.debug(format_args!("looking for dead pods: {e:#}")),
     };
-    let dead = rkt::pod::reap::dead_runners(&store);
+    let dead = rkt::pod::reap::dead_runners(&PodStore::new(&pods));
     if dead.is_empty() {
         return;
     }
@@ -45,9 +45,24 @@ pub fn release_in_background(global: &GlobalArgs) {
         "releasing in the background the pods whose rkt run died: {}",
         dead.join(", ")
     ));
-    if let Err(e) = start_releaser(store.dir()) {
+    // The whole configuration now, for the host's limit of network operations.
+    if let Err(e) = quiet.effective_dirs(&super::NetDirArgs::default()) {
+        return global.debug(format_args!("looking for dead pods: {e:#}"));
+    }
+    if let Err(e) = start_releaser(&pods) {
         global.debug(format_args!("cannot start `rkt {COMMAND}`: {e}"));
     }
+}
+
+/// The pods directory in effect, `<data>/pods` ([`rkt::config::EffectiveDirs::pods_dir`]),
+/// found without resolving the other directories: this runs on every command that starts or
+/// lists pods.
+fn pods_dir(global: &GlobalArgs) -> anyhow::Result<PathBuf> {
+    let dirs = global.config_dirs()?;
+    let paths = global.load_paths(&dirs)?;
+    let cwd = std::env::current_dir()?;
+    let data = rkt::config::data_dir(&paths, global.dir.as_deref(), &cwd);
+    Ok(data.value.join("pods"))
 }
 
 /// Starts `rkt release-dead-pods` for the pods directory `pods`, detached.

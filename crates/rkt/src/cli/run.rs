@@ -20,6 +20,11 @@ use super::GlobalArgs;
 /// A pod of several apps: `rkt run [OPTIONS] APP [APP OPTIONS] [-- ARGS] --- [APP OPTIONS]
 /// APP [APP OPTIONS] [-- ARGS]...`; the apps share the pod's networks and each has its own
 /// root (see docs/pods.md).
+///
+/// SIGTERM, or SIGINT sent by a process (an orchestrator's stop; not the terminal's Ctrl-C,
+/// which the app gets as SIGINT), stops the pod: SIGTERM to the apps, SIGKILL to those still
+/// running 10 s later. If rkt run is killed outright, the next rkt command that starts or
+/// lists pods releases what its pod held.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     #[command(flatten)]

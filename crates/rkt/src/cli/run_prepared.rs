@@ -12,6 +12,9 @@ use super::GlobalArgs;
 
 /// Run a prepared pod, with the networking options and directories in effect now, and exit
 /// with its command's exit status (254 if the pod could not be fully released).
+///
+/// Stopped as rkt run is: SIGTERM, or SIGINT from a process, gives the apps SIGTERM, and
+/// SIGKILL 10 s later.
 #[derive(Debug, Args)]
 pub struct RunPreparedArgs {
     #[command(flatten)]

@@ -13,8 +13,8 @@ use super::on_off::OnOff;
 use super::pod_args::{store, PodRefs};
 use super::GlobalArgs;
 
-/// Stop running pods: SIGTERM to the pod's init, which passes it on to the app (SIGKILL to
-/// the whole pod with --force).
+/// Stop running pods: SIGTERM to the pod's init, which passes it on to the app and kills it
+/// if it still runs 10 s later (SIGKILL to the whole pod at once with --force).
 ///
 /// The `rkt run` of each pod then tears it down. Prints each
 /// pod's UUID in quotes as rkt did; a pod that has already exited is reported as such and

@@ -83,6 +83,15 @@ impl EffectiveDirs {
     }
 }
 
+/// The data directory alone, as [`resolve`] settles it: `--dir` (`flag`, taken from `cwd`
+/// when relative) > `data` in the paths configuration > [`DEFAULT_DATA_DIR`]. For what
+/// needs only it, cheaply (no other directory is looked at).
+pub fn data_dir(paths: &PathsConfig, flag: Option<&Path>, cwd: &Path) -> Value<PathBuf> {
+    flag.map(|dir| Value::new(absolutize(cwd, dir), Origin::Flag("--dir")))
+        .or_else(|| paths.data.clone())
+        .unwrap_or_else(|| Value::defaulted(PathBuf::from(DEFAULT_DATA_DIR)))
+}
+
 /// Resolves every directory: flags > `paths` configuration > defaults, with the built-in
 /// plugin directories of this host ([`BUILTIN_PLUGIN_DIRS`]) appended.
 ///
@@ -110,12 +119,7 @@ pub fn resolve_with_builtin(
 ) -> Result<EffectiveDirs, ConfigError> {
     let flag = |value: &PathBuf, name| Value::new(absolutize(cwd, value), Origin::Flag(name));
 
-    let data = overrides
-        .data
-        .as_ref()
-        .map(|dir| flag(dir, "--dir"))
-        .or_else(|| paths.data.clone())
-        .unwrap_or_else(|| Value::defaulted(PathBuf::from(DEFAULT_DATA_DIR)));
+    let data = data_dir(paths, overrides.data.as_deref(), cwd);
 
     let stage1_images = paths
         .stage1_images

@@ -22,8 +22,8 @@ pub mod show;
 pub mod unused;
 
 pub use dirs::{
-    absolutize, default_net_operations, require_dir, resolve, resolve_with_builtin, DirOverrides,
-    EffectiveDirs, BUILTIN_PLUGIN_DIRS, DEFAULT_DATA_DIR, DEFAULT_STAGE1_IMAGES_DIR,
+    absolutize, data_dir, default_net_operations, require_dir, resolve, resolve_with_builtin,
+    DirOverrides, EffectiveDirs, BUILTIN_PLUGIN_DIRS, DEFAULT_DATA_DIR, DEFAULT_STAGE1_IMAGES_DIR,
     NET_OPERATIONS_ENV, STAGE1_PLUGIN_DIR,
 };
 pub use error::{ConfigError, DirProblem};

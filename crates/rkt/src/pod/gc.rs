@@ -128,8 +128,14 @@ fn gc_pod(
     opts: &GcOptions,
     report: &mut GcReport,
 ) -> Result<(), PodError> {
-    let Some(lock) = PodLock::try_lock(&pod.dir, true)? else {
-        return Ok(());
+    let lock = match PodLock::try_lock(&pod.dir, true)? {
+        Some(lock) => lock,
+        // Running, or being released by another command's releaser: gc goes on with it once
+        // that is done.
+        None => match super::reap::wait_for_releaser(pod)? {
+            Some(lock) => lock,
+            None => return Ok(()),
+        },
     };
     let mut state = pod.state_for_cleanup()?;
     // Released in this run already: Some(whether it succeeded).
@@ -232,7 +238,11 @@ fn list(errors: &[CleanupError]) -> String {
 /// `rkt rm`: releases what the pod holds (if its runner died) and deletes it. A running pod
 /// is refused. Each plugin call of the teardown may take `plugin_timeout`.
 pub fn remove(store: &PodStore, pod: &Pod, plugin_timeout: Duration) -> Result<(), RemoveError> {
-    let lock = PodLock::lock_exclusive_soon(&pod.dir)?.ok_or_else(|| RemoveError::Running {
+    let lock = match PodLock::lock_exclusive_soon(&pod.dir)? {
+        Some(lock) => Some(lock),
+        None => super::reap::wait_for_releaser(pod)?,
+    };
+    let lock = lock.ok_or_else(|| RemoveError::Running {
         uuid: pod.uuid.clone(),
     })?;
     let mut state = pod.state_for_cleanup()?;

@@ -11,6 +11,10 @@
 //! being made (`.new-<uuid>`) or taken by `rkt run-prepared` is locked by its runner; a
 //! prepared pod carries no mark.
 //!
+//! A releaser holds the lock of the pod's mark too while it works, so that gc and rm, finding
+//! the pod locked, can tell it from a live runner and wait for it ([`wait_for_releaser`])
+//! instead of skipping the pod.
+//!
 //! The release is gc's ([`release_dead_pod`], which gc uses too): the pod is recorded
 //! `exited` first (so `rkt status` shows it exited while its networks go), then everything
 //! it holds is released as [`super::cleanup::release_pod`] does, then the mark goes. A
@@ -64,6 +68,12 @@ pub fn release_dead(store: &PodStore, plugin_timeout: Duration) -> ReapReport {
         if store.remove_stale_mark(&pod.uuid) {
             continue;
         }
+        // Held until the pod is released, so that gc and rm wait for this releaser rather
+        // than take the pod for a live runner's. Another releaser holding it: its pod.
+        let releasing = match PodLock::try_lock(&pod.mark_path(), true) {
+            Ok(Some(lock)) => lock,
+            _ => continue,
+        };
         let lock = match PodLock::try_lock(&pod.dir, true) {
             Ok(Some(lock)) => lock,
             Ok(None) => continue,
@@ -89,9 +99,39 @@ pub fn release_dead(store: &PodStore, plugin_timeout: Duration) -> ReapReport {
             Err(e) => report.errors.push(e.into()),
         }
         drop(lock);
+        drop(releasing);
     }
     report.released.sort();
     report
+}
+
+/// How long gc and rm wait for a releaser to finish with a pod.
+const RELEASER_WAIT: Duration = Duration::from_secs(60);
+
+/// When pod `pod`'s lock is held by a releaser (not by a live runner): waits, at most a
+/// minute, until it is done, and returns the pod's lock then. `None`: no releaser holds it
+/// (a runner does), or it did not finish in time. For gc and rm, so that `rkt status; rkt
+/// gc` deletes a pod the status started releasing.
+pub fn wait_for_releaser(pod: &Pod) -> Result<Option<PodLock>, PodError> {
+    let releasing = || matches!(PodLock::try_lock(&pod.mark_path(), false), Ok(None));
+    if !releasing() {
+        return Ok(None);
+    }
+    let deadline = std::time::Instant::now() + RELEASER_WAIT;
+    loop {
+        if let Some(lock) = PodLock::try_lock(&pod.dir, true)? {
+            return Ok(Some(lock));
+        }
+        if std::time::Instant::now() >= deadline {
+            return Ok(None);
+        }
+        if !releasing() {
+            // Done, its mark removed: the pod's lock follows at once.
+            std::thread::sleep(Duration::from_millis(50));
+            return PodLock::try_lock(&pod.dir, true);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// A marked pod whose lock the caller holds: released, or only unmarked when its runner
@@ -201,6 +241,27 @@ mod tests {
         drop(held);
         assert!(release_dead(&store, T).released.is_empty());
         assert_eq!(dead.state().unwrap().state, State::Exited);
+    }
+
+    #[test]
+    fn gc_and_rm_wait_for_a_releaser_but_not_for_a_runner() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = PodStore::new(tmp.path().join("pods"));
+        let (pod, runner) = running(&store);
+        assert!(wait_for_releaser(&pod).unwrap().is_none(), "a runner's pod");
+        drop(runner);
+        // A releaser: the mark's lock, then the pod's, let go 200 ms later.
+        let releasing = PodLock::try_lock(&pod.mark_path(), true).unwrap().unwrap();
+        let held = PodLock::try_lock(&pod.dir, true).unwrap().unwrap();
+        let releaser = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            drop(held);
+            drop(releasing);
+        });
+        let started = std::time::Instant::now();
+        assert!(wait_for_releaser(&pod).unwrap().is_some());
+        assert!(started.elapsed() >= Duration::from_millis(150));
+        releaser.join().unwrap();
     }
 
     #[test]

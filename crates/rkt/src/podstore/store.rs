@@ -70,8 +70,9 @@ impl Pod {
         PodState::load_for_cleanup(&self.dir, crate::netns::pod_netns_path(&self.uuid))
     }
 
-    /// The pod's mark in its store's [`RUNNING_DIR`].
-    fn mark_path(&self) -> PathBuf {
+    /// The pod's mark in its store's [`RUNNING_DIR`] (a releaser holds its lock while it
+    /// releases the pod: see [`crate::pod::reap`]).
+    pub fn mark_path(&self) -> PathBuf {
         running_mark(self.dir.parent().unwrap_or(Path::new(".")), &self.uuid)
     }
 

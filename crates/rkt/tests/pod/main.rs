@@ -24,4 +24,5 @@ mod net_e2e;
 mod perf_behaviour;
 mod run;
 mod sandbox;
+mod stop_reap;
 mod volumes;

@@ -19,3 +19,4 @@ mod fuzz;
 mod input;
 mod leak_checker;
 mod perms;
+mod reaper;
