@@ -574,7 +574,7 @@ mod tests {
 
     #[test]
     fn follow_reads_what_is_written_and_across_a_rotation_until_the_writer_is_gone() {
-        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
         use std::sync::Arc;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.log");
@@ -585,12 +585,21 @@ mod tests {
         };
         let log = Arc::new(LogFile::create(&path, config).unwrap());
         let done = Arc::new(AtomicBool::new(false));
+        let read_so_far = Arc::new(AtomicUsize::new(0));
+        // The writer waits for the reader to have each line before it writes the next: a
+        // follower more than a whole file behind loses that file (it follows the path, as
+        // kubelet's does), which a loaded machine must not turn into a failure here.
         let writer = {
-            let (log, done) = (log.clone(), done.clone());
+            let (log, done, read_so_far) = (log.clone(), done.clone(), read_so_far.clone());
             std::thread::spawn(move || {
                 for i in 0..30 {
                     copy(format!("n{i}\n").as_bytes(), LogStream::Stdout, &log).unwrap();
-                    std::thread::sleep(Duration::from_millis(15));
+                    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+                    while read_so_far.load(Ordering::SeqCst) <= i
+                        && std::time::Instant::now() < deadline
+                    {
+                        std::thread::sleep(Duration::from_millis(2));
+                    }
                 }
                 done.store(true, Ordering::SeqCst);
             })
@@ -606,6 +615,7 @@ mod tests {
             &|| !done.load(Ordering::SeqCst),
             &mut |line| {
                 got.push(String::from_utf8(line.text.clone()).unwrap());
+                read_so_far.store(got.len(), Ordering::SeqCst);
                 true
             },
         )
