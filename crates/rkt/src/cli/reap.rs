@@ -1,5 +1,6 @@
 //! Pods whose runner died, released without an operator: the commands that start or list
-//! pods (`run`, `run-prepared`, `prepare`, `app sandbox`, `list`, `status`) look for them
+//! pods (`run`, `run-prepared`, `prepare`, `app sandbox`, `list`, `status`), and `version`
+//! (which Nomad's rkt driver runs every 30 s on each client), look for them
 //! ([`rkt::pod::reap::dead_runners`]: one directory read and a lock probe per running pod)
 //! and, when there are any, start the hidden `rkt release-dead-pods` in the background to
 //! release them ([`rkt::pod::reap::release_dead`]), so that the command itself is not

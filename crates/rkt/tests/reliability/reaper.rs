@@ -1,5 +1,6 @@
 //! The release of pods whose `rkt run` was killed, by the commands that start or list pods
-//! (`rkt release-dead-pods` in the background) racing `rkt gc` and each other: each pod is
+//! and `rkt version` (`rkt release-dead-pods` in the background) racing `rkt gc` and each
+//! other: each pod is
 //! released exactly once (one DEL per ADD); a releaser killed in the middle of a DEL leaves
 //! the pod to the next command, which releases it again. Root only; the lab's test plugin
 //! logs every call.
@@ -67,6 +68,7 @@ fn gc_lists_and_statuses_at_once_release_a_killed_runners_pod_exactly_once() {
             &["status", &uuid],
             &["list", "--format=json"],
             &["status", &uuid],
+            &["version"],
         ] {
             let child = lab
                 .command(args)
@@ -141,6 +143,29 @@ fn a_releaser_killed_during_its_del_leaves_the_pod_to_the_next_command() {
     });
     assert_eq!(count(&lab, "DEL slowdel eth0"), 2, "{:?}", lab.call_lines());
     lab.assert_every_add_deleted();
+    wait_for("the releasers to end", PATIENCE, || {
+        releasers(&lab).is_empty().then_some(())
+    });
+}
+
+/// `rkt version`, which Nomad's driver runs every 30 s on each client, releases too.
+#[test]
+fn rkt_version_alone_releases_a_killed_runners_pod() {
+    test_kit::require_root!();
+    let lab = Lab::new();
+    let net = lab.plain_net("rv", "plain");
+    let _g = Guard::new(lab.ctx(&[&net]));
+    let pod = lab.start_sleeping_pod(&net);
+    let uuid = pod.uuid.clone();
+    kill9(pod.pid());
+    pod.wait();
+    assert_eq!(lab.state(&uuid), "running", "nothing released it yet");
+    let version = lab.output(&["version"]);
+    assert_eq!(version.status.code(), Some(0), "{}", stderr(&version));
+    wait_for("the pod to be released", PATIENCE, || {
+        released(&lab, &uuid).then_some(())
+    });
+    assert_eq!(count(&lab, "DEL plain eth0"), 1, "{:?}", lab.call_lines());
     wait_for("the releasers to end", PATIENCE, || {
         releasers(&lab).is_empty().then_some(())
     });
