@@ -170,3 +170,57 @@ fn rkt_version_alone_releases_a_killed_runners_pod() {
         releasers(&lab).is_empty().then_some(())
     });
 }
+
+/// The releaser keeps none of the command's descriptors: a caller waiting for the end of a
+/// pipe it gave `rkt list` (as descriptor 7, inherited) is not kept waiting by the release.
+#[test]
+fn the_releaser_holds_no_descriptor_the_command_inherited() {
+    use std::io::Read;
+    use std::os::fd::{AsRawFd, OwnedFd};
+    use std::os::unix::process::CommandExt;
+    test_kit::require_root!();
+    let lab = Lab::new();
+    let net = lab.net("rf");
+    lab.plugin("slowdel", json!({"DEL": {"sleep_ms": 3000}}));
+    lab.conflist("10-rf.conflist", &net, &["slowdel"]);
+    let _g = Guard::new(lab.ctx(&[&net]));
+    let pod = lab.start_sleeping_pod(&net);
+    let uuid = pod.uuid.clone();
+    kill9(pod.pid());
+    pod.wait();
+
+    let (read, write): (OwnedFd, OwnedFd) = nix::unistd::pipe().unwrap();
+    let write_fd = write.as_raw_fd();
+    let mut list = lab.command(&["list"]);
+    list.stdout(Stdio::null()).stderr(Stdio::null());
+    // SAFETY: dup2(2) is async-signal-safe; the child only duplicates a descriptor it has.
+    unsafe {
+        list.pre_exec(move || match libc::dup2(write_fd, 7) {
+            -1 => Err(std::io::Error::last_os_error()),
+            _ => Ok(()),
+        });
+    }
+    let started = std::time::Instant::now();
+    let status = list.status().unwrap();
+    drop(write);
+    assert!(status.success());
+    let mut rest = Vec::new();
+    std::fs::File::from(read).read_to_end(&mut rest).unwrap();
+    let took = started.elapsed();
+    assert!(
+        took < std::time::Duration::from_millis(2500),
+        "the pipe stayed open {took:?}: held by the releaser"
+    );
+    assert_eq!(
+        releasers(&lab).len(),
+        1,
+        "the releaser should still be at its DEL"
+    );
+    wait_for("the pod to be released", PATIENCE, || {
+        released(&lab, &uuid).then_some(())
+    });
+    lab.assert_every_add_deleted();
+    wait_for("the releasers to end", PATIENCE, || {
+        releasers(&lab).is_empty().then_some(())
+    });
+}
