@@ -22,7 +22,7 @@ fn duration(text: &str) -> Result<Duration, String> {
 /// never run. Exits non-zero, naming each pod and network, while anything still fails.
 ///
 /// The commands that start or list pods (run, run-prepared, prepare, app sandbox, list,
-/// status) also release, in the background, pods whose rkt run died; on an idle host a
+/// status) and version also release, in the background, pods whose rkt run died; on an idle host a
 /// timer runs gc (dist/systemd/rkt-gc.timer, see docs/pods.md).
 #[derive(Debug, Args)]
 pub struct GcArgs {

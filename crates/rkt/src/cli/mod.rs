@@ -428,7 +428,11 @@ impl ReapPoint {
             Command::App(app) if matches!(app.command, app::AppCommand::Sandbox(_)) => {
                 Some(ReapPoint::Before)
             }
-            Command::Prepare(_) | Command::List(_) | Command::Status(_) => Some(ReapPoint::After),
+            // `version`: Nomad's rkt driver runs it every 30 s on each client, whose pods
+            // are then released within that even when no task starts.
+            Command::Prepare(_) | Command::List(_) | Command::Status(_) | Command::Version(_) => {
+                Some(ReapPoint::After)
+            }
             _ => None,
         }
     }

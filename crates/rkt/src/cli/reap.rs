@@ -1,5 +1,6 @@
 //! Pods whose runner died, released without an operator: the commands that start or list
-//! pods (`run`, `run-prepared`, `prepare`, `app sandbox`, `list`, `status`) look for them
+//! pods (`run`, `run-prepared`, `prepare`, `app sandbox`, `list`, `status`), and `version`
+//! (which Nomad's rkt driver runs every 30 s on each client), look for them
 //! ([`rkt::pod::reap::dead_runners`]: one directory read and a lock probe per running pod)
 //! and, when there are any, start the hidden `rkt release-dead-pods` in the background to
 //! release them ([`rkt::pod::reap::release_dead`]), so that the command itself is not
@@ -8,7 +9,8 @@
 //! The releaser is detached: started through a short-lived intermediate process (so that it
 //! is nobody's child to reap, not even a long-lived `rkt run`'s), in a session of its own
 //! (a Ctrl-C meant for the command does not reach it), with stdin, stdout and stderr on
-//! `/dev/null` (a caller reading the command's output to its end does not wait for it).
+//! `/dev/null` and no other descriptor of the command's (a caller reading the command's
+//! output to its end does not wait for it).
 //! Several may run at once: each pod goes to whichever takes its lock first.
 
 use std::ffi::OsString;
@@ -76,13 +78,23 @@ fn start_releaser(pods: &Path) -> io::Result<()> {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    // SAFETY: between fork and exec the closure calls only fork(2), setsid(2) and _exit(2),
-    // which are async-signal-safe, and touches no memory of the parent.
+    // SAFETY: between fork and exec the closure makes only system calls (fork(2), setsid(2),
+    // close_range(2), _exit(2)), which are async-signal-safe, and touches no memory of the
+    // parent.
     unsafe {
         cmd.pre_exec(|| match libc::fork() {
             -1 => Err(io::Error::last_os_error()),
             0 => {
                 libc::setsid();
+                // Nothing the command inherited (systemd's socket-activation descriptors, a
+                // caller's pipe) is held open by the releaser: closed at exec (an older
+                // kernel without close_range: only what is close-on-exec already is).
+                libc::syscall(
+                    libc::SYS_close_range,
+                    3u32,
+                    u32::MAX,
+                    libc::CLOSE_RANGE_CLOEXEC,
+                );
                 Ok(())
             }
             // The intermediate: its child, the releaser, goes on to exec.

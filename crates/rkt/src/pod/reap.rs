@@ -6,8 +6,9 @@
 //! whose pod's lock is free is a pod whose runner died, and [`dead_runners`] finds those
 //! with one directory read and one lock probe per running pod, whatever the number of
 //! exited pods kept: cheap enough for every command that starts or lists pods. Releasing
-//! ([`release_dead`]) takes the pod's exclusive lock without waiting: a live runner, `rkt
-//! gc`, `rkt rm` or another releaser holding it wins, and this one skips the pod. A pod
+//! ([`release_dead`]) skips a pod whose lock is held exclusively: a live runner, `rkt gc`,
+//! `rkt rm` or another releaser holding it wins (only a reader's instant probe is waited
+//! out). A pod
 //! being made (`.new-<uuid>`) or taken by `rkt run-prepared` is locked by its runner; a
 //! prepared pod carries no mark.
 //!
@@ -68,13 +69,18 @@ pub fn release_dead(store: &PodStore, plugin_timeout: Duration) -> ReapReport {
         if store.remove_stale_mark(&pod.uuid) {
             continue;
         }
+        // A live runner (or gc, rm, another releaser) holds the pod's lock exclusively.
+        if !matches!(PodLock::try_lock(&pod.dir, false), Ok(Some(_))) {
+            continue;
+        }
         // Held until the pod is released, so that gc and rm wait for this releaser rather
         // than take the pod for a live runner's. Another releaser holding it: its pod.
         let releasing = match PodLock::try_lock(&pod.mark_path(), true) {
             Ok(Some(lock)) => lock,
             _ => continue,
         };
-        let lock = match PodLock::try_lock(&pod.dir, true) {
+        // Retried briefly: a reader's probe (`rkt status`) holds it shared for an instant.
+        let lock = match PodLock::lock_exclusive_soon(&pod.dir) {
             Ok(Some(lock)) => lock,
             Ok(None) => continue,
             Err(e) if e.is_gone() => continue,

@@ -908,3 +908,72 @@ fn nomad_prepare_with_the_apps_options_after_its_image() {
     }
     assert_eq!(world.pods().len(), before);
 }
+
+/// As Nomad stops an image task: SIGINT to `rkt run-prepared` (the default network, a
+/// `--port`) gives the app SIGTERM and leaves nothing, the overlay included; after SIGKILL
+/// of the runner of an app that ignores SIGTERM, the next `rkt status` releases the pod,
+/// unmounting its overlay, without `rkt gc`.
+#[test]
+fn sigint_or_sigkill_of_run_prepared_of_an_image_pod_leaves_no_overlay_and_no_network() {
+    if !ready_for_images(
+        "sigint_or_sigkill_of_run_prepared_of_an_image_pod_leaves_no_overlay_and_no_network",
+    ) {
+        return;
+    }
+    let world = World::new(support::RKT);
+    let guard = leaks::Guard::new(world.leak_ctx().shared_network("default"));
+    let layout = busybox_layout(world.root.path());
+    let v1 = format!("oci:{}:v1", layout.display());
+    let host = pod_support::held_port();
+    let port = format!("--port={}:80", host.port);
+    let start = |script: &str| {
+        let out = world
+            .rkt(&[
+                "prepare",
+                &v1,
+                "--exec=/bin/busybox",
+                "--",
+                "sh",
+                "-c",
+                script,
+            ])
+            .run();
+        out.assert_success();
+        let uuid = out.stdout().trim().to_string();
+        guard.remember();
+        let runner = world
+            .command(&["run-prepared", "--net=default", &port, &uuid])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        world.wait_running(&uuid);
+        assert_eq!(mounts_under(&world.data()).len(), 1);
+        (uuid, runner)
+    };
+
+    let (uuid, runner) = start("trap 'echo TERM; exit 7' TERM; while :; do sleep 1; done");
+    kill(Pid::from_raw(runner.id() as i32), Signal::SIGINT).unwrap();
+    let out = runner.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(mounts_under(&world.data()).is_empty());
+    pod_support::assert_no_netns(&uuid);
+
+    let (uuid, mut runner) = start("trap '' TERM INT; while :; do sleep 1; done");
+    kill(Pid::from_raw(runner.id() as i32), Signal::SIGINT).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    runner.kill().unwrap();
+    runner.wait().unwrap();
+    world.rkt(&["status", &uuid]).run().assert_success();
+    test_kit::wait_for("the pod released", test_kit::PATIENCE, || {
+        guard.leaked().is_empty().then_some(())
+    });
+    assert!(mounts_under(&world.data()).is_empty());
+    pod_support::assert_no_netns(&uuid);
+    assert_eq!(world.state(&uuid), "exited");
+}

@@ -1,5 +1,6 @@
 //! The release of pods whose `rkt run` was killed, by the commands that start or list pods
-//! (`rkt release-dead-pods` in the background) racing `rkt gc` and each other: each pod is
+//! and `rkt version` (`rkt release-dead-pods` in the background) racing `rkt gc` and each
+//! other: each pod is
 //! released exactly once (one DEL per ADD); a releaser killed in the middle of a DEL leaves
 //! the pod to the next command, which releases it again. Root only; the lab's test plugin
 //! logs every call.
@@ -67,6 +68,7 @@ fn gc_lists_and_statuses_at_once_release_a_killed_runners_pod_exactly_once() {
             &["status", &uuid],
             &["list", "--format=json"],
             &["status", &uuid],
+            &["version"],
         ] {
             let child = lab
                 .command(args)
@@ -140,6 +142,83 @@ fn a_releaser_killed_during_its_del_leaves_the_pod_to_the_next_command() {
         released(&lab, &uuid).then_some(())
     });
     assert_eq!(count(&lab, "DEL slowdel eth0"), 2, "{:?}", lab.call_lines());
+    lab.assert_every_add_deleted();
+    wait_for("the releasers to end", PATIENCE, || {
+        releasers(&lab).is_empty().then_some(())
+    });
+}
+
+/// `rkt version`, which Nomad's driver runs every 30 s on each client, releases too.
+#[test]
+fn rkt_version_alone_releases_a_killed_runners_pod() {
+    test_kit::require_root!();
+    let lab = Lab::new();
+    let net = lab.plain_net("rv", "plain");
+    let _g = Guard::new(lab.ctx(&[&net]));
+    let pod = lab.start_sleeping_pod(&net);
+    let uuid = pod.uuid.clone();
+    kill9(pod.pid());
+    pod.wait();
+    assert_eq!(lab.state(&uuid), "running", "nothing released it yet");
+    let version = lab.output(&["version"]);
+    assert_eq!(version.status.code(), Some(0), "{}", stderr(&version));
+    wait_for("the pod to be released", PATIENCE, || {
+        released(&lab, &uuid).then_some(())
+    });
+    assert_eq!(count(&lab, "DEL plain eth0"), 1, "{:?}", lab.call_lines());
+    wait_for("the releasers to end", PATIENCE, || {
+        releasers(&lab).is_empty().then_some(())
+    });
+}
+
+/// The releaser keeps none of the command's descriptors: a caller waiting for the end of a
+/// pipe it gave `rkt list` (as descriptor 7, inherited) is not kept waiting by the release.
+#[test]
+fn the_releaser_holds_no_descriptor_the_command_inherited() {
+    use std::io::Read;
+    use std::os::fd::{AsRawFd, OwnedFd};
+    use std::os::unix::process::CommandExt;
+    test_kit::require_root!();
+    let lab = Lab::new();
+    let net = lab.net("rf");
+    lab.plugin("slowdel", json!({"DEL": {"sleep_ms": 3000}}));
+    lab.conflist("10-rf.conflist", &net, &["slowdel"]);
+    let _g = Guard::new(lab.ctx(&[&net]));
+    let pod = lab.start_sleeping_pod(&net);
+    let uuid = pod.uuid.clone();
+    kill9(pod.pid());
+    pod.wait();
+
+    let (read, write): (OwnedFd, OwnedFd) = nix::unistd::pipe().unwrap();
+    let write_fd = write.as_raw_fd();
+    let mut list = lab.command(&["list"]);
+    list.stdout(Stdio::null()).stderr(Stdio::null());
+    // SAFETY: dup2(2) is async-signal-safe; the child only duplicates a descriptor it has.
+    unsafe {
+        list.pre_exec(move || match libc::dup2(write_fd, 7) {
+            -1 => Err(std::io::Error::last_os_error()),
+            _ => Ok(()),
+        });
+    }
+    let started = std::time::Instant::now();
+    let status = list.status().unwrap();
+    drop(write);
+    assert!(status.success());
+    let mut rest = Vec::new();
+    std::fs::File::from(read).read_to_end(&mut rest).unwrap();
+    let took = started.elapsed();
+    assert!(
+        took < std::time::Duration::from_millis(2500),
+        "the pipe stayed open {took:?}: held by the releaser"
+    );
+    assert_eq!(
+        releasers(&lab).len(),
+        1,
+        "the releaser should still be at its DEL"
+    );
+    wait_for("the pod to be released", PATIENCE, || {
+        released(&lab, &uuid).then_some(())
+    });
     lab.assert_every_add_deleted();
     wait_for("the releasers to end", PATIENCE, || {
         releasers(&lab).is_empty().then_some(())
