@@ -224,6 +224,7 @@ impl AppStreamArgs {
                 stderr: matches!(stderr, "stream" | "tty"),
                 tty,
             },
+            path: None,
         })
     }
 }
