@@ -11,6 +11,7 @@ use tonic::Status;
 use rkt::image_pod::app::{app_from_image, Overrides};
 use rkt::image_pod::user::AppRoot;
 use rkt::isolation::capabilities::{CapSet, CapsFlag};
+use rkt::isolation::seccomp::{Mode, SeccompSpec};
 use rkt::isolation::{cgroups, user, Disabled, Isolators};
 use rkt::pod::apps::{self, AppError};
 use rkt::pod::App;
@@ -165,6 +166,7 @@ pub fn create(config: &Config, req: proto::CreateContainerRequest) -> Result<Str
     };
     let (app, volumes, mounts, off) = app_for(
         &cfg,
+        sandbox.meta.network == "host",
         &app_name,
         &store,
         &record,
@@ -209,8 +211,10 @@ pub fn create(config: &Config, req: proto::CreateContainerRequest) -> Result<Str
 
 /// The rkt app a CRI container config describes, its own volumes (the host mounts), their
 /// facts for ContainerStatus and the isolation it turns off (privileged).
+#[allow(clippy::too_many_arguments)]
 fn app_for(
     cfg: &proto::ContainerConfig,
+    host_network: bool,
     name: &str,
     store: &image::Store,
     record: &image::ImageRecord,
@@ -245,27 +249,33 @@ fn app_for(
             "AppArmor profile {apparmor_profile:?}: AppArmor is not enabled on this host"
         )));
     }
+    // A container shares its sandbox's namespaces: a mode is accepted when it is the
+    // sandbox's (kubelet repeats the pod's modes for each container).
     let namespaces = security.namespace_options.clone().unwrap_or_default();
-    for (what, mode) in [
-        ("network", namespaces.network),
-        ("PID", namespaces.pid),
-        ("IPC", namespaces.ipc),
+    let node = proto::NamespaceMode::Node as i32;
+    let pod = proto::NamespaceMode::Pod as i32;
+    for (what, mode, sandbox_mode) in [
+        (
+            "network",
+            namespaces.network,
+            if host_network { node } else { pod },
+        ),
+        ("PID", namespaces.pid, pod),
+        ("IPC", namespaces.ipc, pod),
     ] {
-        if mode == proto::NamespaceMode::Node as i32 {
-            return Err(invalid(format!(
-                "the host's {what} namespace for a container: not supported by rkt-cri yet"
-            )));
+        if mode == sandbox_mode {
+            continue;
         }
-        if mode == proto::NamespaceMode::Container as i32 && what != "PID" {
-            return Err(invalid(format!(
-                "a {what} namespace of the container's own: not supported by rkt-cri yet"
-            )));
-        }
-        if mode == proto::NamespaceMode::Target as i32 {
-            return Err(invalid(format!(
-                "a target {what} namespace: not supported by rkt-cri yet"
-            )));
-        }
+        let which = match proto::NamespaceMode::try_from(mode) {
+            Ok(proto::NamespaceMode::Node) => "the host's",
+            Ok(proto::NamespaceMode::Container) => "a container's own",
+            Ok(proto::NamespaceMode::Target) => "another container's",
+            _ => "the pod's",
+        };
+        return Err(invalid(format!(
+            "{which} {what} namespace for a container: not supported by rkt-cri yet (a \
+             container has its sandbox's)"
+        )));
     }
     let mut off = Disabled::default();
     if security.privileged {
@@ -288,16 +298,20 @@ fn app_for(
         #[allow(deprecated)]
         None => security.seccomp_profile_path.clone(),
     };
+    let mut seccomp = None;
     if !security.privileged {
         match seccomp_path.as_str() {
             "" | "unconfined" => off.seccomp = true,
             "runtime/default" | "docker/default" => {}
-            other => {
-                return Err(invalid(format!(
-                    "seccomp profile {other:?}: localhost profiles are not supported by rkt-cri \
-                     yet (runtime/default and unconfined are)"
-                )))
-            }
+            other => match other.strip_prefix("localhost/") {
+                Some(path) => seccomp = Some(docker_seccomp(Path::new(path))?),
+                None => {
+                    return Err(invalid(format!(
+                        "seccomp profile {other:?}: expected unconfined, runtime/default or \
+                         localhost/<absolute path of a Docker-format JSON profile>"
+                    )))
+                }
+            },
         }
     }
     let caps = match security.capabilities.as_ref() {
@@ -401,6 +415,12 @@ fn app_for(
             .unwrap_or_else(|_| images::docker_ref("invalid/name").expect("a valid name")),
     );
     let user_spec = identity_spec(&security)?;
+    let image_user = store
+        .config(record)
+        .ok()
+        .and_then(|c| c.config().clone())
+        .and_then(|c| c.user().clone())
+        .unwrap_or_default();
     let readonly_rootfs = security.readonly_rootfs;
     let tty = cfg.tty;
     let stdin = cfg.stdin;
@@ -410,8 +430,21 @@ fn app_for(
             Some((u, g, s)) => {
                 let accounts =
                     rkt::image_pod::user::accounts(root).map_err(|e| AppStatus(lib(e)))?;
-                user::resolve(&accounts, u.as_deref(), g.as_deref(), s.as_deref())
-                    .map_err(|e| AppStatus(invalid(rkt::error::chain(&e))))?
+                // Without a user of the request's, the image's (and its group).
+                let (image_user, image_group) = match image_user.split_once(':') {
+                    Some((u, g)) => (Some(u.to_string()), Some(g.to_string())),
+                    None => (Some(image_user.clone()).filter(|u| !u.is_empty()), None),
+                };
+                let (u, g) = match u {
+                    Some(u) => (Some(u.clone()), g.clone()),
+                    None => (image_user, g.clone().or(image_group)),
+                };
+                let mut id = user::resolve(&accounts, u.as_deref(), g.as_deref(), s.as_deref())
+                    .map_err(|e| AppStatus(invalid(rkt::error::chain(&e))))?;
+                if let Some(id) = id.as_mut() {
+                    member_groups(&accounts, id);
+                }
+                id
             }
             None => None,
         };
@@ -421,7 +454,7 @@ fn app_for(
         app.mounts = mounts.clone();
         app.isolators = Isolators {
             caps: caps.clone(),
-            seccomp: None,
+            seccomp: seccomp.clone(),
             readonly_rootfs,
             identity,
             limits,
@@ -454,6 +487,89 @@ impl From<rkt::image_pod::app::ImageAppError> for AppStatus {
     fn from(e: rkt::image_pod::app::ImageAppError) -> AppStatus {
         AppStatus(invalid(rkt::error::chain(&e)))
     }
+}
+
+/// Adds to `id` the groups the image's `/etc/group` makes its user a member of (as the
+/// image's own User would have them).
+fn member_groups(accounts: &user::Accounts, id: &mut rkt::isolation::user::Identity) {
+    let Some(name) = accounts
+        .passwd
+        .iter()
+        .find(|p| p.uid == id.uid)
+        .map(|p| p.name.clone())
+    else {
+        return;
+    };
+    for g in &accounts.groups {
+        if g.gid != id.gid && g.members.contains(&name) && !id.supplementary_gids.contains(&g.gid) {
+            id.supplementary_gids.push(g.gid);
+        }
+    }
+}
+
+/// A Docker-format seccomp profile (`defaultAction`, `syscalls` of `names` and `action`)
+/// as rkt's filter: an allowing default with refused calls is rkt's `mode=remove`, a
+/// refusing default with allowed calls its `mode=retain`. What rkt's filters cannot express
+/// (argument conditions, other actions, another errno) is refused by name.
+fn docker_seccomp(path: &Path) -> Result<SeccompSpec, Status> {
+    let bad = |why: String| invalid(format!("seccomp profile {}: {why}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
+    let json: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+    let action = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+    let default = action(&json["defaultAction"]);
+    let (mode, listed_action) = match default.as_str() {
+        "SCMP_ACT_ALLOW" => (Mode::Remove, "SCMP_ACT_ERRNO"),
+        "SCMP_ACT_ERRNO" => (Mode::Retain, "SCMP_ACT_ALLOW"),
+        other => {
+            return Err(bad(format!(
+                "defaultAction {other:?}: rkt's filters take SCMP_ACT_ALLOW or SCMP_ACT_ERRNO"
+            )))
+        }
+    };
+    let not_eperm = |v: Option<&serde_json::Value>| v.is_some_and(|e| e.as_u64() != Some(1));
+    if not_eperm(json.get("defaultErrnoRet")) {
+        return Err(bad(
+            "defaultErrnoRet other than EPERM (1) is not supported".into()
+        ));
+    }
+    let mut set = Vec::new();
+    for rule in json["syscalls"].as_array().into_iter().flatten() {
+        let this = action(&rule["action"]);
+        if this != listed_action {
+            return Err(bad(format!(
+                "action {this:?} with defaultAction {default:?}: rkt's filters take \
+                 {listed_action} here"
+            )));
+        }
+        let conditional = rule
+            .get("args")
+            .is_some_and(|a| !a.is_null() && a.as_array().is_none_or(|a| !a.is_empty()));
+        if conditional {
+            return Err(bad("argument conditions (args) are not supported".into()));
+        }
+        if not_eperm(rule.get("errnoRet")) {
+            return Err(bad("errnoRet other than EPERM (1) is not supported".into()));
+        }
+        let names = rule["names"]
+            .as_array()
+            .cloned()
+            .unwrap_or_else(|| vec![rule["name"].clone()]);
+        for n in names {
+            match n.as_str() {
+                Some(n) if !n.is_empty() => set.push(n.to_string()),
+                _ => return Err(bad("a syscall name that is not a string".into())),
+            }
+        }
+    }
+    if set.is_empty() {
+        return Err(bad("no syscalls listed".into()));
+    }
+    Ok(SeccompSpec {
+        mode,
+        errno: None,
+        set,
+    })
 }
 
 /// The user, group and supplementary groups of a security context, as rkt's `--user`,
@@ -501,13 +617,9 @@ fn capabilities(add: &[String], drop: &[String]) -> Result<Option<CapsFlag>, Sta
             format!("CAP_{upper}")
         }
     };
-    let last = rkt::isolation::capabilities::last_cap().map_err(lib)?;
-    let all: Vec<String> = CapSet(if last >= 63 {
-        u64::MAX
-    } else {
-        (1u64 << (last + 1)) - 1
-    })
-    .names();
+    // `ALL`: every capability this server holds (root here may lack some, such as
+    // CAP_SYS_RESOURCE; an app cannot be given what its runtime lacks).
+    let all: Vec<String> = rkt::isolation::capabilities::held().map_err(lib)?.names();
     let mut set: Vec<String> = CapSet::default_set().names();
     let is_all = |l: &[String]| l.iter().any(|c| c.eq_ignore_ascii_case("ALL"));
     if is_all(add) {

@@ -130,11 +130,13 @@ pub fn run(config: &Config, req: proto::RunPodSandboxRequest) -> Result<String, 
             )));
         }
     }
-    if !linux.sysctls.is_empty() {
-        let names: Vec<&String> = linux.sysctls.keys().collect();
-        return Err(invalid(format!(
-            "sysctls {names:?}: not supported by rkt-cri yet"
-        )));
+    let mut sysctls = Vec::new();
+    for (key, value) in &linux.sysctls {
+        sysctls.push((
+            sysctl_namespace(key, host_network)?,
+            key.clone(),
+            value.clone(),
+        ));
     }
     if security.selinux_options.is_some() {
         return Err(invalid(
@@ -220,7 +222,93 @@ pub fn run(config: &Config, req: proto::RunPodSandboxRequest) -> Result<String, 
         net_operations: dirs.net_operations.value,
     };
     let uuid = runner::start(&spec).map_err(|e| internal(&e))?;
+    if !sysctls.is_empty() {
+        let store = PodStore::new(config.pods_dir());
+        let set = store
+            .lookup(&uuid)
+            .map_err(lib)
+            .and_then(|pod| set_sysctls(&pod, &sysctls).map(|()| pod));
+        if let Err(e) = set {
+            // The pod goes: it was asked for with settings it cannot have.
+            if let Ok(pod) = store.lookup(&uuid) {
+                let _ = stop_pod(&pod);
+                let _ = rkt::pod::gc::remove(&store, &pod, config.plugin_timeout);
+            }
+            return Err(e);
+        }
+    }
     Ok(sandbox_id(&uuid))
+}
+
+/// The namespace a sysctl belongs to (`ipc` or `net`), or why the pod cannot have it:
+/// a sysctl no namespace of the pod's holds would change the host's.
+fn sysctl_namespace(key: &str, host_network: bool) -> Result<&'static str, Status> {
+    const IPC: [&str; 8] = [
+        "kernel.shmmax",
+        "kernel.shmall",
+        "kernel.shmmni",
+        "kernel.shm_rmid_forced",
+        "kernel.msgmax",
+        "kernel.msgmnb",
+        "kernel.msgmni",
+        "kernel.sem",
+    ];
+    if key.contains(['/', '\0']) || key.split('.').any(|part| part.is_empty() || part == "..") {
+        return Err(invalid(format!("sysctl {key:?}: not a sysctl name")));
+    }
+    if IPC.contains(&key) || key.starts_with("fs.mqueue.") {
+        return Ok("ipc");
+    }
+    if key.starts_with("net.") {
+        if host_network {
+            return Err(invalid(format!(
+                "sysctl {key}: the pod is in the host's network namespace, whose settings \
+                 are the host's"
+            )));
+        }
+        return Ok("net");
+    }
+    Err(invalid(format!(
+        "sysctl {key}: not in a namespace of the pod's (IPC: kernel.shm*, kernel.msg*, \
+         kernel.sem, fs.mqueue.*; network: net.*), so setting it would change the host's"
+    )))
+}
+
+/// Writes `sysctls` in the running pod's IPC and network namespaces, from a thread that
+/// joins them (a thread of its own: a namespace joined is this thread's until it ends).
+fn set_sysctls(pod: &Pod, sysctls: &[(&'static str, String, String)]) -> Result<(), Status> {
+    let init = pod
+        .state()
+        .map_err(lib)?
+        .pid
+        .ok_or_else(|| internal(&anyhow::anyhow!("pod {} has no init", pod.uuid)))?;
+    let sysctls = sysctls.to_vec();
+    let uuid = pod.uuid.clone();
+    std::thread::spawn(move || -> Result<(), String> {
+        for ns in ["ipc", "net"] {
+            let here: Vec<_> = sysctls.iter().filter(|(n, _, _)| *n == ns).collect();
+            if here.is_empty() {
+                continue;
+            }
+            let path = format!("/proc/{init}/ns/{ns}");
+            let file = std::fs::File::open(&path).map_err(|e| format!("{path}: {e}"))?;
+            let kind = if ns == "ipc" {
+                nix::sched::CloneFlags::CLONE_NEWIPC
+            } else {
+                nix::sched::CloneFlags::CLONE_NEWNET
+            };
+            nix::sched::setns(&file, kind).map_err(|e| format!("cannot join {path}: {e}"))?;
+            for (_, key, value) in here {
+                let file = format!("/proc/sys/{}", key.replace('.', "/"));
+                std::fs::write(&file, value.as_bytes())
+                    .map_err(|e| format!("sysctl {key}={value}: {e}"))?;
+            }
+        }
+        Ok(())
+    })
+    .join()
+    .map_err(|_| internal(&anyhow::anyhow!("setting the sysctls of pod {uuid} failed")))?
+    .map_err(|e| invalid(format!("pod {uuid}: {e}")))
 }
 
 /// StopPodSandbox: stops its apps and init, releases its network; nothing when it is
