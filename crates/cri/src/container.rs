@@ -263,7 +263,8 @@ fn app_for(
         ("PID", namespaces.pid, pod),
         ("IPC", namespaces.ipc, pod),
     ] {
-        if mode == sandbox_mode {
+        // POD: the sandbox's, whatever it is (crictl leaves the modes unset).
+        if mode == sandbox_mode || mode == pod {
             continue;
         }
         let which = match proto::NamespaceMode::try_from(mode) {
