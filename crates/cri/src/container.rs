@@ -423,6 +423,7 @@ fn app_for(
         .and_then(|c| c.user().clone())
         .unwrap_or_default();
     let readonly_rootfs = security.readonly_rootfs;
+    let no_new_privs = security.no_new_privs && !security.privileged;
     let tty = cfg.tty;
     let stdin = cfg.stdin;
     let working_dir = Some(cfg.working_dir.clone()).filter(|d| !d.is_empty());
@@ -460,6 +461,7 @@ fn app_for(
             identity,
             limits,
             private_users: false,
+            no_new_privs,
         };
         app.log = Some(AppLog {
             stdout: true,

@@ -119,6 +119,7 @@ impl IsolationArgs {
             identity,
             limits,
             private_users: self.private_users,
+            no_new_privs: false,
         })
     }
 }
