@@ -424,6 +424,16 @@ fn app_for(
         .unwrap_or_default();
     let readonly_rootfs = security.readonly_rootfs;
     let no_new_privs = security.no_new_privs && !security.privileged;
+    // kubelet gives the whole lists (its defaults, or none for a privileged container);
+    // none given: rkt's own.
+    let some = |l: &Vec<String>| (!l.is_empty()).then(|| l.clone());
+    let kernel_paths = rkt::isolation::paths::KernelPaths {
+        masked: some(&security.masked_paths),
+        read_only: some(&security.readonly_paths),
+    };
+    kernel_paths
+        .check()
+        .map_err(|e| invalid(rkt::error::chain(&e)))?;
     let tty = cfg.tty;
     let stdin = cfg.stdin;
     let working_dir = Some(cfg.working_dir.clone()).filter(|d| !d.is_empty());
@@ -462,6 +472,7 @@ fn app_for(
             limits,
             private_users: false,
             no_new_privs,
+            kernel_paths: kernel_paths.clone(),
         };
         app.log = Some(AppLog {
             stdout: true,

@@ -120,6 +120,7 @@ impl IsolationArgs {
             limits,
             private_users: self.private_users,
             no_new_privs: false,
+            kernel_paths: Default::default(),
         })
     }
 }

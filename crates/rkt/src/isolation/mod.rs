@@ -65,6 +65,9 @@ pub struct Isolators {
     /// false`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_new_privs: bool,
+    /// Masked and read-only paths in place of rkt's (a CRI container's).
+    #[serde(default, skip_serializing_if = "paths::KernelPaths::is_default")]
+    pub kernel_paths: paths::KernelPaths,
 }
 
 impl Isolators {
@@ -76,6 +79,7 @@ impl Isolators {
             && self.limits.is_none()
             && !self.private_users
             && !self.no_new_privs
+            && self.kernel_paths.is_default()
     }
 }
 
@@ -119,6 +123,9 @@ pub struct Isolation {
     /// `no_new_privs` is set before the app executes its program.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_new_privs: bool,
+    /// The masked and read-only paths, when not rkt's (with `paths`).
+    #[serde(default, skip_serializing_if = "paths::KernelPaths::is_default")]
+    pub kernel_paths: paths::KernelPaths,
 }
 
 impl Default for Isolation {
@@ -154,6 +161,10 @@ impl Isolation {
             limits: isolators.limits.settled(),
             user_ns: None,
             no_new_privs: isolators.no_new_privs,
+            kernel_paths: {
+                isolators.kernel_paths.check()?;
+                isolators.kernel_paths.clone()
+            },
         })
     }
 
@@ -404,6 +415,7 @@ mod tests {
                 limits: cgroups::Limits::default().settled(),
                 user_ns: None,
                 no_new_privs: false,
+                kernel_paths: Default::default(),
             }
         );
         let sys = Recorder::default();
