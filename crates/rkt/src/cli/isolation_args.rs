@@ -121,6 +121,7 @@ impl IsolationArgs {
             private_users: self.private_users,
             no_new_privs: false,
             kernel_paths: Default::default(),
+            host_ipc: false,
         })
     }
 }

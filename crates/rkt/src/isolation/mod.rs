@@ -68,6 +68,10 @@ pub struct Isolators {
     /// Masked and read-only paths in place of rkt's (a CRI container's).
     #[serde(default, skip_serializing_if = "paths::KernelPaths::is_default")]
     pub kernel_paths: paths::KernelPaths,
+    /// A sandbox's only: the pod stays in the IPC namespace of its runner (the host's), as
+    /// a CRI pod with `ipc: NODE`; an app's own is refused.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub host_ipc: bool,
 }
 
 impl Isolators {
@@ -80,6 +84,7 @@ impl Isolators {
             && !self.private_users
             && !self.no_new_privs
             && self.kernel_paths.is_default()
+            && !self.host_ipc
     }
 }
 
