@@ -39,24 +39,8 @@ const KNOWN_FAILING: &[(&str, &str)] = &[
         "an rkt sandbox has its own PID namespace; the host's is refused",
     ),
     (
-        "should support HostIpc is true",
-        "an rkt sandbox has its own IPC namespace; the host's is refused",
-    ),
-    (
         "should support ContainerPID",
         "a container's own PID namespace inside a sandbox is refused",
-    ),
-    (
-        "should support MaskedPaths",
-        "the request's masked paths are not applied yet (rkt masks its own set)",
-    ),
-    (
-        "should support ReadonlyPaths",
-        "the request's read-only paths are not applied yet",
-    ),
-    (
-        "NoNewPrivs should not allow privilege escalation when true",
-        "no_new_privs is not set yet",
     ),
     (
         "mount with 'rshared'",
