@@ -14,10 +14,17 @@ use std::process::{Child, Command, Output, Stdio};
 
 use test_kit::{wait_for, PATIENCE};
 
+/// crictl, if built; under CI a missing one fails (tools/test.sh builds it).
 fn crictl_path() -> Option<PathBuf> {
     let path = std::env::var_os("CRICTL")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/tmp/critest-bin/crictl"));
+    if !path.is_file() && std::env::var_os("CI").is_some() {
+        panic!(
+            "no crictl at {} (tools/test.sh builds it from ../shared/cri-tools)",
+            path.display()
+        );
+    }
     path.is_file().then_some(path)
 }
 
