@@ -10,6 +10,7 @@ use crate::reference::{DockerRef, ImageRef};
 use crate::store::{ImageRecord, Store, StoreError};
 use crate::transport::docker_archive::DockerArchive;
 use crate::transport::layout::OciLayout;
+use crate::transport::mirrors::{self, MirrorError};
 use crate::transport::registry::{Registry, RegistryOptions};
 use crate::transport::Source;
 
@@ -55,6 +56,9 @@ pub enum FetchError {
     /// The store could not be read or written.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The registry's hosts file (mirrors) cannot be used.
+    #[error(transparent)]
+    Mirrors(#[from] MirrorError),
     /// The image is not stored and the pull policy forbids fetching it.
     #[error("image {name:?} is not in the store and --pull-policy=never forbids fetching it")]
     NotStored {
@@ -131,8 +135,31 @@ pub fn fetch_with_progress(
     let mut names = vec![name];
     let record = match reference {
         ImageRef::Docker(d) => {
-            let mut source = Registry::new(d, options.registry.clone()).map_err(CopyError::from)?;
-            copy_image(&mut source, store, &names, &options.platform, progress)?
+            // The mirrors configured for its registry in order, then the registry itself;
+            // the first that has the image gives it, under the name it was asked by.
+            let registry = &options.registry;
+            let endpoints = mirrors::endpoints(&registry.hosts_dirs, d, registry.plain_http)?;
+            let mut failed = None;
+            let mut record = None;
+            for endpoint in &endpoints {
+                let copied = Registry::at(d, endpoint, registry.clone())
+                    .map_err(CopyError::from)
+                    .and_then(|mut source| {
+                        copy_image(&mut source, store, &names, &options.platform, progress)
+                    });
+                match copied {
+                    Ok(r) => {
+                        record = Some(r);
+                        break;
+                    }
+                    Err(e) => failed = Some(e),
+                }
+            }
+            match (record, failed) {
+                (Some(r), _) => r,
+                (None, Some(e)) => return Err(e.into()),
+                (None, None) => unreachable!("endpoints always hold the registry"),
+            }
         }
         ImageRef::OciLayout { path, tag } => {
             let mut source = OciLayout::dir(path, tag.clone(), text);

@@ -11,6 +11,7 @@
 pub mod archive;
 pub mod docker_archive;
 pub mod layout;
+pub mod mirrors;
 pub mod registry;
 pub mod tls;
 

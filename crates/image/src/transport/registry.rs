@@ -43,6 +43,11 @@ pub struct RegistryOptions {
     pub certs_dirs: Vec<PathBuf>,
     /// Credentials for `Basic` auth and for token requests.
     pub credentials: Option<Credentials>,
+    /// Directories of registry host configurations in containerd's layout,
+    /// `<dir>/HOST[:PORT]/hosts.toml` (mirrors tried in order before the registry itself;
+    /// [`super::mirrors`]); the first directory that has one for a host is used. Empty: every
+    /// image comes from its own registry.
+    pub hosts_dirs: Vec<PathBuf>,
 }
 
 impl Default for RegistryOptions {
@@ -52,6 +57,7 @@ impl Default for RegistryOptions {
             insecure_tls: false,
             certs_dirs: vec![PathBuf::from(tls::DOCKER_CERTS_D)],
             credentials: None,
+            hosts_dirs: Vec::new(),
         }
     }
 }
@@ -60,6 +66,8 @@ impl Default for RegistryOptions {
 pub struct Registry {
     image: String,
     reference: DockerRef,
+    /// The host (and port) requests go to: the registry's, or a mirror's.
+    host: String,
     base: String,
     agent: ureq::Agent,
     options: RegistryOptions,
@@ -73,8 +81,23 @@ impl Registry {
         reference: &DockerRef,
         options: RegistryOptions,
     ) -> Result<Registry, TransportError> {
+        let scheme = if options.plain_http { "http" } else { "https" };
+        let endpoint = super::mirrors::Endpoint {
+            host: reference.api_host().to_string(),
+            plain_http: scheme == "http",
+        };
+        Registry::at(reference, &endpoint, options)
+    }
+
+    /// A client for `reference` that asks `endpoint` (a mirror, or the registry itself)
+    /// for it, under the same repository path.
+    pub fn at(
+        reference: &DockerRef,
+        endpoint: &super::mirrors::Endpoint,
+        options: RegistryOptions,
+    ) -> Result<Registry, TransportError> {
         let image = reference.to_string();
-        let host = reference.api_host();
+        let host = endpoint.host.as_str();
         let mut agent = ureq::AgentBuilder::new()
             .timeout_connect(Duration::from_secs(30))
             .timeout_read(Duration::from_secs(120))
@@ -88,9 +111,10 @@ impl Registry {
             },
         )?;
         agent = agent.tls_config(config);
-        let scheme = if options.plain_http { "http" } else { "https" };
+        let scheme = if endpoint.plain_http { "http" } else { "https" };
         Ok(Registry {
             base: format!("{scheme}://{host}"),
+            host: host.to_string(),
             image,
             reference: reference.clone(),
             agent: agent.build(),
@@ -100,7 +124,7 @@ impl Registry {
     }
 
     fn registry(&self) -> String {
-        self.reference.api_host().to_string()
+        self.host.clone()
     }
 
     /// GETs `path` (under `/v2/<name>/`), answering an auth challenge once.

@@ -229,6 +229,7 @@ impl AppStreamArgs {
                 stderr: matches!(stderr, "stream" | "tty"),
                 tty,
             },
+            path: None,
         })
     }
 }

@@ -125,6 +125,8 @@ pub fn fetch_image(
     options: &FetchOptions,
 ) -> anyhow::Result<::image::ImageRecord> {
     let mut options = options.clone();
+    // Mirrors: `<config dir>/certs.d/HOST/hosts.toml` (containerd's layout).
+    options.registry.hosts_dirs = global.config_dirs()?.registry_hosts_dirs();
     if let ImageRef::Docker(d) = reference {
         let auth = load_docker_auth(&global.config_dirs()?)?;
         if let Some(a) = auth.get(&d.host).or_else(|| auth.get(d.api_host())) {

@@ -134,6 +134,9 @@ impl IsolationArgs {
             limits,
             own_limits: Default::default(),
             private_users: self.private_users,
+            no_new_privs: false,
+            kernel_paths: Default::default(),
+            host_ipc: false,
         })
     }
 }

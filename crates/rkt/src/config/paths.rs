@@ -61,6 +61,15 @@ impl ConfigDirs {
         .into_iter()
         .flatten()
     }
+
+    /// The registry hosts directories (mirrors, containerd's `hosts.toml` layout):
+    /// `certs.d` of each configuration directory, highest precedence first (user, local,
+    /// system); the first that configures a registry is used for it.
+    pub fn registry_hosts_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs: Vec<PathBuf> = self.layers().map(|d| d.join("certs.d")).collect();
+        dirs.reverse();
+        dirs
+    }
 }
 
 /// The `paths` configuration after layering: a field is `None` when no file sets it.

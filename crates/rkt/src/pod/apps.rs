@@ -22,7 +22,7 @@ use crate::podstore::lock::AppsLock;
 use crate::podstore::state::{AppRecord, PodState, State};
 use crate::podstore::store::{write_atomic_manifest, Pod};
 use crate::podstore::time::Timestamp;
-use crate::podstore::{App, PodError, PodManifest};
+use crate::podstore::{App, PodError, PodManifest, Volume};
 use crate::stage::app_logs::{log_path, start_copier, LogStreams, MonitorSpec};
 use crate::stage::sandbox::{start_app, unmount_in_pod, AppStart};
 use crate::stage::StageError;
@@ -48,6 +48,12 @@ pub enum AppError {
     NameTaken { uuid: String, name: String },
     #[error("pod {uuid}, app {name}: --mount names volume {volume}, which the pod does not have (its volumes are given to `rkt app sandbox --volume`)")]
     NoVolume {
+        uuid: String,
+        name: String,
+        volume: String,
+    },
+    #[error("pod {uuid}, app {name}: volume {volume:?} is not the app's own (its name must start with \"{name}/\")")]
+    NotOwnVolume {
         uuid: String,
         name: String,
         volume: String,
@@ -110,6 +116,20 @@ impl AppState {
     }
 }
 
+/// Where the log of `app`, a sandbox's app in `pod_dir`, is written: the path its settings
+/// give, else `logs/<name>.log` in the pod's directory.
+pub fn log_file(pod_dir: &Path, app: &App) -> PathBuf {
+    match app.log.as_ref().and_then(|l| l.path.clone()) {
+        Some(path) => path,
+        None => log_path(pod_dir, &app.name),
+    }
+}
+
+/// The start of the names of app `name`'s own volumes ([`add_with_volumes`]).
+fn own_volume_prefix(name: &str) -> String {
+    format!("{name}/")
+}
+
 /// Where app `name` of a sandbox in `pod_dir` keeps its root filesystem.
 pub fn app_dir(pod_dir: &Path, name: &str) -> PathBuf {
     pod_dir.join("apps").join(name)
@@ -167,6 +187,19 @@ fn index_of(pod: &Pod, manifest: &PodManifest, name: &str) -> Result<usize, AppE
 /// `rkt app add`: records `app` in the running sandbox `pod`, state `created`, its isolation
 /// settled (less what `off` turns off). Nothing is written when it is refused.
 pub fn add(pod: &Pod, app: App, off: isolation::Disabled) -> Result<(), AppError> {
+    add_with_volumes(pod, app, Vec::new(), off)
+}
+
+/// [`add`], with volumes of the app's own added to the pod's (a CRI container's host
+/// mounts, known only when it is created): each is named `<app>/<anything>`, a name no
+/// other app's or sandbox volume can have (app names hold no `/`), and goes with the app
+/// when it is removed.
+pub fn add_with_volumes(
+    pod: &Pod,
+    app: App,
+    volumes: Vec<Volume>,
+    off: isolation::Disabled,
+) -> Result<(), AppError> {
     let _lock = AppsLock::lock(&pod.dir)?;
     let (mut manifest, mut state, _) = running_sandbox(pod)?;
     let (uuid, name) = (pod.uuid.clone(), app.name.clone());
@@ -177,6 +210,17 @@ pub fn add(pod: &Pod, app: App, off: isolation::Disabled) -> Result<(), AppError
     if manifest.apps.iter().any(|a| a.name == app.name) {
         return Err(AppError::NameTaken { uuid, name });
     }
+    let own = own_volume_prefix(&name);
+    if let Some(volume) = volumes.iter().find(|v| !v.name.starts_with(&own)) {
+        return Err(AppError::NotOwnVolume {
+            uuid,
+            name,
+            volume: volume.name.clone(),
+        });
+    }
+    // Left by an app of the same name that was not removed whole.
+    manifest.volumes.retain(|v| !v.name.starts_with(&own));
+    manifest.volumes.extend(volumes);
     if let Some(mount) = app
         .mounts
         .iter()
@@ -184,6 +228,17 @@ pub fn add(pod: &Pod, app: App, off: isolation::Disabled) -> Result<(), AppError
     {
         let volume = mount.volume.clone();
         return Err(AppError::NoVolume { uuid, name, volume });
+    }
+    if app.isolators.host_ipc {
+        return Err(AppError::Isolation {
+            uuid,
+            name,
+            source: isolation::IsolationError::BadValue {
+                flag: "host IPC",
+                value: "an app's".into(),
+                why: "the host's IPC namespace is the sandbox's setting, for the whole pod".into(),
+            },
+        });
     }
     let settled = Isolation::new(&app.isolators, off).map_err(|source| AppError::Isolation {
         uuid: uuid.clone(),
@@ -265,7 +320,7 @@ pub fn start(pod: &Pod, name: &str, exe: &Path) -> Result<i32, AppError> {
         state.apps[at].cgroup = app_cgroup;
         state.store(&pod.dir)?;
     }
-    let log = app.log.unwrap_or_default();
+    let log = app.log.clone().unwrap_or_default();
     let monitor = MonitorSpec {
         log: LogStreams {
             stdout: log.stdout,
@@ -284,7 +339,7 @@ pub fn start(pod: &Pod, name: &str, exe: &Path) -> Result<i32, AppError> {
         },
     };
     let attach_dir = crate::attach::attach_dir(&pod.dir);
-    let log = log_path(&pod.dir, name);
+    let log = log_file(&pod.dir, app);
     let pipes =
         start_copier(exe, (&pod.dir, &log), (&attach_dir, name), monitor).map_err(start_err)?;
     let app_dir = app_dir(&pod.dir, name);
@@ -434,6 +489,8 @@ pub fn remove(pod: &Pod, name: &str, timeout: Duration) -> Result<(), AppError> 
         return Err(first);
     }
     manifest.apps.remove(index);
+    let own = own_volume_prefix(name);
+    manifest.volumes.retain(|v| !v.name.starts_with(&own));
     if let Some(at) = record {
         state.apps.remove(at);
     }
@@ -445,24 +502,36 @@ pub fn remove(pod: &Pod, name: &str, timeout: Duration) -> Result<(), AppError> 
 }
 
 /// Has app `name`'s log copier start a new file at the log's path, after someone else (a
-/// log rotator, kubelet) renamed the current one. Records already written stay in the
-/// renamed file; none is split or lost.
+/// log rotator, kubelet) renamed the current one, and returns once that file exists.
+/// Records already written stay in the renamed file; none is split or lost.
 pub fn reopen_log(pod: &Pod, name: &str) -> Result<(), AppError> {
     let manifest = pod.manifest()?;
-    index_of(pod, &manifest, name)?;
+    let index = index_of(pod, &manifest, name)?;
     let state = pod.state()?;
     let copier = state
         .apps
         .iter()
         .find(|a| a.name == name)
         .and_then(|a| a.log_copier);
-    let path = log_path(&pod.dir, name);
+    let path = log_file(&pod.dir, &manifest.apps[index]);
+    let no_copier = || AppError::NoLogCopier {
+        uuid: pod.uuid.clone(),
+        name: name.to_string(),
+    };
     match copier {
-        Some(pid) if crate::stage::app_logs::reopen(pid, &path) => Ok(()),
-        _ => Err(AppError::NoLogCopier {
-            uuid: pod.uuid.clone(),
-            name: name.to_string(),
-        }),
+        Some(pid) if crate::stage::app_logs::reopen(pid, &path) => {
+            // The copier reopens on its own thread: returns once the new file is there (a
+            // log rotator, kubelet, goes on with it at once).
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while !path.exists() {
+                if Instant::now() >= deadline || kill(Pid::from_raw(pid), None).is_err() {
+                    return Err(no_copier());
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Ok(())
+        }
+        _ => Err(no_copier()),
     }
 }
 

@@ -69,7 +69,7 @@ pub struct App {
 }
 
 /// Which of a sandbox app's output streams go to its log, and how the log rotates.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AppLog {
     pub stdout: bool,
@@ -81,6 +81,10 @@ pub struct AppLog {
     /// The streams `rkt attach` reaches (`stream` or `tty` modes).
     #[serde(default, skip_serializing_if = "AttachModes::is_none")]
     pub attach: AttachModes,
+    /// Where the log is written (an absolute path: a CRI container's, which kubelet
+    /// chooses); `None`: `logs/<app>.log` in the pod's directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathBuf>,
 }
 
 /// Which of a sandbox app's streams attached clients reach.
