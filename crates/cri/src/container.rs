@@ -348,6 +348,7 @@ fn app_for(
             .then_some(resources.memory_limit_in_bytes as u64),
         cpu_millis: (resources.cpu_quota > 0 && resources.cpu_period > 0)
             .then(|| (resources.cpu_quota as u64 * 1000).div_ceil(resources.cpu_period as u64)),
+        cpu_shares: (resources.cpu_shares > 0).then_some(resources.cpu_shares as u64),
         pids: None,
     };
     // oom_score_adj: never lowered (root here may lack CAP_SYS_RESOURCE); a sandbox's apps
@@ -492,6 +493,7 @@ fn app_for(
             readonly_rootfs,
             identity,
             limits,
+            own_limits: Default::default(),
             private_users: false,
             no_new_privs,
             kernel_paths: kernel_paths.clone(),

@@ -181,6 +181,7 @@ fn run(spec: &RunnerSpec, notice: StartedNotice) -> anyhow::Result<i32> {
         sandbox: Some(spec.isolators.clone()),
         cgroup_parent: None,
         meta: spec.meta.clone(),
+        ports: Vec::new(),
     };
     let store = PodStore::new(&spec.pods_dir);
     let outcome = run_new(&store, pod, &opts)?;
