@@ -27,7 +27,9 @@ use rkt::pod::run::{run_new, RunOptions, StartedNotice};
 use rkt::pod::{PodSpec, PodStore};
 use rkt::podstore::manifest::PodMeta;
 
-/// The hidden command.
+/// The hidden command. The library knows a process running it for a pod's runner
+/// (`rkt::pod::control::RUNNER_COMMANDS`): StopPodSandbox of a pod still starting stops
+/// its runner, which abandons the start and releases what it made.
 pub const RUNNER_COMMAND: &str = "sandbox-runner";
 /// The variable naming the descriptor the runner tells the server on.
 const NOTICE_FD_VAR: &str = "RKT_CRI_NOTICE_FD";
@@ -185,4 +187,12 @@ fn run(spec: &RunnerSpec, notice: StartedNotice) -> anyhow::Result<i32> {
     let store = PodStore::new(&spec.pods_dir);
     let outcome = run_new(&store, pod, &opts)?;
     Ok(outcome.exit_status)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_library_knows_the_runner_by_its_command() {
+        assert!(rkt::pod::control::RUNNER_COMMANDS.contains(&&[super::RUNNER_COMMAND][..]));
+    }
 }
