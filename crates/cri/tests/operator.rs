@@ -9,7 +9,8 @@
 //! - the server restarted (SIGTERM, and kill -9) while pods run: they run on and are listed
 //!   again, then stopped and removed;
 //! - the server killed -9 during RunPodSandbox and during CreateContainer, at several
-//!   moments, started again, `crictl rmp -fa`: the leak checker finds nothing;
+//!   moments, started again, `crictl rmp -fa`: the leak checker finds nothing; the same
+//!   during StartContainer, StopPodSandbox and RemovePodSandbox;
 //! - NetworkReady follows the CNI configuration directory without a restart;
 //! - pods on the networks the directories name (rkt's `paths` configuration, the server's
 //!   `--net-conf-dir`, and a network named with `--net-name`);
@@ -534,6 +535,64 @@ fn a_server_killed_during_create_container_leaves_nothing() {
     }
     node.ok(&["rmp", "-fa"]);
     assert_eq!(node.ok(&["pods", "-q"]), "");
+
+    node.terminate();
+    net.assert_empty_and_remove();
+    node.assert_clean(&guard, &seen);
+}
+
+#[test]
+fn a_server_killed_during_start_stop_or_remove_leaves_nothing() {
+    let Some(crictl) = ready("a_server_killed_during_start_stop_or_remove_leaves_nothing") else {
+        return;
+    };
+    let _serial = serial();
+    let images = tempfile::tempdir().unwrap();
+    let registry = registry(images.path());
+    let mut node = Node::new(&crictl, &registry.addr);
+    let net = Net::new(node.work.path(), "kill-other");
+    net.write(&node.path("net.d"), "10-kill.conflist");
+    let guard = Guard::new(node.leak_ctx(&[&net]));
+    node.start();
+    node.ok(&["pull", IMAGE]);
+
+    let mut seen = Vec::new();
+    let mut n = 0;
+    for rpc in ["start", "stopp", "rmp"] {
+        for ms in [5, 20, 60, 150, 300] {
+            n += 1;
+            let pod = node.pod_config(&format!("{rpc}{n}"), json!({}));
+            let pod_id = node.ok(&["runp", &pod]);
+            seen.push(uuid_of(&pod_id));
+            guard.remember();
+            let ctr = node.container_config(&format!("c{n}"), &HTTPD, json!({}));
+            let ctr_id = node.ok(&["create", "--no-pull", &pod_id, &ctr, &pod]);
+            if rpc != "start" {
+                node.ok(&["start", &ctr_id]);
+            }
+            let args = match rpc {
+                "start" => vec!["start", &ctr_id],
+                "stopp" => vec!["stopp", &pod_id],
+                _ => vec!["rmp", "-f", &pod_id],
+            };
+            let moment = Moment::After(Duration::from_millis(ms));
+            let what = kill_during(&mut node, &args, &moment, &[]);
+            node.start();
+            let state = node.crictl(&["inspectp", "-o", "json", &pod_id]);
+            let state: Value = serde_json::from_slice(&state.stdout).unwrap_or_default();
+            eprintln!(
+                "{rpc} killed {moment:?}: {what}; after the restart the pod is {}",
+                state["status"]["state"].as_str().unwrap_or("gone")
+            );
+            node.ok(&["rmp", "-fa"]);
+            let left = wait_for_settled(&node);
+            assert!(
+                left.is_empty(),
+                "{rpc} {moment:?}: left after rmp -fa: {left:?}"
+            );
+            assert_eq!(net.ports(), Vec::<String>::new(), "{rpc} {moment:?}: veths");
+        }
+    }
 
     node.terminate();
     net.assert_empty_and_remove();
