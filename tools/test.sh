@@ -35,6 +35,16 @@ if [ ${#missing[@]} -gt 0 ]; then
     fi
 fi
 
+# crictl (cri-tools 1.26.1) for rkt-cri's tests, built offline from the shared archive with
+# golang-go (about 90 s the first time, then nothing); without it those tests skip.
+if [ -x ../shared/cri-tools/build ] && command -v go >/dev/null; then
+    if ../shared/cri-tools/build /tmp/critest-bin >/dev/null; then
+        export CRICTL=/tmp/critest-bin/crictl
+    else
+        say "could not build crictl: rkt-cri's crictl tests will skip"
+    fi
+fi
+
 if [ $# -eq 0 ]; then
     set -- --workspace
 fi

@@ -166,7 +166,7 @@ pub fn create(config: &Config, req: proto::CreateContainerRequest) -> Result<Str
     };
     let (app, volumes, mounts, off) = app_for(
         &cfg,
-        sandbox.meta.network == "host",
+        (sandbox.meta.network == "host", sandbox_host_ipc(&sandbox)),
         &app_name,
         &store,
         &record,
@@ -214,7 +214,7 @@ pub fn create(config: &Config, req: proto::CreateContainerRequest) -> Result<Str
 #[allow(clippy::too_many_arguments)]
 fn app_for(
     cfg: &proto::ContainerConfig,
-    host_network: bool,
+    (host_network, host_ipc): (bool, bool),
     name: &str,
     store: &image::Store,
     record: &image::ImageRecord,
@@ -261,7 +261,7 @@ fn app_for(
             if host_network { node } else { pod },
         ),
         ("PID", namespaces.pid, pod),
-        ("IPC", namespaces.ipc, pod),
+        ("IPC", namespaces.ipc, if host_ipc { node } else { pod }),
     ] {
         // POD: the sandbox's, whatever it is (crictl leaves the modes unset).
         if mode == sandbox_mode || mode == pod {
@@ -423,6 +423,17 @@ fn app_for(
         .and_then(|c| c.user().clone())
         .unwrap_or_default();
     let readonly_rootfs = security.readonly_rootfs;
+    let no_new_privs = security.no_new_privs && !security.privileged;
+    // kubelet gives the whole lists (its defaults, or none for a privileged container);
+    // none given: rkt's own.
+    let some = |l: &Vec<String>| (!l.is_empty()).then(|| l.clone());
+    let kernel_paths = rkt::isolation::paths::KernelPaths {
+        masked: some(&security.masked_paths),
+        read_only: some(&security.readonly_paths),
+    };
+    kernel_paths
+        .check()
+        .map_err(|e| invalid(rkt::error::chain(&e)))?;
     let tty = cfg.tty;
     let stdin = cfg.stdin;
     let working_dir = Some(cfg.working_dir.clone()).filter(|d| !d.is_empty());
@@ -460,6 +471,9 @@ fn app_for(
             identity,
             limits,
             private_users: false,
+            no_new_privs,
+            kernel_paths: kernel_paths.clone(),
+            host_ipc: false,
         };
         app.log = Some(AppLog {
             stdout: true,
@@ -488,6 +502,12 @@ impl From<rkt::image_pod::app::ImageAppError> for AppStatus {
     fn from(e: rkt::image_pod::app::ImageAppError) -> AppStatus {
         AppStatus(invalid(rkt::error::chain(&e)))
     }
+}
+
+/// Whether a sandbox is in the host's IPC namespace.
+fn sandbox_host_ipc(sandbox: &Sandbox) -> bool {
+    let manifest = &sandbox.status.manifest;
+    manifest.sandbox.as_ref().is_some_and(|s| s.host_ipc)
 }
 
 /// Adds to `id` the groups the image's `/etc/group` makes its user a member of (as the

@@ -122,18 +122,17 @@ pub fn run(config: &Config, req: proto::RunPodSandboxRequest) -> Result<String, 
     let security = linux.security_context.clone().unwrap_or_default();
     let namespaces = security.namespace_options.clone().unwrap_or_default();
     let host_network = namespaces.network == proto::NamespaceMode::Node as i32;
-    for (what, mode) in [("PID", namespaces.pid), ("IPC", namespaces.ipc)] {
-        if mode == proto::NamespaceMode::Node as i32 {
-            return Err(invalid(format!(
-                "the host's {what} namespace (namespace_options) is not supported by rkt \
-                 sandboxes yet"
-            )));
-        }
+    let host_ipc = namespaces.ipc == proto::NamespaceMode::Node as i32;
+    if namespaces.pid == proto::NamespaceMode::Node as i32 {
+        return Err(invalid(
+            "the host's PID namespace (namespace_options) is not supported by rkt sandboxes \
+             yet",
+        ));
     }
     let mut sysctls = Vec::new();
     for (key, value) in &linux.sysctls {
         sysctls.push((
-            sysctl_namespace(key, host_network)?,
+            sysctl_namespace(key, (host_network, host_ipc))?,
             key.clone(),
             value.clone(),
         ));
@@ -218,7 +217,10 @@ pub fn run(config: &Config, req: proto::RunPodSandboxRequest) -> Result<String, 
         ports,
         meta: meta.to_pod_meta(),
         cgroup_parent,
-        isolators: Default::default(),
+        isolators: rkt::isolation::Isolators {
+            host_ipc,
+            ..Default::default()
+        },
         plugin_timeout_ms: config.plugin_timeout.as_millis() as u64,
         net_operations: dirs.net_operations.value,
     };
@@ -243,7 +245,10 @@ pub fn run(config: &Config, req: proto::RunPodSandboxRequest) -> Result<String, 
 
 /// The namespace a sysctl belongs to (`ipc` or `net`), or why the pod cannot have it:
 /// a sysctl no namespace of the pod's holds would change the host's.
-fn sysctl_namespace(key: &str, host_network: bool) -> Result<&'static str, Status> {
+fn sysctl_namespace(
+    key: &str,
+    (host_network, host_ipc): (bool, bool),
+) -> Result<&'static str, Status> {
     const IPC: [&str; 8] = [
         "kernel.shmmax",
         "kernel.shmall",
@@ -258,6 +263,12 @@ fn sysctl_namespace(key: &str, host_network: bool) -> Result<&'static str, Statu
         return Err(invalid(format!("sysctl {key:?}: not a sysctl name")));
     }
     if IPC.contains(&key) || key.starts_with("fs.mqueue.") {
+        if host_ipc {
+            return Err(invalid(format!(
+                "sysctl {key}: the pod is in the host's IPC namespace, whose settings are the \
+                 host's"
+            )));
+        }
         return Ok("ipc");
     }
     if key.starts_with("net.") {
@@ -402,7 +413,14 @@ pub fn status(sandbox: &Sandbox, verbose: bool) -> proto::PodSandboxStatusRespon
                 options: Some(proto::NamespaceOption {
                     network: mode(host_network),
                     pid: proto::NamespaceMode::Pod as i32,
-                    ipc: proto::NamespaceMode::Pod as i32,
+                    ipc: mode(
+                        sandbox
+                            .status
+                            .manifest
+                            .sandbox
+                            .as_ref()
+                            .is_some_and(|s| s.host_ipc),
+                    ),
                     target_id: String::new(),
                     userns_options: None,
                 }),

@@ -14,10 +14,17 @@ use std::process::{Child, Command, Output, Stdio};
 
 use test_kit::{wait_for, PATIENCE};
 
+/// crictl, if built; under CI a missing one fails (tools/test.sh builds it).
 fn crictl_path() -> Option<PathBuf> {
     let path = std::env::var_os("CRICTL")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/tmp/critest-bin/crictl"));
+    if !path.is_file() && std::env::var_os("CI").is_some() {
+        panic!(
+            "no crictl at {} (tools/test.sh builds it from ../shared/cri-tools)",
+            path.display()
+        );
+    }
     path.is_file().then_some(path)
 }
 
@@ -264,5 +271,108 @@ fn crictl_drives_pods_containers_and_images() {
     // Nothing is left of the pod in the data directory.
     let store = rkt::pod::PodStore::new(work.path().join("data/pods"));
     assert_eq!(store.list().unwrap().len(), 0);
+    drop(registry);
+}
+
+/// The pod IDs crictl lists (all states).
+fn pod_ids(server: &Server) -> Vec<String> {
+    server
+        .ok(&["pods", "-q"])
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// A sandbox ID as its pod's UUID.
+fn uuid_of(id: &str) -> String {
+    format!(
+        "{}-{}-{}-{}-{}",
+        &id[..8],
+        &id[8..12],
+        &id[12..16],
+        &id[16..20],
+        &id[20..32]
+    )
+}
+
+#[test]
+fn killed_during_run_pod_sandbox_and_create_container_then_removed_leaves_nothing() {
+    let test = "killed_during_run_pod_sandbox_and_create_container_then_removed_leaves_nothing";
+    if !image_common::ready(test, &["umoci", "skopeo", "docker-registry"]) {
+        return;
+    }
+    let Some(crictl) = crictl_path() else {
+        eprintln!("skipping {test}: no crictl (see crictl_drives_pods_containers_and_images)");
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let layout = image_common::busybox_layout(work.path());
+    let (registry, _) = image_common::registry_with(&layout);
+    let mut server = Server::start(work.path(), crictl, &registry.addr);
+    let mut guard = leak_check::Guard::new(leak_check::Ctx::new(work.path().join("data")));
+    let image = "mirror.test/test/busybox:v1";
+    server.ok(&["pull", image]);
+    let pod = write(
+        &work.path().join("pod.json"),
+        r#"{"metadata":{"name":"k","namespace":"test","uid":"u2"},
+            "linux":{"security_context":{"namespace_options":{"network":2}}}}"#,
+    );
+    let ctr = write(
+        &work.path().join("ctr.json"),
+        &format!(
+            r#"{{"metadata":{{"name":"c"}},"image":{{"image":"{image}"}},
+                "command":["sh","-c","exec sleep 1000"],"linux":{{}}}}"#
+        ),
+    );
+    let endpoint = format!("unix://{}", server.socket.display());
+    let crictl = server.crictl.clone();
+    let background = |args: &[&str]| {
+        Command::new(&crictl)
+            .args([
+                "--runtime-endpoint",
+                &endpoint,
+                "--image-endpoint",
+                &endpoint,
+            ])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+
+    // Killed while a RunPodSandbox runs: the pod's runner goes on (a process of its own);
+    // the restarted server lists the pod, and removes it.
+    let mut runp = background(&["runp", &pod]);
+    std::thread::sleep(std::time::Duration::from_millis(40));
+    server.kill_9();
+    let _ = runp.wait();
+    server.spawn();
+    // The runner may still be starting the pod: give it the time a start takes.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while pod_ids(&server).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    for id in pod_ids(&server) {
+        guard.add_container(&uuid_of(&id));
+    }
+    server.ok(&["rmp", "-fa"]);
+    assert!(pod_ids(&server).is_empty());
+
+    // Killed while a CreateContainer runs: the pod and what the container left go with
+    // RemovePodSandbox.
+    let pod_id = server.ok(&["runp", &pod]);
+    guard.add_container(&uuid_of(&pod_id));
+    let mut create = background(&["create", &pod_id, &ctr, &pod]);
+    std::thread::sleep(std::time::Duration::from_millis(40));
+    server.kill_9();
+    let _ = create.wait();
+    server.spawn();
+    assert_eq!(pod_ids(&server), vec![pod_id.clone()]);
+    server.ok(&["rmp", "-fa"]);
+    assert!(pod_ids(&server).is_empty());
+    let store = rkt::pod::PodStore::new(work.path().join("data/pods"));
+    assert_eq!(store.list().unwrap().len(), 0);
+    guard.check();
     drop(registry);
 }

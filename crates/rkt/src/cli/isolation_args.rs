@@ -119,6 +119,9 @@ impl IsolationArgs {
             identity,
             limits,
             private_users: self.private_users,
+            no_new_privs: false,
+            kernel_paths: Default::default(),
+            host_ipc: false,
         })
     }
 }

@@ -17,6 +17,8 @@ pub enum IsolationError {
     Capability { what: String, source: Errno },
     #[error("cannot load the seccomp filter{}", seccomp_hint(*source))]
     SeccompLoad { source: Errno },
+    #[error("cannot set no_new_privs")]
+    NoNewPrivs { source: Errno },
     #[error("cannot mount over {target}")]
     Mount { target: PathBuf, source: Errno },
     #[error("cannot {what} {path}")]

@@ -60,6 +60,18 @@ pub struct Isolators {
     /// `--private-users`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub private_users: bool,
+    /// `no_new_privs` for the app: set-user-ID programs and file capabilities give it
+    /// nothing (a CRI container's `no_new_privs`, Kubernetes' `allowPrivilegeEscalation:
+    /// false`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_new_privs: bool,
+    /// Masked and read-only paths in place of rkt's (a CRI container's).
+    #[serde(default, skip_serializing_if = "paths::KernelPaths::is_default")]
+    pub kernel_paths: paths::KernelPaths,
+    /// A sandbox's only: the pod stays in the IPC namespace of its runner (the host's), as
+    /// a CRI pod with `ipc: NODE`; an app's own is refused.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub host_ipc: bool,
 }
 
 impl Isolators {
@@ -70,6 +82,9 @@ impl Isolators {
             && self.identity.is_none()
             && self.limits.is_none()
             && !self.private_users
+            && !self.no_new_privs
+            && self.kernel_paths.is_default()
+            && !self.host_ipc
     }
 }
 
@@ -110,6 +125,12 @@ pub struct Isolation {
     /// once the pod has its UUID ([`user_ns::allocate`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_ns: Option<user_ns::IdMap>,
+    /// `no_new_privs` is set before the app executes its program.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_new_privs: bool,
+    /// The masked and read-only paths, when not rkt's (with `paths`).
+    #[serde(default, skip_serializing_if = "paths::KernelPaths::is_default")]
+    pub kernel_paths: paths::KernelPaths,
 }
 
 impl Default for Isolation {
@@ -144,6 +165,11 @@ impl Isolation {
             // What the pod runs with: the default pids limit written out.
             limits: isolators.limits.settled(),
             user_ns: None,
+            no_new_privs: isolators.no_new_privs,
+            kernel_paths: {
+                isolators.kernel_paths.check()?;
+                isolators.kernel_paths.clone()
+            },
         })
     }
 
@@ -176,6 +202,7 @@ impl Isolation {
             filters,
             identity: self.identity.clone(),
             ambient: self.ambient,
+            no_new_privs: self.no_new_privs,
         })
     }
 }
@@ -189,6 +216,7 @@ pub struct Prepared {
     filters: Vec<BpfProgram>,
     identity: Option<Identity>,
     ambient: bool,
+    no_new_privs: bool,
 }
 
 impl Prepared {
@@ -216,7 +244,8 @@ impl Prepared {
 ///    `no_new_privs` needs it; keeping `no_new_privs` off lets set-user-ID programs in the
 ///    pod work, as in Docker); a non-root app with `--caps-retain` raises the set as
 ///    ambient capabilities;
-/// 4. loads the filters.
+/// 4. with `no_new_privs` asked for, sets it;
+/// 5. loads the filters.
 ///
 /// Nothing but `execve` follows. At `execve` the kernel gives a root app permitted =
 /// effective = inheritable ∪ bounding = the pod's set, and a non-root app its ambient set
@@ -248,6 +277,10 @@ pub fn apply(sys: &dyn Syscall, prepared: &Prepared) -> Result<(), IsolationErro
         if prepared.ambient {
             narrow::raise_ambient(sys, set)?;
         }
+    }
+    if prepared.no_new_privs {
+        sys.set_no_new_privs()
+            .map_err(|source| IsolationError::NoNewPrivs { source })?;
     }
     for program in &prepared.filters {
         sys.load_seccomp(program)
@@ -287,6 +320,28 @@ mod tests {
         assert!(matches!(calls[n + 2], Call::LoadSeccomp(len) if len > 50));
         assert!(matches!(calls[n + 3], Call::LoadSeccomp(8)));
         assert_eq!(calls.len(), n + 4);
+    }
+
+    #[test]
+    fn no_new_privs_is_set_before_the_filters_when_asked_for() {
+        let isolators = Isolators {
+            no_new_privs: true,
+            ..Isolators::default()
+        };
+        let iso = Isolation::new(&isolators, Disabled::default()).unwrap();
+        let sys = Recorder::default();
+        apply(&sys, &iso.prepare_holding(ALL).unwrap()).unwrap();
+        let calls = sys.calls.borrow();
+        let nnp = calls.iter().position(|c| *c == Call::NoNewPrivs).unwrap();
+        let filter = calls
+            .iter()
+            .position(|c| matches!(c, Call::LoadSeccomp(_)))
+            .unwrap();
+        assert!(nnp < filter);
+        // Not asked for: not set (set-user-ID programs work, as in Docker).
+        let sys = Recorder::default();
+        apply(&sys, &Isolation::default().prepare_holding(ALL).unwrap()).unwrap();
+        assert!(!sys.calls.borrow().contains(&Call::NoNewPrivs));
     }
 
     #[test]
@@ -364,6 +419,8 @@ mod tests {
                 ambient: false,
                 limits: cgroups::Limits::default().settled(),
                 user_ns: None,
+                no_new_privs: false,
+                kernel_paths: Default::default(),
             }
         );
         let sys = Recorder::default();

@@ -64,14 +64,72 @@ fn mount_err(target: &Path) -> impl FnOnce(Errno) -> IsolationError + '_ {
     }
 }
 
+/// Which paths an app has masked and read-only: rkt's lists ([`MASKED`], [`READ_ONLY`]), or
+/// lists of the caller's in their place (a CRI container's `masked_paths` and
+/// `readonly_paths`, which kubelet gives whole).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KernelPaths {
+    /// `None`: [`MASKED`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub masked: Option<Vec<String>>,
+    /// `None`: [`READ_ONLY`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<Vec<String>>,
+}
+
+impl KernelPaths {
+    pub fn is_default(&self) -> bool {
+        self.masked.is_none() && self.read_only.is_none()
+    }
+
+    /// Every path absolute, without `..`; an error names the first that is not.
+    pub fn check(&self) -> Result<(), IsolationError> {
+        let lists = [("masked", &self.masked), ("read-only", &self.read_only)];
+        for (what, list) in lists {
+            for path in list.iter().flatten() {
+                let p = Path::new(path);
+                if !p.is_absolute() || p.components().any(|c| c.as_os_str() == "..") {
+                    return Err(IsolationError::BadValue {
+                        flag: "kernel paths",
+                        value: path.clone(),
+                        why: format!("a {what} path must be absolute, without \"..\""),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Masks [`MASKED`] and write-protects [`READ_ONLY`] under `root` (whose `/proc`, and
 /// `/sys` if any, are mounted). A path this kernel does not have is skipped.
 pub fn protect_kernel_paths(sys: &dyn Mounts, root: &Path) -> Result<(), IsolationError> {
-    for path in MASKED {
-        let target = root.join(&path[1..]);
+    protect_paths(sys, root, &KernelPaths::default())
+}
+
+/// [`protect_kernel_paths`] with `paths`' lists where they are given. A path the app's root
+/// does not have, or that is a symbolic link there (which the mount would follow out of the
+/// root), is skipped.
+pub fn protect_paths(
+    sys: &dyn Mounts,
+    root: &Path,
+    paths: &KernelPaths,
+) -> Result<(), IsolationError> {
+    let list = |given: &Option<Vec<String>>, default: &[&str]| -> Vec<String> {
+        match given {
+            Some(list) => list.clone(),
+            None => default.iter().map(|p| p.to_string()).collect(),
+        }
+    };
+    for path in list(&paths.masked, &MASKED) {
+        let target = root.join(path.trim_start_matches('/'));
         let Ok(meta) = std::fs::symlink_metadata(&target) else {
             continue;
         };
+        if meta.file_type().is_symlink() {
+            continue;
+        }
         if meta.is_dir() {
             mask_dir(sys, &target)?;
         } else {
@@ -80,10 +138,11 @@ pub fn protect_kernel_paths(sys: &dyn Mounts, root: &Path) -> Result<(), Isolati
                 .map_err(mount_err(&target))?;
         }
     }
-    for path in READ_ONLY {
-        let target = root.join(&path[1..]);
-        if std::fs::symlink_metadata(&target).is_err() {
-            continue;
+    for path in list(&paths.read_only, &READ_ONLY) {
+        let target = root.join(path.trim_start_matches('/'));
+        match std::fs::symlink_metadata(&target) {
+            Ok(meta) if !meta.file_type().is_symlink() => {}
+            _ => continue,
         }
         read_only_bind(sys, &target)?;
     }
@@ -203,6 +262,49 @@ fn attr_err<'a>(
 mod tests {
     use super::*;
     use crate::isolation::syscall::test::{Call, Recorder};
+    use std::path::PathBuf;
+
+    #[test]
+    fn given_lists_replace_rkts_and_symbolic_links_are_skipped() {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        std::fs::create_dir_all(r.join("proc/acpi")).unwrap();
+        std::fs::create_dir_all(r.join("bin")).unwrap();
+        std::fs::write(r.join("bin/ls"), "").unwrap();
+        std::fs::write(r.join("etc-file"), "").unwrap();
+        std::os::unix::fs::symlink("/etc/shadow", r.join("bin/link")).unwrap();
+        let paths = KernelPaths {
+            masked: Some(vec![
+                "/bin/ls".into(),
+                "/bin/link".into(),
+                "/missing".into(),
+            ]),
+            read_only: Some(vec!["/etc-file".into()]),
+        };
+        let sys = Recorder::default();
+        protect_paths(&sys, r, &paths).unwrap();
+        let targets: Vec<PathBuf> = sys
+            .calls
+            .take()
+            .into_iter()
+            .filter_map(|call| match call {
+                Call::Mount { target, .. } => Some(target),
+                _ => None,
+            })
+            .collect();
+        // /bin/ls masked (not /proc/acpi: rkt's list is replaced), /etc-file bound and made
+        // read-only; the link and the missing path skipped.
+        assert_eq!(
+            targets,
+            [r.join("bin/ls"), r.join("etc-file"), r.join("etc-file")]
+        );
+        let relative = KernelPaths {
+            masked: Some(vec!["proc/kcore".into()]),
+            read_only: None,
+        };
+        assert!(relative.check().is_err());
+        assert!(paths.check().is_ok());
+    }
 
     #[test]
     fn kernel_paths_are_masked_then_write_protected_where_they_exist() {

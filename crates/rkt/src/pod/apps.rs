@@ -229,6 +229,17 @@ pub fn add_with_volumes(
         let volume = mount.volume.clone();
         return Err(AppError::NoVolume { uuid, name, volume });
     }
+    if app.isolators.host_ipc {
+        return Err(AppError::Isolation {
+            uuid,
+            name,
+            source: isolation::IsolationError::BadValue {
+                flag: "host IPC",
+                value: "an app's".into(),
+                why: "the host's IPC namespace is the sandbox's setting, for the whole pod".into(),
+            },
+        });
+    }
     let settled = Isolation::new(&app.isolators, off).map_err(|source| AppError::Isolation {
         uuid: uuid.clone(),
         name: name.clone(),

@@ -316,6 +316,13 @@ fn settle_isolation(
         isolation::user_ns::check_available(Path::new(isolation::user_ns::MAX_USER_NAMESPACES))
             .map_err(failed)?;
     }
+    if apps.iter().any(|a| a.isolators.host_ipc) {
+        return Err(failed(isolation::IsolationError::BadValue {
+            flag: "host IPC",
+            value: "an app's".into(),
+            why: "the host's IPC namespace is a sandbox's setting, for the whole pod".into(),
+        }));
+    }
     let pod = Isolation::new(pod_isolators, opts.isolation_off).map_err(failed)?;
     let others = others
         .iter()

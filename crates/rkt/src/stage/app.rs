@@ -45,6 +45,8 @@ pub(super) struct PreparedApp {
 /// `/proc`, the compiled capabilities and filters, and whether its root is read-only.
 pub(super) struct AppIsolation {
     pub(super) paths: bool,
+    /// The masked and read-only paths (with `paths`).
+    pub(super) kernel_paths: isolation::paths::KernelPaths,
     pub(super) readonly_rootfs: bool,
     pub(super) prepared: isolation::Prepared,
     /// The systemd socket-activation descriptors (3 to 3 + N - 1) the app keeps; 0: none.
@@ -183,7 +185,8 @@ pub(super) fn enter_app(
     let root = app.rootfs.as_deref().unwrap_or(Path::new("/"));
     mounts::mount_proc(sys, root)?;
     if isolation.paths {
-        isolation::paths::protect_kernel_paths(sys, root).map_err(StageError::Isolation)?;
+        isolation::paths::protect_paths(sys, root, &isolation.kernel_paths)
+            .map_err(StageError::Isolation)?;
     }
     if let Some(rootfs) = &app.rootfs {
         mounts::enter_rootfs(sys, rootfs)?;
@@ -348,6 +351,7 @@ pub(super) fn prepare_app(
     let settled = record.app_isolation(index);
     let isolation = AppIsolation {
         paths: settled.paths,
+        kernel_paths: settled.kernel_paths.clone(),
         readonly_rootfs: settled.readonly_rootfs,
         prepared: settled.prepare().map_err(StageError::Isolation)?,
         listen_fds,
@@ -468,6 +472,7 @@ mod tests {
         }];
         let isolation = AppIsolation {
             paths: true,
+            kernel_paths: Default::default(),
             readonly_rootfs: false,
             prepared: isolation::Isolation::default().prepare().unwrap(),
             listen_fds: 0,

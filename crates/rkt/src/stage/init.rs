@@ -619,7 +619,9 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
     }
     let mut namespaces =
         CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWUTS | CloneFlags::CLONE_NEWPID;
-    if first.map_or(IpcMode::Private, |a| a.ipc) == IpcMode::Private {
+    // A sandbox asked for the host's IPC namespace keeps the runner's.
+    let host_ipc = manifest.sandbox.as_ref().is_some_and(|s| s.host_ipc);
+    if !host_ipc && first.map_or(IpcMode::Private, |a| a.ipc) == IpcMode::Private {
         namespaces |= CloneFlags::CLONE_NEWIPC;
     }
     let overlays = enter_mount_template(&apps);

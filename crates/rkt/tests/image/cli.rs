@@ -126,6 +126,61 @@ fn fetch_list_inspect_rm_and_gc() {
     assert_eq!(out.stdout(), "");
 }
 
+/// Registry mirrors (containerd's hosts.toml in `<config>/certs.d`): an image of a
+/// registry that does not exist is fetched from its mirror, over plain HTTP as the file
+/// says, and keeps the name it was asked by; a hosts file that cannot be used fails the
+/// fetch, naming the file.
+#[test]
+fn fetch_through_a_mirror_keeps_the_name() {
+    if !ready(
+        "fetch_through_a_mirror_keeps_the_name",
+        &["umoci", "skopeo", "docker-registry"],
+    ) {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let layout = busybox_layout(work.path());
+    let (registry, _) = image_common::registry_with(&layout);
+    let conf = work.path().join("etc");
+    let hosts = conf.join("certs.d/mirror.invalid");
+    std::fs::create_dir_all(&hosts).unwrap();
+    std::fs::write(
+        hosts.join("hosts.toml"),
+        format!(
+            "server = \"https://mirror.invalid\"\n\n[host.\"http://{}\"]\n  capabilities = \
+             [\"pull\", \"resolve\"]\n",
+            registry.addr
+        ),
+    )
+    .unwrap();
+    let data = work.path().join("data");
+    let dir = [
+        format!("--dir={}", data.display()),
+        format!("--local-config={}", conf.display()),
+    ];
+    let dir: Vec<&str> = dir.iter().map(String::as_str).collect();
+    rkt(&dir)
+        .args(&["fetch", "docker://mirror.invalid/test/busybox:v1"])
+        .run()
+        .assert_success();
+    rkt(&dir)
+        .args(&["image", "list"])
+        .run()
+        .assert_success()
+        .assert_stdout_contains("mirror.invalid/test/busybox:v1");
+    std::fs::write(hosts.join("hosts.toml"), "ca = \"/nowhere\"\n").unwrap();
+    rkt(&dir)
+        .args(&[
+            "fetch",
+            "--pull-policy=update",
+            "docker://mirror.invalid/test/busybox:v1",
+        ])
+        .run()
+        .assert_exit_code(254)
+        .assert_stderr_contains("hosts.toml")
+        .assert_stderr_contains("\"ca\"");
+}
+
 /// A fetch killed with SIGKILL while a layer streams leaves only a partial file in the
 /// store's tmp/, never a blob or an image; `rkt image gc` clears it and the next fetch
 /// succeeds. The layer is served through a FIFO, so the test decides when the fetch is

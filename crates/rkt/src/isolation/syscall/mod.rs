@@ -31,6 +31,8 @@ pub trait Syscall {
     fn set_identity(&self, id: &Identity) -> Result<(), Errno>;
     /// `prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap)`.
     fn raise_ambient(&self, cap: u8) -> Result<(), Errno>;
+    /// `prctl(PR_SET_NO_NEW_PRIVS, 1)`.
+    fn set_no_new_privs(&self) -> Result<(), Errno>;
 }
 
 /// The real calls, on the calling thread.
@@ -120,6 +122,12 @@ impl Syscall for Linux {
         // SAFETY: header and two data structs, as capset(2) with version 3 reads them.
         let rc =
             unsafe { libc::syscall(libc::SYS_capset, &header as *const CapHeader, data.as_ptr()) };
+        Errno::result(rc).map(drop)
+    }
+
+    fn set_no_new_privs(&self) -> Result<(), Errno> {
+        // SAFETY: prctl with integer arguments only.
+        let rc = unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1 as libc::c_ulong, 0, 0, 0) };
         Errno::result(rc).map(drop)
     }
 

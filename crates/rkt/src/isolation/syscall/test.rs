@@ -29,6 +29,7 @@ pub enum Call {
     /// uid, gid.
     SetIdentity(u32, u32),
     RaiseAmbient(u8),
+    NoNewPrivs,
     /// `mount(2)`: the source (for a bind or a move), the target, the filesystem type, the
     /// flags.
     Mount {
@@ -87,6 +88,9 @@ impl Syscall for Recorder {
     }
     fn raise_ambient(&self, cap: u8) -> Result<(), Errno> {
         self.record(Call::RaiseAmbient(cap))
+    }
+    fn set_no_new_privs(&self) -> Result<(), Errno> {
+        self.record(Call::NoNewPrivs)
     }
 }
 
