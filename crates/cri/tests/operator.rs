@@ -219,6 +219,12 @@ fn every_operator_command_on_a_pod_network() {
     assert_eq!(node.ok(&["ps", "-a", "-q"]), web_id);
     assert!(http_get(&format!("{ip}:80"), "/greeting").is_ok());
 
+    // rmi of the image a running container uses is refused, saying so; it serves on.
+    let refused = node.fails(&["rmi", IMAGE]);
+    assert!(refused.contains("in use"), "{refused}");
+    assert!(node.ok(&["images"]).contains("operator.test/test/busybox"));
+    assert!(http_get(&format!("{ip}:80"), "/greeting").is_ok());
+
     // stopp releases the network (no veth left), the pod stays listed, not ready; rmp
     // removes it, rmi the image.
     let t = Instant::now();
