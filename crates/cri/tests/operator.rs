@@ -456,6 +456,62 @@ fn a_server_killed_during_run_pod_sandbox_leaves_nothing() {
     node.assert_clean(&guard, &seen);
 }
 
+#[test]
+fn a_server_killed_during_many_run_pod_sandboxes_leaves_nothing() {
+    let Some(crictl) = ready("a_server_killed_during_many_run_pod_sandboxes_leaves_nothing") else {
+        return;
+    };
+    let _serial = serial();
+    const PODS: usize = 20;
+    let mut node = Node::new(&crictl, "");
+    let net = Net::new(node.work.path(), "kill-many");
+    net.write(&node.path("net.d"), "10-kill.conflist");
+    let guard = Guard::new(node.leak_ctx(&[&net]));
+    node.start();
+
+    // Twenty RunPodSandboxes at once, the server killed once about half the pods exist.
+    let configs: Vec<String> = (0..PODS)
+        .map(|i| node.pod_config(&format!("crowd{i}"), json!({})))
+        .collect();
+    let children: Vec<_> = configs
+        .iter()
+        .map(|c| {
+            node.crictl_command(&["runp", c])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    soon("half the pods' directories", || {
+        node.stored_pods().len() >= PODS / 2
+    });
+    node.kill_9();
+    let answered = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .filter(|o| o.status.success())
+        .count();
+    node.start();
+    let stored = node.stored_pods();
+    guard.remember();
+    eprintln!(
+        "{PODS} RunPodSandboxes at once, the server killed -9 at {} pods: {answered} answered; \
+         after the restart {} stored, {} listed",
+        PODS / 2,
+        stored.len(),
+        node.pod_ids().len()
+    );
+    node.ok(&["rmp", "-fa"]);
+    let left = wait_for_settled(&node);
+    assert!(left.is_empty(), "left after rmp -fa: {left:?}");
+    assert_eq!(node.ok(&["pods", "-q"]), "");
+
+    node.terminate();
+    net.assert_empty_and_remove();
+    node.assert_clean(&guard, &stored);
+}
+
 /// After `rmp -fa`: removes again what a still-working runner of a killed RPC made after
 /// the first removal listed the pods, for up to 10 s; returns the pods still stored then.
 fn wait_for_settled(node: &Node) -> Vec<String> {
@@ -799,6 +855,20 @@ fn fifty_pods_at_once() {
     assert_eq!(ips.len(), PODS, "addresses shared");
     assert_eq!(net.ports().len(), PODS);
 
+    // Listed quickly, and again by a server killed -9 and started again.
+    let t = Instant::now();
+    assert_eq!(node.pod_ids().len(), PODS);
+    let list_wall = t.elapsed();
+    node.kill_9();
+    let t = Instant::now();
+    node.start();
+    let mut listed = node.pod_ids();
+    let relist_wall = t.elapsed();
+    listed.sort();
+    let mut want = ids.clone();
+    want.sort();
+    assert_eq!(listed, want, "pods listed after kill -9");
+
     // A container created and started in each, all at once, as kubelet does.
     let ctr = node.container_config("worker", &SLEEP, json!({}));
     let t = Instant::now();
@@ -821,6 +891,11 @@ fn fifty_pods_at_once() {
     let running = node.ok(&["ps", "-q", "--state", "running"]);
     assert_eq!(running.lines().count(), PODS, "{running}");
     assert!(containers.iter().all(|c| running.contains(c.as_str())));
+    let (server_kib, held_kib, held) = node.memory_kib();
+    eprintln!(
+        "with {PODS} pods running (proportional set sizes): server {server_kib} KiB, its pods' \
+         {held} runners, inits, apps and log copiers {held_kib} KiB"
+    );
 
     let t = Instant::now();
     std::thread::scope(|s| {
@@ -832,8 +907,9 @@ fn fifty_pods_at_once() {
     let remove_wall = t.elapsed();
     assert_eq!(node.ok(&["pods", "-q"]), "");
     eprintln!(
-        "{PODS} pods at once: runp {run_wall:?} ({:.1} pods/s), a container created and \
-         started in each {start_wall:?}, rmp -f {remove_wall:?}",
+        "{PODS} pods at once: runp {run_wall:?} ({:.1} pods/s), pods -q {list_wall:?}, up \
+         again after kill -9 and listed {relist_wall:?}, a container created and started in \
+         each {start_wall:?}, rmp -f {remove_wall:?}",
         PODS as f64 / run_wall.as_secs_f64()
     );
 

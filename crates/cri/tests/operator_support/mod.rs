@@ -524,6 +524,29 @@ impl Node {
         found
     }
 
+    /// Proportional set size (a shared page counted once, split among its users) in KiB of
+    /// the server, and of the other processes of this node (the pods' runners, inits, apps
+    /// and log copiers), with their number.
+    pub fn memory_kib(&self) -> (u64, u64, usize) {
+        let pss = |pid: &str| -> u64 {
+            fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+                .unwrap_or_default()
+                .lines()
+                .find_map(|l| l.strip_prefix("Pss:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+                .unwrap_or(0)
+        };
+        let server = self.server_pid().map(|p| pss(&p.to_string())).unwrap_or(0);
+        let ids = self.stored_pods();
+        let others = self.processes(&ids);
+        let held = others
+            .iter()
+            .filter_map(|p| p.split(':').next())
+            .map(pss)
+            .sum();
+        (server, held, others.len())
+    }
+
     /// Asserts that nothing of this node's pods is left: no pod in the data directory, no
     /// process, and (through `guard`) no namespace, link, address, route, rule, lease,
     /// cache entry, mount or cgroup.
