@@ -7,7 +7,7 @@
 //! - every non-streaming command an operator uses, on pods that serve on their address and
 //!   on a host port;
 //! - the server restarted (SIGTERM, and kill -9) while pods run: they run on and are listed
-//!   again, then stopped and removed;
+//!   again, then stopped and removed; SIGTERM during RPCs ends the server, leaving nothing;
 //! - the server killed -9 during RunPodSandbox and during CreateContainer, at several
 //!   moments, started again, `crictl rmp -fa`: the leak checker finds nothing; the same
 //!   during StartContainer, StopPodSandbox and RemovePodSandbox;
@@ -344,6 +344,77 @@ fn a_restarted_server_finds_its_running_pods() {
     node.terminate();
     net.assert_empty_and_remove();
     node.assert_clean(&guard, &seen);
+}
+
+#[test]
+fn a_server_stopped_during_rpcs_ends_and_leaves_nothing() {
+    let Some(crictl) = ready("a_server_stopped_during_rpcs_ends_and_leaves_nothing") else {
+        return;
+    };
+    let _serial = serial();
+    const PODS: usize = 10;
+    let mut node = Node::new(&crictl, "");
+    let net = Net::new(node.work.path(), "term");
+    net.write(&node.path("net.d"), "10-term.conflist");
+    let guard = Guard::new(node.leak_ctx(&[&net]));
+    node.start();
+
+    // SIGTERM (a service manager's stop or restart) while RunPodSandboxes are under way:
+    // the server ends (within PATIENCE, else the test fails), each RPC answered or cut.
+    let configs: Vec<String> = (0..PODS)
+        .map(|i| node.pod_config(&format!("busy{i}"), json!({})))
+        .collect();
+    let children: Vec<_> = configs
+        .iter()
+        .map(|c| {
+            node.crictl_command(&["runp", c])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    soon("a pod's directory", || !node.stored_pods().is_empty());
+    let t = Instant::now();
+    node.terminate();
+    let stop_wall = t.elapsed();
+    let answered: Vec<String> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .collect();
+
+    // Started again, it lists every pod an answered RPC named; rmp -fa removes them all.
+    node.start();
+    let stored = node.stored_pods();
+    guard.remember();
+    let listed = node.pod_ids();
+    eprintln!(
+        "SIGTERM during {PODS} RunPodSandboxes: the server ended in {stop_wall:?}, {} \
+         answered, {} pods after the restart",
+        answered.len(),
+        listed.len()
+    );
+    for id in &answered {
+        assert!(
+            listed.contains(id),
+            "{id} answered but not listed: {listed:?}"
+        );
+    }
+    node.ok(&["rmp", "-fa"]);
+    let left = wait_for_settled(&node);
+    assert!(left.is_empty(), "left after rmp -fa: {left:?}");
+
+    // Idle after many calls (each a connection of its own), it ends promptly too.
+    for _ in 0..20 {
+        node.ok(&["version"]);
+    }
+    let t = Instant::now();
+    node.terminate();
+    eprintln!("SIGTERM, idle after 20 calls: ended in {:?}", t.elapsed());
+    net.assert_empty_and_remove();
+    node.assert_clean(&guard, &stored);
 }
 
 /// When a test kills the server during an RPC.

@@ -341,19 +341,30 @@ impl Node {
         }
     }
 
-    /// Stops the server as a service manager does (SIGTERM), waiting for it to end.
+    /// Stops the server as a service manager does (SIGTERM), waiting for it to end (a
+    /// server still running after [`PATIENCE`] is killed and the test fails).
     pub fn terminate(&mut self) {
-        if let Some(mut child) = self.server.take() {
-            let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-            let status = wait_for("rkt-cri to end after SIGTERM", PATIENCE, || {
-                child.try_wait().unwrap()
-            });
-            assert!(
-                status.success(),
-                "rkt-cri ended with {status} after SIGTERM"
-            );
-        }
+        let Some(mut child) = self.server.take() else {
+            return;
+        };
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let deadline = std::time::Instant::now() + PATIENCE;
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("rkt-cri still ran {PATIENCE:?} after SIGTERM (killed)");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(
+            status.success(),
+            "rkt-cri ended with {status} after SIGTERM"
+        );
     }
 
     /// What the server wrote to stderr so far.
