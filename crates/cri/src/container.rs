@@ -24,6 +24,11 @@ use crate::options::Config;
 use crate::proto;
 use crate::sandbox::{self, Sandbox};
 
+use rkt::stage::app_logs::LOG_COMMAND;
+
+/// How long an exited container is shown running while its log copier drains its output.
+const LOG_DRAIN_GRACE: Duration = Duration::from_secs(2);
+
 /// A container: its sandbox, app name and facts.
 pub struct Container {
     pub sandbox: Sandbox,
@@ -49,8 +54,25 @@ impl Container {
         match self.sandbox.status.app_state(index) {
             "created" => proto::ContainerState::ContainerCreated,
             "running" => proto::ContainerState::ContainerRunning,
+            _ if self.log_draining(index) => proto::ContainerState::ContainerRunning,
             _ => proto::ContainerState::ContainerExited,
         }
+    }
+
+    /// The app exited a moment ago and its log copier still writes what it printed last:
+    /// the container is shown exited only once its log is whole (as containerd waits for
+    /// a container's output before it reports the exit), or after [`LOG_DRAIN_GRACE`] (a
+    /// process the app left behind may hold its output open).
+    fn log_draining(&self, index: usize) -> bool {
+        let Some(record) = self.sandbox.status.record.apps.get(index) else {
+            return false;
+        };
+        let recent = record.finished.is_some_and(|t| t.age() < LOG_DRAIN_GRACE);
+        recent
+            && record.log_copier.is_some_and(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| c.split(|b| *b == 0).nth(1) == Some(LOG_COMMAND.as_bytes()))
+            })
     }
 }
 
@@ -697,9 +719,20 @@ pub fn stop(config: &Config, id: &str, timeout: i64) -> Result<(), Status> {
     }
     let timeout = Duration::from_secs(timeout.max(0) as u64);
     match apps::stop(&c.sandbox.pod, &c.app, timeout) {
-        Ok(()) | Err(AppError::NotRunning { .. }) => Ok(()),
-        Err(e) => Err(app_err(e)),
+        Ok(()) | Err(AppError::NotRunning { .. }) => {}
+        Err(e) => return Err(app_err(e)),
     }
+    // Returns once the container shows exited: its log drained (or the grace passed).
+    let deadline = std::time::Instant::now() + LOG_DRAIN_GRACE;
+    while std::time::Instant::now() < deadline {
+        match find(config, id)? {
+            Some(now) if now.state() == proto::ContainerState::ContainerRunning => {
+                std::thread::sleep(Duration::from_millis(5))
+            }
+            _ => break,
+        }
+    }
+    Ok(())
 }
 
 /// RemoveContainer: stops it (at once) if it runs and removes it; nothing when it is gone.

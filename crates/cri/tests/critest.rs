@@ -44,11 +44,11 @@ const KNOWN_FAILING: &[(&str, &str)] = &[
     ),
     (
         "mount with 'rshared'",
-        "mount propagation other than private is refused",
+        "mount propagation other than private is refused (the host path is cloned in the pod's mount namespace, which misses host mounts made after the pod started)",
     ),
     (
         "mount with 'rslave'",
-        "mount propagation other than private is refused",
+        "mount propagation other than private is refused (the host path is cloned in the pod's mount namespace, which misses host mounts made after the pod started)",
     ),
 ];
 

@@ -502,8 +502,8 @@ pub fn remove(pod: &Pod, name: &str, timeout: Duration) -> Result<(), AppError> 
 }
 
 /// Has app `name`'s log copier start a new file at the log's path, after someone else (a
-/// log rotator, kubelet) renamed the current one. Records already written stay in the
-/// renamed file; none is split or lost.
+/// log rotator, kubelet) renamed the current one, and returns once that file exists.
+/// Records already written stay in the renamed file; none is split or lost.
 pub fn reopen_log(pod: &Pod, name: &str) -> Result<(), AppError> {
     let manifest = pod.manifest()?;
     let index = index_of(pod, &manifest, name)?;
@@ -514,12 +514,24 @@ pub fn reopen_log(pod: &Pod, name: &str) -> Result<(), AppError> {
         .find(|a| a.name == name)
         .and_then(|a| a.log_copier);
     let path = log_file(&pod.dir, &manifest.apps[index]);
+    let no_copier = || AppError::NoLogCopier {
+        uuid: pod.uuid.clone(),
+        name: name.to_string(),
+    };
     match copier {
-        Some(pid) if crate::stage::app_logs::reopen(pid, &path) => Ok(()),
-        _ => Err(AppError::NoLogCopier {
-            uuid: pod.uuid.clone(),
-            name: name.to_string(),
-        }),
+        Some(pid) if crate::stage::app_logs::reopen(pid, &path) => {
+            // The copier reopens on its own thread: returns once the new file is there (a
+            // log rotator, kubelet, goes on with it at once).
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while !path.exists() {
+                if Instant::now() >= deadline || kill(Pid::from_raw(pid), None).is_err() {
+                    return Err(no_copier());
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Ok(())
+        }
+        _ => Err(no_copier()),
     }
 }
 
