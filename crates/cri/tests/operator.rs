@@ -284,6 +284,27 @@ fn a_restarted_server_finds_its_running_pods() {
         let pid = node.json(&["inspect", &ctr_id])["info"]["pid"].clone();
         pods.push((pod, pod_id, ctr_id, ip, pid));
     }
+    // And a container that ends while the server is down (killed -9).
+    let brief = node.container_config(
+        "brief",
+        &["sh", "-c", "sleep 1; echo done; exit 3"],
+        json!({}),
+    );
+    let brief_id = node.ok(&["create", "--no-pull", &pods[0].1, &brief, &pods[0].0]);
+    node.ok(&["start", &brief_id]);
+    node.kill_9();
+    std::thread::sleep(Duration::from_millis(1500));
+    node.start();
+    // Its pod's runner recorded the exit; the log is whole.
+    let inspect = wait_for("the brief container to be exited", PATIENCE, || {
+        let inspect = node.json(&["inspect", &brief_id]);
+        (inspect["status"]["state"] == "CONTAINER_EXITED").then_some(inspect)
+    });
+    assert_eq!(inspect["status"]["exitCode"], 3, "{inspect}");
+    let out = node.crictl(&["logs", &brief_id]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
+    let exited = node.ok(&["ps", "-q", "--state", "exited"]);
+    assert_eq!(exited, brief_id);
     guard.remember();
     let seen: Vec<String> = pods.iter().map(|p| uuid_of(&p.1)).collect();
 
