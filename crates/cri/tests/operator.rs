@@ -778,6 +778,20 @@ fn network_ready_follows_the_cni_directory() {
     assert!(refused.contains("no CNI network"), "{refused}");
     assert_eq!(node.stored_pods(), Vec::<String>::new());
 
+    // A file that is no configuration: still not ready, the reason naming the file.
+    std::fs::write(conf.join("05-broken.conflist"), "{\"name\": ").unwrap();
+    let info = node.json(&["info"]);
+    let ready = condition(&info, "NetworkReady");
+    assert_eq!(ready["status"], false, "{info}");
+    assert!(
+        ready["message"]
+            .as_str()
+            .unwrap()
+            .contains("05-broken.conflist"),
+        "{info}"
+    );
+    std::fs::remove_file(conf.join("05-broken.conflist")).unwrap();
+
     // A configuration dropped in: ready without a restart, and a pod gets an address.
     net.write(&conf, "10-late.conflist");
     let info = node.json(&["info"]);
