@@ -14,6 +14,7 @@
 //! - NetworkReady follows the CNI configuration directory without a restart;
 //! - pods on the networks the directories name (rkt's `paths` configuration, the server's
 //!   `--net-conf-dir`, and a network named with `--net-name`);
+//! - ten containers created, started, stopped and removed at once in one pod;
 //! - 50 pods created at once, all ready, a container started in each at once, all
 //!   removed, nothing left.
 //!
@@ -901,6 +902,75 @@ fn pods_on_the_networks_the_directories_name() {
         net.assert_empty_and_remove();
     }
     node.assert_clean(&guard, &seen);
+}
+
+#[test]
+fn ten_containers_in_one_pod_at_once() {
+    let Some(crictl) = ready("ten_containers_in_one_pod_at_once") else {
+        return;
+    };
+    let _serial = serial();
+    const CONTAINERS: usize = 10;
+    let images = tempfile::tempdir().unwrap();
+    let registry = registry(images.path());
+    let mut node = Node::new(&crictl, &registry.addr);
+    let net = Net::new(node.work.path(), "crowd");
+    net.write(&node.path("net.d"), "10-crowd.conflist");
+    let guard = Guard::new(node.leak_ctx(&[&net]));
+    node.start();
+    node.ok(&["pull", IMAGE]);
+    let pod = node.pod_config("crowded", json!({}));
+    let pod_id = node.ok(&["runp", &pod]);
+    guard.remember();
+
+    // RPCs on one pod run one at a time in the server; sent at once, each still succeeds.
+    let configs: Vec<String> = (0..CONTAINERS)
+        .map(|i| node.container_config(&format!("member{i}"), &SLEEP, json!({})))
+        .collect();
+    let all = |f: &(dyn Fn(&str) -> String + Sync), items: &[String]| -> Vec<String> {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = items.iter().map(|i| s.spawn(move || f(i))).collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        })
+    };
+    let t = Instant::now();
+    let ids = all(
+        &|c: &str| node.ok(&["create", "--no-pull", &pod_id, c, &pod]),
+        &configs,
+    );
+    all(&|id: &str| node.ok(&["start", id]), &ids);
+    eprintln!(
+        "{CONTAINERS} containers created and started at once in one pod: {:?}",
+        t.elapsed()
+    );
+    let running = node.ok(&["ps", "-q", "--pod", &pod_id, "--state", "running"]);
+    assert_eq!(running.lines().count(), CONTAINERS, "{running}");
+    let mut names: Vec<String> = ids
+        .iter()
+        .map(|id| node.json(&["inspect", id])["status"]["metadata"]["name"].to_string())
+        .collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), CONTAINERS, "{names:?}");
+
+    // Half stopped and the other half removed at once.
+    let (stop, remove) = ids.split_at(CONTAINERS / 2);
+    std::thread::scope(|s| {
+        for id in stop {
+            s.spawn(|| node.ok(&["stop", "--timeout", "2", id]));
+        }
+        for id in remove {
+            s.spawn(|| node.ok(&["rm", "-f", id]));
+        }
+    });
+    let left = node.ok(&["ps", "-a", "-q", "--pod", &pod_id]);
+    assert_eq!(left.lines().count(), CONTAINERS / 2, "{left}");
+    assert_eq!(node.ok(&["ps", "-q", "--pod", &pod_id]), "", "none runs");
+    node.ok(&["rmp", "-f", &pod_id]);
+
+    node.terminate();
+    net.assert_empty_and_remove();
+    node.assert_clean(&guard, &[uuid_of(&pod_id)]);
 }
 
 #[test]
