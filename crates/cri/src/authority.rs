@@ -58,13 +58,17 @@ impl AsyncWrite for Relayed {
 }
 
 /// Relays `client` to a new in-process stream, returned for the server; the relay runs on
-/// its own tasks until either side closes.
+/// its own tasks until either side closes, and passes each side's end of input on: the
+/// server sees the client's EOF (a half of the in-process stream dropped does not close
+/// it while the other half lives, and the server would hold the connection for ever, and a
+/// graceful shutdown wait for it).
 pub fn relay(client: UnixStream) -> Relayed {
     let (ours, theirs) = tokio::io::duplex(256 * 1024);
     let (client_read, mut client_write) = client.into_split();
-    let (mut server_read, server_write) = tokio::io::split(ours);
+    let (mut server_read, mut server_write) = tokio::io::split(ours);
     tokio::spawn(async move {
-        let _ = rewrite(client_read, server_write).await;
+        let _ = rewrite(client_read, &mut server_write).await;
+        let _ = server_write.shutdown().await;
     });
     tokio::spawn(async move {
         let _ = tokio::io::copy(&mut server_read, &mut client_write).await;

@@ -57,6 +57,12 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub net_conf_dir: Option<PathBuf>,
 
+    /// The pod network by name, instead of the first network of the CNI configuration
+    /// directory (CRI-O's cni_default_network): a network of that directory, read at each
+    /// RunPodSandbox and Status like the first; NetworkReady is false while it is not there.
+    #[arg(long, value_name = "NAME")]
+    pub net_name: Option<String>,
+
     /// Directories of CNI plugins, kubelet's --cni-bin-dir; may be repeated, each value may
     /// be a ':'-separated list. Replaces "net-plugin" of the paths configuration;
     /// /usr/lib/cni, /usr/libexec/cni and /opt/cni/bin are always searched last.
@@ -84,6 +90,8 @@ pub struct Config {
     /// The directories in effect: data, CNI configuration and plugins.
     pub dirs: EffectiveDirs,
     pub streaming_address: std::net::SocketAddr,
+    /// The pod network's name (`--net-name`); `None`: the first of the directory.
+    pub net_name: Option<String>,
     /// Each CNI plugin call's limit.
     pub plugin_timeout: Duration,
 }
@@ -108,6 +116,14 @@ impl Config {
                 args.streaming_address
             )
         })?;
+        if let Some(name) = &args.net_name {
+            if name.is_empty() || matches!(name.as_str(), "host" | "none") {
+                bail!(
+                    "--net-name={name:?}: name a network of the CNI configuration directory \
+                     (a pod in the host's network asks for it in its own config)"
+                );
+            }
+        }
         let cwd = std::env::current_dir().context("cannot read the current directory")?;
         let explicit = |flag: &'static str, given: &Option<PathBuf>| {
             let Some(dir) = given else {
@@ -145,6 +161,7 @@ impl Config {
             config_dirs,
             dirs,
             streaming_address,
+            net_name: args.net_name.clone(),
             plugin_timeout: cni::api::DEFAULT_TIMEOUT,
         })
     }
@@ -205,6 +222,7 @@ mod tests {
                 &["--streaming-address", "nowhere"][..],
                 "--streaming-address",
             ),
+            (&["--net-name", "host"][..], "--net-name"),
         ] {
             let e = Config::from_args(&args(argv)).unwrap_err().to_string();
             assert!(e.contains(flag), "{argv:?}: {e}");

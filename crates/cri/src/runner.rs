@@ -9,8 +9,9 @@
 //! (`/proc/self/exe`).
 
 use std::fs::File;
-use std::io::Read;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::io::{BufRead, BufReader};
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -27,7 +28,9 @@ use rkt::pod::run::{run_new, RunOptions, StartedNotice};
 use rkt::pod::{PodSpec, PodStore};
 use rkt::podstore::manifest::PodMeta;
 
-/// The hidden command.
+/// The hidden command. The library knows a process running it for a pod's runner
+/// (`rkt::pod::control::RUNNER_COMMANDS`): StopPodSandbox of a pod still starting stops
+/// its runner, which abandons the start and releases what it made.
 pub const RUNNER_COMMAND: &str = "sandbox-runner";
 /// The variable naming the descriptor the runner tells the server on.
 const NOTICE_FD_VAR: &str = "RKT_CRI_NOTICE_FD";
@@ -54,27 +57,39 @@ pub struct RunnerSpec {
 }
 
 /// Starts the runner for `spec` and waits until it says the pod runs: returns its UUID.
+///
+/// The runner's end of the notice pipe is inheritable in the runner only (made so between
+/// fork and exec): the server starts runners from many threads at once, and a copy
+/// inheritable in the server would be inherited by every runner started meanwhile, which
+/// would hold it open for its pod's life, so this read would never end.
 pub fn start(spec: &RunnerSpec) -> anyhow::Result<String> {
     let json = serde_json::to_string(spec).context("cannot encode the sandbox's spec")?;
     let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).context("cannot make a pipe")?;
-    // The runner's copy, without close-on-exec.
-    // SAFETY: dup(2) returns a new descriptor that nothing else owns.
-    let inherited =
-        unsafe { OwnedFd::from_raw_fd(nix::unistd::dup(write.as_raw_fd()).context("dup")?) };
-    drop(write);
-    let spawned = Command::new("/proc/self/exe")
+    let fd = write.as_raw_fd();
+    let mut command = Command::new("/proc/self/exe");
+    command
         .arg(RUNNER_COMMAND)
         .arg(json)
-        .env(NOTICE_FD_VAR, inherited.as_raw_fd().to_string())
+        .env(NOTICE_FD_VAR, fd.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .context("cannot start the sandbox's runner");
-    drop(inherited);
+        .stderr(Stdio::null());
+    // SAFETY: runs in the child between fork and exec, where only async-signal-safe calls
+    // are allowed: fcntl(2) is one, on the child's copy of a descriptor open in the parent.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let spawned = command.spawn().context("cannot start the sandbox's runner");
+    drop(write);
     let mut child = spawned?;
+    // One line: "started UUID" or "error MESSAGE"; nothing when the runner ended first.
     let mut said = String::new();
-    let read_result = File::from(read).read_to_string(&mut said);
+    let read_result = BufReader::new(File::from(read)).read_line(&mut said);
     // The runner goes on holding the pod; its exit is reaped by a thread of ours, so that
     // no zombie is left behind.
     std::thread::spawn(move || {
@@ -186,4 +201,12 @@ fn run(spec: &RunnerSpec, notice: StartedNotice) -> anyhow::Result<i32> {
     let store = PodStore::new(&spec.pods_dir);
     let outcome = run_new(&store, pod, &opts)?;
     Ok(outcome.exit_status)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_library_knows_the_runner_by_its_command() {
+        assert!(rkt::pod::control::RUNNER_COMMANDS.contains(&&[super::RUNNER_COMMAND][..]));
+    }
 }

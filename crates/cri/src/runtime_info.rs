@@ -20,7 +20,8 @@ pub fn version() -> proto::VersionResponse {
 }
 
 pub fn status(config: &Config, verbose: bool) -> proto::StatusResponse {
-    let network = crate::network::pod_network(&config.dirs.net_conf.value);
+    let network =
+        crate::network::pod_network(&config.dirs.net_conf.value, config.net_name.as_deref());
     let runtime = proto::RuntimeCondition {
         r#type: "RuntimeReady".into(),
         status: true,
@@ -52,6 +53,7 @@ pub fn status(config: &Config, verbose: bool) -> proto::StatusResponse {
                 "netConfDirFrom": dirs.net_conf.origin.to_string(),
                 "pluginPath": dirs.plugin_path(),
                 "podNetwork": network.as_ref().ok(),
+                "podNetworkNamed": config.net_name,
                 "registryHostsDirs": config.config_dirs.registry_hosts_dirs(),
                 "socket": config.socket,
                 "streamingAddress": config.streaming_address.to_string(),

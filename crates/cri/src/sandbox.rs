@@ -145,7 +145,8 @@ pub fn run(config: &Config, req: proto::RunPodSandboxRequest) -> Result<String, 
     let network = if host_network {
         "host".to_string()
     } else {
-        crate::network::pod_network(&config.dirs.net_conf.value).map_err(invalid)?
+        crate::network::pod_network(&config.dirs.net_conf.value, config.net_name.as_deref())
+            .map_err(invalid)?
     };
     let dns = cfg.dns_config.clone().unwrap_or_default();
     let mut ports = Vec::new();

@@ -91,13 +91,29 @@ fn lock_holder(dir: &Path) -> Option<i32> {
         })
 }
 
-/// Whether process `pid` is an `rkt run` or `rkt run-prepared` (its command line has that
-/// word; gc and rm, which hold a pod's lock while they release it, do not).
+/// The commands whose processes hold a pod as its runner: `rkt run`, `rkt run-prepared`,
+/// `rkt app sandbox` (the words `app sandbox`, detached or not) and rkt-cri's
+/// `sandbox-runner`, which holds a CRI pod sandbox (`crates/cri/src/runner.rs`). gc and rm,
+/// which hold a pod's lock while they release it, are none of these.
+pub const RUNNER_COMMANDS: [&[&str]; 4] = [
+    &["run"],
+    &["run-prepared"],
+    &["app", "sandbox"],
+    &["sandbox-runner"],
+];
+
+/// Whether process `pid` is a pod's runner: its command line has one of
+/// [`RUNNER_COMMANDS`] as whole, consecutive arguments.
 fn is_runner(pid: i32) -> bool {
-    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmdline| {
-        cmdline
-            .split(|b| *b == 0)
-            .any(|arg| arg == b"run" || arg == b"run-prepared")
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|cmdline| names_runner(&cmdline.split(|b| *b == 0).collect::<Vec<_>>()))
+}
+
+/// Whether the arguments `args` name one of [`RUNNER_COMMANDS`].
+fn names_runner(args: &[&[u8]]) -> bool {
+    RUNNER_COMMANDS.iter().any(|words| {
+        args.windows(words.len())
+            .any(|w| w.iter().zip(words.iter()).all(|(a, b)| *a == b.as_bytes()))
     })
 }
 
@@ -186,6 +202,29 @@ pub fn wait_ready(pod: &Pod, timeout: Option<Duration>) -> Result<Readiness, Pod
 mod tests {
     use super::*;
     use crate::pod::{App, PodState, PodStore};
+
+    #[test]
+    fn runners_are_known_by_their_command_words() {
+        let args = |line: &'static str| -> Vec<&'static [u8]> {
+            line.split(' ').map(str::as_bytes).collect()
+        };
+        for runner in [
+            "rkt --dir=/d run --net=none -- true",
+            "rkt run-prepared 1234",
+            "rkt --dir=/d app sandbox --net=default",
+            "/proc/self/exe sandbox-runner {}",
+        ] {
+            assert!(names_runner(&args(runner)), "{runner}");
+        }
+        for other in [
+            "rkt gc --grace-period=0s",
+            "rkt rm 1234",
+            "rkt --dir=/run app rm 1234 --app=sandbox",
+            "rkt app rm 1234 --app sandbox",
+        ] {
+            assert!(!names_runner(&args(other)), "{other}");
+        }
+    }
 
     #[test]
     fn stop_refuses_pods_that_do_not_run() {
