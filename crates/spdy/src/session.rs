@@ -120,6 +120,7 @@ pub struct Session {
     goaway_sent: bool,
     goaway_received: bool,
     failed: bool,
+    pings_received: u64,
 }
 
 impl Default for Session {
@@ -142,6 +143,7 @@ impl Session {
             goaway_sent: false,
             goaway_received: false,
             failed: false,
+            pings_received: 0,
         }
     }
 
@@ -280,6 +282,7 @@ impl Session {
             }
             Frame::Ping { id } => {
                 if id % 2 == 1 {
+                    self.pings_received += 1;
                     if !self.goaway_sent {
                         self.push(Frame::Ping { id });
                     }
@@ -509,6 +512,11 @@ impl Session {
     /// True once a protocol error ended the session.
     pub fn is_failed(&self) -> bool {
         self.failed
+    }
+
+    /// PINGs the client sent (each one echoed): a sign of a live client.
+    pub fn pings_received(&self) -> u64 {
+        self.pings_received
     }
 
     /// True once the client sent GOAWAY.
