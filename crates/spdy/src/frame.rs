@@ -288,6 +288,9 @@ impl FrameDecoder {
         let len = u32::from_be_bytes([0, head[5], head[6], head[7]]) as usize;
         if word & 0x8000_0000 == 0 {
             let stream_id = word & MAX_STREAM_ID;
+            if stream_id == 0 {
+                return Err(FrameError::ZeroStreamId { frame: "DATA" });
+            }
             if len > self.limits.max_data_len {
                 // Drop the payload as it arrives; the stream is reset by the session.
                 let have = avail.len() - 8;
@@ -302,9 +305,6 @@ impl FrameDecoder {
             }
             if avail.len() < 8 + len {
                 return Ok(Step::NeedMore);
-            }
-            if stream_id == 0 {
-                return Err(FrameError::ZeroStreamId { frame: "DATA" });
             }
             let data = avail[8..8 + len].to_vec();
             self.start += 8 + len;

@@ -292,6 +292,8 @@ fn malformed_frames_are_session_errors() {
         ),
         ("SYN_REPLY of 3 bytes", hex("8003000200000003000001")),
         ("DATA on stream 0", hex("000000000000000161")),
+        // Found by fuzz_smoke: too large and on stream 0, there is no stream to reset.
+        ("oversized DATA on stream 0", hex("0000000000ffffff")),
         (
             "header block not zlib",
             hex("800300020000000b00000001deadbeefcafe00"),
