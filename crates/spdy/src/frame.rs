@@ -552,15 +552,7 @@ impl FrameEncoder {
                 stream_id,
                 fin,
                 data,
-            } => {
-                check_id(*stream_id)?;
-                if data.len() > MAX_PAYLOAD {
-                    return Err(EncodeError::TooLong { len: data.len() });
-                }
-                out.extend_from_slice(&stream_id.to_be_bytes());
-                push_flags_len(out, if *fin { FLAG_FIN } else { 0 }, data.len());
-                out.extend_from_slice(data);
-            }
+            } => encode_data(*stream_id, *fin, data, out)?,
             Frame::SynStream {
                 stream_id,
                 associated_to,
@@ -669,6 +661,25 @@ impl FrameEncoder {
         out.extend_from_slice(&block);
         Ok(())
     }
+}
+
+/// Appends a DATA frame without building a [`Frame`] (DATA needs no compression
+/// context, so this is a free function); nothing is appended on error.
+pub fn encode_data(
+    stream_id: u32,
+    fin: bool,
+    data: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
+    check_id(stream_id)?;
+    if data.len() > MAX_PAYLOAD {
+        return Err(EncodeError::TooLong { len: data.len() });
+    }
+    out.reserve(8 + data.len());
+    out.extend_from_slice(&stream_id.to_be_bytes());
+    push_flags_len(out, flag(fin, FLAG_FIN), data.len());
+    out.extend_from_slice(data);
+    Ok(())
 }
 
 fn flag(set: bool, bit: u8) -> u8 {

@@ -441,19 +441,11 @@ impl Session {
             .clamp(1, crate::frame::MAX_PAYLOAD);
         let mut chunks = data.chunks(size).peekable();
         if chunks.peek().is_none() {
-            self.push(Frame::Data {
-                stream_id,
-                fin,
-                data: Vec::new(),
-            });
+            crate::frame::encode_data(stream_id, fin, &[], &mut self.out)?;
         }
         while let Some(chunk) = chunks.next() {
             let last = chunks.peek().is_none();
-            self.push(Frame::Data {
-                stream_id,
-                fin: fin && last,
-                data: chunk.to_vec(),
-            });
+            crate::frame::encode_data(stream_id, fin && last, chunk, &mut self.out)?;
         }
         self.forget_if_done(stream_id);
         Ok(())
