@@ -29,8 +29,11 @@ impl Headers {
     }
 
     /// The first value of `name` (compared case-insensitively).
-    pub fn get<'a>(&'a self, name: &'a str) -> Option<&'a str> {
-        self.get_all(name).next()
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.pairs
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .and_then(|(_, v)| v.split('\0').next())
     }
 
     /// Every value of `name`, in order; a value sent NUL-joined counts as several.

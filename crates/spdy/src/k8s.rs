@@ -266,7 +266,12 @@ pub enum Outcome {
 
 /// The bytes to write on the error stream before closing it. Before v4 success is
 /// silence and failure is text; v4 (and v5) send a `metav1.Status` in JSON.
+/// An exit code of 0 is reported as success.
 pub fn error_stream_message(protocol: StreamProtocol, outcome: &Outcome) -> Vec<u8> {
+    let outcome = match outcome {
+        Outcome::ExitCode(0) => &Outcome::Success,
+        other => other,
+    };
     let text = match outcome {
         Outcome::Success => None,
         Outcome::ExitCode(code) => Some(format!(
@@ -507,6 +512,10 @@ X-Stream-Protocol-Version: portforward.k8s.io\r\n\r\n",
             Ok(Outcome::ExitCode(3))
         );
         assert!(error_stream_message(StreamProtocol::V3, &Outcome::Success).is_empty());
+        assert_eq!(
+            error_stream_message(StreamProtocol::V4, &Outcome::ExitCode(0)),
+            error_stream_message(StreamProtocol::V4, &Outcome::Success)
+        );
         let v2 = error_stream_message(
             StreamProtocol::V2,
             &Outcome::Error("no such container".into()),
