@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rkt_spdy::blocking::Connection;
 use rkt_spdy::http::RequestHead;
@@ -129,6 +129,9 @@ fn serve() -> SocketAddr {
 }
 
 fn handle(mut stream: TcpStream) -> Result<(), String> {
+    // Frames are small and written one by one: without this, Nagle's algorithm and the
+    // client's delayed ACK add ~40 ms to an exec.
+    stream.set_nodelay(true).map_err(|e| e.to_string())?;
     stream
         .set_read_timeout(Some(Duration::from_secs(60)))
         .map_err(|e| e.to_string())?;
@@ -344,7 +347,6 @@ fn port_forward(conn: Arc<Connection<TcpStream>>, mut reader: TcpStream) -> Resu
 fn client_go_exec_v4_with_exit_code() {
     let Some(probe) = probe() else { return };
     let addr = serve();
-    let start = Instant::now();
     let out = run_probe(
         &probe,
         &[
@@ -356,10 +358,14 @@ fn client_go_exec_v4_with_exit_code() {
     assert_eq!(out["stdout"], "hello from stdin", "{out}");
     assert_eq!(out["stderr"], "err", "{out}");
     assert_eq!(out["code"], 3, "{out}");
-    eprintln!("exec round trip through client-go: {:?}", start.elapsed());
     let ok = run_probe(&probe, &["exec", &format!("http://{addr}/exec?exit=0"), ""]);
     assert_eq!(ok["code"], 0, "{ok}");
     assert_eq!(ok["stdout"], "", "{ok}");
+    // A measurement, not an assertion: the SPDY session of an exec, end to end.
+    eprintln!(
+        "client-go exec session: {} ms (first), {} ms (second)",
+        out["millis"], ok["millis"]
+    );
 }
 
 #[test]

@@ -36,6 +36,8 @@ type result struct {
 	Stderr string `json:"stderr"`
 	Code   int    `json:"code"`
 	Error  string `json:"error,omitempty"`
+	// Millis is the time from the upgrade request to the end of the session.
+	Millis float64 `json:"millis"`
 }
 
 type oneSize struct {
@@ -91,6 +93,7 @@ func runExec(tty bool) {
 		Tty:    tty,
 	}
 	done := make(chan struct{})
+	start := time.Now()
 	if tty {
 		w, _ := strconv.Atoi(os.Args[4])
 		h, _ := strconv.Atoi(os.Args[5])
@@ -100,7 +103,7 @@ func runExec(tty bool) {
 	}
 	err = ex.Stream(opts)
 	close(done)
-	res := result{Stdout: stdout.String(), Stderr: stderr.String()}
+	res := result{Stdout: stdout.String(), Stderr: stderr.String(), Millis: float64(time.Since(start).Microseconds()) / 1000}
 	if err != nil {
 		if exit, ok := err.(utilexec.ExitError); ok {
 			res.Code = exit.ExitStatus()
