@@ -477,3 +477,90 @@ fn spdystream_reference_frames_still_match() {
     }
     assert_eq!(n, 10);
 }
+
+#[test]
+fn spdystream_reads_what_we_encode() {
+    use rkt_spdy::frame::Setting;
+    use rkt_spdy::{Frame, FrameEncoder, GoAwayStatus, RstStatus};
+    let Some(probe) = probe() else { return };
+    let h = |pairs: &[(&str, &str)]| pairs.iter().copied().collect::<Headers>();
+    let frames = [
+        Frame::SynStream {
+            stream_id: 1,
+            associated_to: 0,
+            priority: 3,
+            slot: 0,
+            fin: true,
+            unidirectional: false,
+            headers: h(&[("streamtype", "data"), ("port", "8080"), ("requestid", "0")]),
+        },
+        Frame::SynReply {
+            stream_id: 1,
+            fin: false,
+            headers: h(&[("X-Multi", "a"), ("x-multi", "b"), ("status", "200 OK")]),
+        },
+        Frame::SynReply {
+            stream_id: 3,
+            fin: true,
+            headers: Headers::new(),
+        },
+        Frame::Headers {
+            stream_id: 1,
+            fin: false,
+            headers: h(&[("streamtype", "data"), ("big", &"v".repeat(5000))]),
+        },
+        Frame::Data {
+            stream_id: 1,
+            fin: true,
+            data: b"bytes\n".to_vec(),
+        },
+        Frame::RstStream {
+            stream_id: 5,
+            status: RstStatus::REFUSED_STREAM,
+        },
+        Frame::Settings {
+            clear: false,
+            entries: vec![Setting {
+                flags: 1,
+                id: 4,
+                value: 100,
+            }],
+        },
+        Frame::Ping { id: 2 },
+        Frame::GoAway {
+            last_good_stream_id: 5,
+            status: GoAwayStatus::PROTOCOL_ERROR,
+        },
+        Frame::WindowUpdate {
+            stream_id: 1,
+            delta: 1000,
+        },
+    ];
+    let mut enc = FrameEncoder::new();
+    let mut wire = Vec::new();
+    for f in &frames {
+        enc.encode(f, &mut wire).unwrap();
+    }
+    let mut child = Command::new(&probe)
+        .arg("readframes")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), &wire).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let want = [
+        "SYN_STREAM 1 flags=1 pri=3 port=8080,requestid=0,streamtype=data".to_string(),
+        "SYN_REPLY 1 flags=0 status=200 OK,x-multi=a|b".into(),
+        "SYN_REPLY 3 flags=1 ".into(),
+        "HEADERS 1 flags=0 big=<5000 bytes>,streamtype=data".into(),
+        "DATA 1 flags=1 \"bytes\\n\"".into(),
+        "RST_STREAM 5 status=3".into(),
+        "SETTINGS flags=0 [{1 4 100}]".into(),
+        "PING 2".into(),
+        "GOAWAY 5 status=1".into(),
+        "WINDOW_UPDATE 1 1000".into(),
+    ];
+    assert_eq!(text.lines().collect::<Vec<_>>(), want);
+}

@@ -7,6 +7,7 @@
 //	rkt-spdy-probe tty URL STDIN W H     exec with a tty and one resize
 //	rkt-spdy-probe portforward URL PORT MESSAGE
 //	rkt-spdy-probe frames                reference frames from spdystream's framer, in hex
+//	rkt-spdy-probe readframes            frames on stdin, as spdystream's framer reads them
 package main
 
 import (
@@ -19,6 +20,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -66,6 +68,8 @@ func main() {
 		runPortForward()
 	case "frames":
 		frames()
+	case "readframes":
+		readFrames()
 	default:
 		fail("unknown mode " + os.Args[1])
 	}
@@ -193,4 +197,65 @@ func frames() {
 	emit(&spdy.PingFrame{Id: 7})
 	emit(&spdy.GoAwayFrame{LastGoodStreamId: 3, Status: spdy.GoAwayOK})
 	emit(&spdy.WindowUpdateFrame{StreamId: 1, DeltaWindowSize: 65536})
+}
+
+// readFrames decodes stdin with one spdystream framer and prints each frame on a line.
+func readFrames() {
+	input, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		fail(err.Error())
+	}
+	framer, err := spdy.NewFramer(io.Discard, bytes.NewReader(input))
+	if err != nil {
+		fail(err.Error())
+	}
+	headers := func(h http.Header) string {
+		names := make([]string, 0, len(h))
+		for n := range h {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		parts := []string{}
+		for _, n := range names {
+			v := strings.Join(h[n], "|")
+			if len(v) > 64 {
+				v = fmt.Sprintf("<%d bytes>", len(v))
+			}
+			// http.Header canonicalises names; SPDY's are lowercase.
+			parts = append(parts, strings.ToLower(n)+"="+v)
+		}
+		return strings.Join(parts, ",")
+	}
+	for {
+		frame, err := framer.ReadFrame()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			fmt.Printf("error %v\n", err)
+			return
+		}
+		switch f := frame.(type) {
+		case *spdy.SynStreamFrame:
+			fmt.Printf("SYN_STREAM %d flags=%d pri=%d %s\n", f.StreamId, f.CFHeader.Flags, f.Priority, headers(f.Headers))
+		case *spdy.SynReplyFrame:
+			fmt.Printf("SYN_REPLY %d flags=%d %s\n", f.StreamId, f.CFHeader.Flags, headers(f.Headers))
+		case *spdy.HeadersFrame:
+			fmt.Printf("HEADERS %d flags=%d %s\n", f.StreamId, f.CFHeader.Flags, headers(f.Headers))
+		case *spdy.DataFrame:
+			fmt.Printf("DATA %d flags=%d %q\n", f.StreamId, f.Flags, f.Data)
+		case *spdy.RstStreamFrame:
+			fmt.Printf("RST_STREAM %d status=%d\n", f.StreamId, f.Status)
+		case *spdy.SettingsFrame:
+			fmt.Printf("SETTINGS flags=%d %v\n", f.CFHeader.Flags, f.FlagIdValues)
+		case *spdy.PingFrame:
+			fmt.Printf("PING %d\n", f.Id)
+		case *spdy.GoAwayFrame:
+			fmt.Printf("GOAWAY %d status=%d\n", f.LastGoodStreamId, f.Status)
+		case *spdy.WindowUpdateFrame:
+			fmt.Printf("WINDOW_UPDATE %d %d\n", f.StreamId, f.DeltaWindowSize)
+		default:
+			fmt.Printf("other %T\n", f)
+		}
+	}
 }
