@@ -66,49 +66,87 @@ pub fn release_dead(store: &PodStore, plugin_timeout: Duration) -> ReapReport {
             dir: store.dir().join(&uuid),
             uuid,
         };
-        if store.remove_stale_mark(&pod.uuid) {
-            continue;
-        }
-        // A live runner (or gc, rm, another releaser) holds the pod's lock exclusively.
-        if !matches!(PodLock::try_lock(&pod.dir, false), Ok(Some(_))) {
-            continue;
-        }
-        // Held until the pod is released, so that gc and rm wait for this releaser rather
-        // than take the pod for a live runner's. Another releaser holding it: its pod.
-        let releasing = match PodLock::try_lock(&pod.mark_path(), true) {
-            Ok(Some(lock)) => lock,
-            _ => continue,
-        };
-        // Retried briefly: a reader's probe (`rkt status`) holds it shared for an instant.
-        let lock = match PodLock::lock_exclusive_soon(&pod.dir) {
-            Ok(Some(lock)) => lock,
-            Ok(None) => continue,
-            Err(e) if e.is_gone() => continue,
-            Err(e) => {
-                report.errors.push(e.into());
-                continue;
-            }
-        };
-        // Another releaser (or gc) was here first and finished.
-        if !pod.is_marked_running() {
-            continue;
-        }
-        match reap_locked(&pod, plugin_timeout) {
-            Ok(Some(errors)) => {
-                if errors.is_empty() {
-                    report.released.push(pod.uuid.clone());
-                }
-                report.errors.extend(errors);
-            }
-            Ok(None) => {}
-            Err(e) if e.is_gone() => {}
-            Err(e) => report.errors.push(e.into()),
-        }
-        drop(lock);
-        drop(releasing);
+        release_marked(store, &pod, plugin_timeout, &mut report);
     }
     report.released.sort();
     report
+}
+
+/// Pod `uuid` of `store` when its runner is gone: released now, or once the releaser at
+/// work on it is done. For a command that finds the pod in its way (a host port it still
+/// forwards) and would otherwise fail until the background releaser is through. True when
+/// the pod was released here or by that releaser; false for a live runner's pod (or one
+/// that could not be released, which gc reports).
+pub fn release_now_if_dead(store: &PodStore, uuid: &str, plugin_timeout: Duration) -> bool {
+    let pod = Pod {
+        dir: store.dir().join(uuid),
+        uuid: uuid.to_string(),
+    };
+    if !pod.is_marked_running() {
+        return false;
+    }
+    match wait_for_releaser(&pod) {
+        Ok(Some(_lock)) => return true,
+        Ok(None) => {}
+        Err(_) => return false,
+    }
+    let mut report = ReapReport::default();
+    release_marked(store, &pod, plugin_timeout, &mut report) && report.errors.is_empty()
+}
+
+/// Releases marked pod `pod` when its lock can be taken at once (see the module's docs),
+/// adding to `report`; true when it was released here.
+fn release_marked(
+    store: &PodStore,
+    pod: &Pod,
+    plugin_timeout: Duration,
+    report: &mut ReapReport,
+) -> bool {
+    if store.remove_stale_mark(&pod.uuid) {
+        return false;
+    }
+    // A live runner (or gc, rm, another releaser) holds the pod's lock exclusively.
+    if !matches!(PodLock::try_lock(&pod.dir, false), Ok(Some(_))) {
+        return false;
+    }
+    // Held until the pod is released, so that gc and rm wait for this releaser rather
+    // than take the pod for a live runner's. Another releaser holding it: its pod.
+    let Ok(Some(releasing)) = PodLock::try_lock(&pod.mark_path(), true) else {
+        return false;
+    };
+    // Retried briefly: a reader's probe (`rkt status`) holds it shared for an instant.
+    let lock = match PodLock::lock_exclusive_soon(&pod.dir) {
+        Ok(Some(lock)) => lock,
+        Ok(None) => return false,
+        Err(e) if e.is_gone() => return false,
+        Err(e) => {
+            report.errors.push(e.into());
+            return false;
+        }
+    };
+    // Another releaser (or gc) was here first and finished.
+    if !pod.is_marked_running() {
+        return false;
+    }
+    let released = match reap_locked(pod, plugin_timeout) {
+        Ok(Some(errors)) => {
+            let clean = errors.is_empty();
+            if clean {
+                report.released.push(pod.uuid.clone());
+            }
+            report.errors.extend(errors);
+            clean
+        }
+        Ok(None) => false,
+        Err(e) if e.is_gone() => false,
+        Err(e) => {
+            report.errors.push(e.into());
+            false
+        }
+    };
+    drop(lock);
+    drop(releasing);
+    released
 }
 
 /// How long gc and rm wait for a releaser to finish with a pod.

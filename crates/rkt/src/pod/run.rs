@@ -26,7 +26,8 @@ use nix::sys::signal::Signal;
 use crate::isolation::{self, Isolation, IsolationError};
 use crate::netns::{self, NetnsError};
 use crate::networking::{
-    self, HostPorts, NetError, NetInfo, NetOptions, NetSelection, PlannedNet, PodNet, PortsLock,
+    self, HostPorts, NetError, NetInfo, NetOptions, NetSelection, PlannedNet, PodNet, PortError,
+    PortsLock,
 };
 use crate::stage::{self, signals, StageError, StageSpec};
 
@@ -265,8 +266,22 @@ fn before_create(
         cleanup: Vec::new(),
     };
     stage::volumes::check_host_targets(apps).map_err(|e| failed(RunError::Mounts(e)))?;
-    networking::reserve_ports(&opts.net, pods_dir, own_uuid)
-        .map_err(|e| failed(RunError::Options(e)))
+    let reserve = || networking::reserve_ports(&opts.net, pods_dir, own_uuid);
+    match reserve() {
+        // A pod whose runner died still forwards the port: released now (the command's
+        // background releaser may be at it already), then the ports are tried again.
+        Err(NetError::Ports(PortError::Taken { uuid, .. }))
+            if super::reap::release_now_if_dead(
+                &PodStore::new(pods_dir),
+                &uuid,
+                opts.plugin_timeout,
+            ) =>
+        {
+            reserve()
+        }
+        other => other,
+    }
+    .map_err(|e| failed(RunError::Options(e)))
 }
 
 /// What the apps of a pod run with: the first app's isolation, which also holds the pod's
