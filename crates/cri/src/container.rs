@@ -15,7 +15,7 @@ use rkt::isolation::seccomp::{Mode, SeccompSpec};
 use rkt::isolation::{cgroups, user, Disabled, Isolators};
 use rkt::pod::apps::{self, AppError};
 use rkt::pod::App;
-use rkt::podstore::{AppLog, Mount, Volume, VolumeKind};
+use rkt::podstore::{AppLog, Mount, Propagation, Volume, VolumeKind};
 
 use crate::error::{internal, invalid, lib, not_found};
 use crate::images;
@@ -369,16 +369,6 @@ fn app_for(
                 m.container_path
             )));
         }
-        if m.propagation != proto::MountPropagation::PropagationPrivate as i32 {
-            return Err(invalid(format!(
-                "mount {} → {}: propagation {} is not supported by rkt-cri yet (private is)",
-                m.host_path,
-                m.container_path,
-                proto::MountPropagation::try_from(m.propagation)
-                    .map(|p| p.as_str_name())
-                    .unwrap_or("unknown")
-            )));
-        }
         let source = PathBuf::from(&m.host_path);
         if !source.is_absolute() {
             return Err(invalid(format!(
@@ -399,12 +389,29 @@ fn app_for(
         let source = std::fs::canonicalize(&source)
             .map_err(|e| invalid(format!("mount: host path {}: {e}", source.display())))?;
         let volume = format!("{name}/{i}");
+        // Cloned in the host's mount namespace when the container starts, as containerd
+        // binds it then; rslave and rshared need the host's side shared (checked now, and
+        // again at the start).
+        let propagation = match proto::MountPropagation::try_from(m.propagation) {
+            Ok(proto::MountPropagation::PropagationPrivate) => Propagation::Private,
+            Ok(proto::MountPropagation::PropagationHostToContainer) => Propagation::Rslave,
+            Ok(proto::MountPropagation::PropagationBidirectional) => Propagation::Rshared,
+            Err(_) => {
+                return Err(invalid(format!(
+                    "mount {} → {}: unknown propagation {}",
+                    m.host_path, m.container_path, m.propagation
+                )))
+            }
+        };
+        rkt::stage::volumes::check_propagation(&volume, &source, propagation)
+            .map_err(|e| invalid(format!("mount {} → {}: {e}", m.host_path, m.container_path)))?;
         volumes.push(Volume {
             name: volume.clone(),
             kind: VolumeKind::Host {
                 source,
                 read_only: m.readonly,
                 recursive: true,
+                propagation: Some(propagation),
             },
         });
         mounts.push(Mount {

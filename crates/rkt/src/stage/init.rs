@@ -654,6 +654,7 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
             only,
             args.netns.is_some(),
             &manifest.volumes,
+            Vec::new(),
         )?;
     }
     sethostname(&args.hostname).map_err(|source| StageError::Hostname {
