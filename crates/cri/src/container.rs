@@ -285,8 +285,10 @@ fn app_for(
         ("PID", namespaces.pid, pod),
         ("IPC", namespaces.ipc, if host_ipc { node } else { pod }),
     ] {
-        // POD: the sandbox's, whatever it is (crictl leaves the modes unset).
-        if mode == sandbox_mode || mode == pod {
+        // POD: the sandbox's, whatever it is (crictl leaves the modes unset). CONTAINER
+        // for PID: a PID namespace of the app's own, inside the pod's.
+        let own_pid = what == "PID" && mode == proto::NamespaceMode::Container as i32;
+        if mode == sandbox_mode || mode == pod || own_pid {
             continue;
         }
         let which = match proto::NamespaceMode::try_from(mode) {
@@ -300,6 +302,7 @@ fn app_for(
              container has its sandbox's)"
         )));
     }
+    let own_pid_ns = namespaces.pid == proto::NamespaceMode::Container as i32;
     let mut off = Disabled::default();
     if security.privileged {
         off = Disabled {
@@ -491,6 +494,7 @@ fn app_for(
             None => None,
         };
         let mut app = App::new(name, argv);
+        app.own_pid_ns = own_pid_ns;
         app.env = env.clone();
         app.working_dir = working_dir.clone();
         app.mounts = mounts.clone();

@@ -38,10 +38,6 @@ const KNOWN_FAILING: &[(&str, &str)] = &[
         "should support HostPID",
         "an rkt sandbox has its own PID namespace; the host's is refused",
     ),
-    (
-        "should support ContainerPID",
-        "a container's own PID namespace inside a sandbox is refused",
-    ),
 ];
 
 fn harness() -> PathBuf {

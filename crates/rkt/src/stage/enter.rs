@@ -56,15 +56,24 @@ pub fn app_host_pid(init_pid: i32, pod_pid: i32) -> Option<i32> {
             // A kernel without CONFIG_PROC_CHILDREN: every process whose parent it is.
             Err(_) => children_by_scan(init_pid),
         };
-    children.into_iter().find(|child| {
-        let status = std::fs::read_to_string(format!("/proc/{child}/status")).unwrap_or_default();
-        status
+    // The pod's namespace is the init's innermost: a child's PID there is at the init's
+    // depth of its `NSpid` (an app in a PID namespace of its own has one more, its 1).
+    let ns_pids = |pid: i32| -> Vec<i32> {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap_or_default()
             .lines()
             .find_map(|l| l.strip_prefix("NSpid:"))
-            .and_then(|ids| ids.split_whitespace().last())
-            .and_then(|id| id.parse::<i32>().ok())
-            == Some(pod_pid)
-    })
+            .map(|ids| {
+                ids.split_whitespace()
+                    .filter_map(|i| i.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let depth = ns_pids(init_pid).len().checked_sub(1)?;
+    children
+        .into_iter()
+        .find(|child| ns_pids(*child).get(depth) == Some(&pod_pid))
 }
 
 /// The processes whose parent is `pid`, from each `/proc/<pid>/status`.

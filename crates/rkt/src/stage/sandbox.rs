@@ -424,6 +424,23 @@ fn helper(args: &HelperArgs, status: &mut File, go: &OwnedFd) -> Result<(), Stag
         }
         Ok(ForkResult::Child) => {
             drop((ready_read, go_child_write, pid_read));
+            // An app of its own PID namespace is its PID 1; the go-between stays in the
+            // pod's, so the app, orphaned, is still the pod's init's to reap, by the PID
+            // it has in the pod's namespace (what the fork returns).
+            if prepared.app.own_pid_ns {
+                if let Err(source) = nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWPID) {
+                    report(
+                        status,
+                        &StageError::Sys {
+                            what: "unshare a PID namespace for the app in",
+                            path: args.pod_dir.clone(),
+                            source,
+                        },
+                    );
+                    // SAFETY: _exit(2) ends this child without running exit handlers.
+                    unsafe { libc::_exit(SETUP_FAILED) }
+                }
+            }
             // SAFETY: the go-between is single-threaded too.
             let code = match unsafe { fork() } {
                 Err(_) => SETUP_FAILED,
