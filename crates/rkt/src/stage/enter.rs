@@ -132,12 +132,12 @@ pub fn enter(spec: &EnterSpec) -> Result<i32, StageError> {
     };
     let (status_read, status_write) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| spawn_err(e.into()))?;
-    // The helper inherits a copy without close-on-exec (`rkt enter` starts no other
-    // process meanwhile), as the stage does its status pipe.
-    let inherited = super::inheritable(&status_write).map_err(spawn_err)?;
-    drop(status_write);
+    // The helper keeps the status pipe's end, made inheritable in it alone (a CRI server
+    // execs from many threads at once).
+    let inherited = status_write;
     let sealed = super::sealed_exe::seal(spec.exe)?;
     let mut cmd = Command::new(sealed.path());
+    super::inherit_in_child(&mut cmd, vec![inherited.as_raw_fd()]);
     cmd.arg0("rkt")
         .arg(ENTER_COMMAND)
         .args(["--status-fd", &inherited.as_raw_fd().to_string()])

@@ -155,18 +155,20 @@ pub fn start_app(
     let pipe = || pipe2(OFlag::O_CLOEXEC).map_err(|e| spawn_err(e.into()));
     let (status_read, status_write) = pipe()?;
     let (go_read, go_write) = pipe()?;
-    let inherit = |fd: &OwnedFd| super::inheritable(fd).map_err(spawn_err);
-    let status_fd = inherit(&status_write)?;
-    let go_fd = inherit(&go_read)?;
+    // Distinct copies (close-on-exec here), the helper owning each under its number.
     let log_fds = spec
         .log_fds
         .iter()
-        .map(|fd| fd.map(inherit).transpose())
-        .collect::<Result<Vec<_>, _>>()?;
-    drop((status_write, go_read));
+        .map(|fd| fd.map(OwnedFd::try_clone).transpose())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(spawn_err)?;
+    let (status_fd, go_fd) = (status_write, go_read);
     let raw = |fd: &Option<OwnedFd>| fd.as_ref().map_or(-1, |f| f.as_raw_fd());
     let sealed = super::sealed_exe::seal(spec.exe)?;
     let mut cmd = Command::new(sealed.path());
+    let mut kept = vec![status_fd.as_raw_fd(), go_fd.as_raw_fd()];
+    kept.extend(log_fds.iter().flatten().map(|fd| fd.as_raw_fd()));
+    super::inherit_in_child(&mut cmd, kept);
     cmd.arg0("rkt")
         .arg(START_COMMAND)
         .arg("--pod-dir")
