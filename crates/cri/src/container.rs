@@ -188,7 +188,11 @@ pub fn create(config: &Config, req: proto::CreateContainerRequest) -> Result<Str
     };
     let (app, volumes, mounts, off) = app_for(
         &cfg,
-        (sandbox.meta.network == "host", sandbox_host_ipc(&sandbox)),
+        (
+            sandbox.meta.network == "host",
+            sandbox_host_ipc(&sandbox),
+            sandbox_host_pid(&sandbox),
+        ),
         &app_name,
         &store,
         &record,
@@ -236,7 +240,7 @@ pub fn create(config: &Config, req: proto::CreateContainerRequest) -> Result<Str
 #[allow(clippy::too_many_arguments)]
 fn app_for(
     cfg: &proto::ContainerConfig,
-    (host_network, host_ipc): (bool, bool),
+    (host_network, host_ipc, host_pid): (bool, bool, bool),
     name: &str,
     store: &image::Store,
     record: &image::ImageRecord,
@@ -282,12 +286,12 @@ fn app_for(
             namespaces.network,
             if host_network { node } else { pod },
         ),
-        ("PID", namespaces.pid, pod),
+        ("PID", namespaces.pid, if host_pid { node } else { pod }),
         ("IPC", namespaces.ipc, if host_ipc { node } else { pod }),
     ] {
         // POD: the sandbox's, whatever it is (crictl leaves the modes unset). CONTAINER
         // for PID: a PID namespace of the app's own, inside the pod's.
-        let own_pid = what == "PID" && mode == proto::NamespaceMode::Container as i32;
+        let own_pid = what == "PID" && mode == proto::NamespaceMode::Container as i32 && !host_pid;
         if mode == sandbox_mode || mode == pod || own_pid {
             continue;
         }
@@ -302,7 +306,7 @@ fn app_for(
              container has its sandbox's)"
         )));
     }
-    let own_pid_ns = namespaces.pid == proto::NamespaceMode::Container as i32;
+    let own_pid_ns = namespaces.pid == proto::NamespaceMode::Container as i32 && !host_pid;
     let mut off = Disabled::default();
     if security.privileged {
         off = Disabled {
@@ -509,6 +513,7 @@ fn app_for(
             no_new_privs,
             kernel_paths: kernel_paths.clone(),
             host_ipc: false,
+            host_pid: false,
         };
         app.log = Some(AppLog {
             stdout: true,
@@ -537,6 +542,12 @@ impl From<rkt::image_pod::app::ImageAppError> for AppStatus {
     fn from(e: rkt::image_pod::app::ImageAppError) -> AppStatus {
         AppStatus(invalid(rkt::error::chain(&e)))
     }
+}
+
+/// Whether a sandbox is in the host's PID namespace.
+fn sandbox_host_pid(sandbox: &Sandbox) -> bool {
+    let manifest = &sandbox.status.manifest;
+    manifest.sandbox.as_ref().is_some_and(|s| s.host_pid)
 }
 
 /// Whether a sandbox is in the host's IPC namespace.

@@ -34,10 +34,6 @@ const KNOWN_FAILING: &[(&str, &str)] = &[
         "runtime should support portforward in host network",
         "streaming (PortForward) is the next issue",
     ),
-    (
-        "should support HostPID",
-        "an rkt sandbox has its own PID namespace; the host's is refused",
-    ),
 ];
 
 fn harness() -> PathBuf {
