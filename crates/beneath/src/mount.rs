@@ -1,5 +1,6 @@
 //! Mounts by path and by descriptor: their flags changed ([`set_attr`], [`set_attr_fd`]),
-//! and trees of them cloned and attached elsewhere ([`clone_tree`], [`attach_tree`]).
+//! trees of them cloned and attached elsewhere ([`clone_tree`], [`attach_tree`]), their
+//! propagation set ([`set_propagation`]) and read ([`mount_of`]).
 //!
 //! Flags change with `mount_setattr(2)` (Linux 5.12). On older kernels each mount is
 //! remounted instead (a bind remount), with its own flags read from `/proc/self/mountinfo`
@@ -311,6 +312,101 @@ pub fn attach_tree(tree: OwnedFd, at: BorrowedFd<'_>, path: Option<&Path>) -> io
     }
     let to = path.unwrap_or(Path::new(""));
     Ok(rustix::mount::move_mount(&tree, c"", at, to, flags)?)
+}
+
+/// How mount and unmount events pass between a mount and its copies (mount_namespaces(7)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Propagation {
+    /// `MS_PRIVATE`: none, either way.
+    Private,
+    /// `MS_SLAVE`: from the mount's peer group to it, not back.
+    Slave,
+    /// `MS_SHARED`: both ways, with every mount of its peer group.
+    Shared,
+}
+
+/// Sets the propagation of the mount `fd` is open on (an `O_PATH` descriptor of its root,
+/// or a tree [`clone_tree`] made, attached or not), and with `recursive` of every mount
+/// below it, with mount_setattr(2) (Linux 5.12; `ENOSYS` before). A shared mount made a
+/// slave receives its former peers' events; a private one made a slave stays private.
+pub fn set_propagation(
+    fd: BorrowedFd<'_>,
+    propagation: Propagation,
+    recursive: bool,
+) -> io::Result<()> {
+    let bit = match propagation {
+        Propagation::Private => libc::MS_PRIVATE,
+        Propagation::Slave => libc::MS_SLAVE,
+        Propagation::Shared => libc::MS_SHARED,
+    };
+    let attr = MountAttr {
+        attr_set: 0,
+        attr_clr: 0,
+        propagation: bit,
+        userns_fd: 0,
+    };
+    let mut flags = libc::AT_EMPTY_PATH as libc::c_uint;
+    if recursive {
+        flags |= AT_RECURSIVE;
+    }
+    // SAFETY: an empty NUL-terminated path and a mount_attr of the size passed, alive for
+    // the call; `fd` is borrowed for it.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// The peer-group relations of a mount, from `/proc/self/mountinfo`'s optional fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PeerState {
+    /// `shared:N`: it is in a peer group, its events reach the group and back.
+    pub shared: bool,
+    /// `master:N`: it is the slave of a peer group.
+    pub slave: bool,
+}
+
+/// The mount `path` is on in the caller's mount namespace, by its mount ID (`statx(2)`'s
+/// `STATX_MNT_ID`, Linux 5.8): its mount point and [`PeerState`].
+pub fn mount_of(path: &Path) -> io::Result<(PathBuf, PeerState)> {
+    let stat = rustix::fs::statx(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::AtFlags::empty(),
+        rustix::fs::StatxFlags::MNT_ID,
+    )?;
+    if stat.stx_mask & rustix::fs::StatxFlags::MNT_ID.bits() == 0 {
+        return Err(Errno::NOSYS.into());
+    }
+    let info = std::fs::read_to_string("/proc/self/mountinfo")?;
+    parse_peer_state(&info, stat.stx_mnt_id).ok_or_else(|| Errno::NOENT.into())
+}
+
+/// The mount point and [`PeerState`] of the mount with ID `id` in a mountinfo text.
+fn parse_peer_state(text: &str, id: u64) -> Option<(PathBuf, PeerState)> {
+    text.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(' ').collect();
+        if fields.first()?.parse::<u64>().ok()? != id {
+            return None;
+        }
+        let mut state = PeerState::default();
+        for optional in fields.iter().skip(6).take_while(|f| **f != "-") {
+            state.shared |= optional.starts_with("shared:");
+            state.slave |= optional.starts_with("master:");
+        }
+        Some((unescape(fields.get(4)?), state))
+    })
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use rkt::isolation::seccomp::{Mode, SeccompSpec};
 use rkt::isolation::{cgroups, user, Disabled, Isolators};
 use rkt::pod::apps::{self, AppError};
 use rkt::pod::App;
-use rkt::podstore::{AppLog, Mount, Volume, VolumeKind};
+use rkt::podstore::{AppLog, Mount, Propagation, Volume, VolumeKind};
 
 use crate::error::{internal, invalid, lib, not_found};
 use crate::images;
@@ -188,7 +188,11 @@ pub fn create(config: &Config, req: proto::CreateContainerRequest) -> Result<Str
     };
     let (app, volumes, mounts, off) = app_for(
         &cfg,
-        (sandbox.meta.network == "host", sandbox_host_ipc(&sandbox)),
+        (
+            sandbox.meta.network == "host",
+            sandbox_host_ipc(&sandbox),
+            sandbox_host_pid(&sandbox),
+        ),
         &app_name,
         &store,
         &record,
@@ -236,7 +240,7 @@ pub fn create(config: &Config, req: proto::CreateContainerRequest) -> Result<Str
 #[allow(clippy::too_many_arguments)]
 fn app_for(
     cfg: &proto::ContainerConfig,
-    (host_network, host_ipc): (bool, bool),
+    (host_network, host_ipc, host_pid): (bool, bool, bool),
     name: &str,
     store: &image::Store,
     record: &image::ImageRecord,
@@ -282,11 +286,13 @@ fn app_for(
             namespaces.network,
             if host_network { node } else { pod },
         ),
-        ("PID", namespaces.pid, pod),
+        ("PID", namespaces.pid, if host_pid { node } else { pod }),
         ("IPC", namespaces.ipc, if host_ipc { node } else { pod }),
     ] {
-        // POD: the sandbox's, whatever it is (crictl leaves the modes unset).
-        if mode == sandbox_mode || mode == pod {
+        // POD: the sandbox's, whatever it is (crictl leaves the modes unset). CONTAINER
+        // for PID: a PID namespace of the app's own, inside the pod's.
+        let own_pid = what == "PID" && mode == proto::NamespaceMode::Container as i32 && !host_pid;
+        if mode == sandbox_mode || mode == pod || own_pid {
             continue;
         }
         let which = match proto::NamespaceMode::try_from(mode) {
@@ -300,6 +306,7 @@ fn app_for(
              container has its sandbox's)"
         )));
     }
+    let own_pid_ns = namespaces.pid == proto::NamespaceMode::Container as i32 && !host_pid;
     let mut off = Disabled::default();
     if security.privileged {
         off = Disabled {
@@ -369,16 +376,6 @@ fn app_for(
                 m.container_path
             )));
         }
-        if m.propagation != proto::MountPropagation::PropagationPrivate as i32 {
-            return Err(invalid(format!(
-                "mount {} → {}: propagation {} is not supported by rkt-cri yet (private is)",
-                m.host_path,
-                m.container_path,
-                proto::MountPropagation::try_from(m.propagation)
-                    .map(|p| p.as_str_name())
-                    .unwrap_or("unknown")
-            )));
-        }
         let source = PathBuf::from(&m.host_path);
         if !source.is_absolute() {
             return Err(invalid(format!(
@@ -399,12 +396,29 @@ fn app_for(
         let source = std::fs::canonicalize(&source)
             .map_err(|e| invalid(format!("mount: host path {}: {e}", source.display())))?;
         let volume = format!("{name}/{i}");
+        // Cloned in the host's mount namespace when the container starts, as containerd
+        // binds it then; rslave and rshared need the host's side shared (checked now, and
+        // again at the start).
+        let propagation = match proto::MountPropagation::try_from(m.propagation) {
+            Ok(proto::MountPropagation::PropagationPrivate) => Propagation::Private,
+            Ok(proto::MountPropagation::PropagationHostToContainer) => Propagation::Rslave,
+            Ok(proto::MountPropagation::PropagationBidirectional) => Propagation::Rshared,
+            Err(_) => {
+                return Err(invalid(format!(
+                    "mount {} → {}: unknown propagation {}",
+                    m.host_path, m.container_path, m.propagation
+                )))
+            }
+        };
+        rkt::stage::volumes::check_propagation(&volume, &source, propagation)
+            .map_err(|e| invalid(format!("mount {} → {}: {e}", m.host_path, m.container_path)))?;
         volumes.push(Volume {
             name: volume.clone(),
             kind: VolumeKind::Host {
                 source,
                 read_only: m.readonly,
                 recursive: true,
+                propagation: Some(propagation),
             },
         });
         mounts.push(Mount {
@@ -484,6 +498,7 @@ fn app_for(
             None => None,
         };
         let mut app = App::new(name, argv);
+        app.own_pid_ns = own_pid_ns;
         app.env = env.clone();
         app.working_dir = working_dir.clone();
         app.mounts = mounts.clone();
@@ -498,6 +513,7 @@ fn app_for(
             no_new_privs,
             kernel_paths: kernel_paths.clone(),
             host_ipc: false,
+            host_pid: false,
         };
         app.log = Some(AppLog {
             stdout: true,
@@ -526,6 +542,12 @@ impl From<rkt::image_pod::app::ImageAppError> for AppStatus {
     fn from(e: rkt::image_pod::app::ImageAppError) -> AppStatus {
         AppStatus(invalid(rkt::error::chain(&e)))
     }
+}
+
+/// Whether a sandbox is in the host's PID namespace.
+fn sandbox_host_pid(sandbox: &Sandbox) -> bool {
+    let manifest = &sandbox.status.manifest;
+    manifest.sandbox.as_ref().is_some_and(|s| s.host_pid)
 }
 
 /// Whether a sandbox is in the host's IPC namespace.

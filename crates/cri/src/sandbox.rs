@@ -123,12 +123,9 @@ pub fn run(config: &Config, req: proto::RunPodSandboxRequest) -> Result<String, 
     let namespaces = security.namespace_options.clone().unwrap_or_default();
     let host_network = namespaces.network == proto::NamespaceMode::Node as i32;
     let host_ipc = namespaces.ipc == proto::NamespaceMode::Node as i32;
-    if namespaces.pid == proto::NamespaceMode::Node as i32 {
-        return Err(invalid(
-            "the host's PID namespace (namespace_options) is not supported by rkt sandboxes \
-             yet",
-        ));
-    }
+    // NODE: the host's PID namespace; CONTAINER: the pod's, each container asking for its
+    // own (container.rs).
+    let host_pid = namespaces.pid == proto::NamespaceMode::Node as i32;
     let mut sysctls = Vec::new();
     for (key, value) in &linux.sysctls {
         sysctls.push((
@@ -219,6 +216,7 @@ pub fn run(config: &Config, req: proto::RunPodSandboxRequest) -> Result<String, 
         cgroup_parent,
         isolators: rkt::isolation::Isolators {
             host_ipc,
+            host_pid,
             ..Default::default()
         },
         plugin_timeout_ms: config.plugin_timeout.as_millis() as u64,
@@ -412,7 +410,14 @@ pub fn status(sandbox: &Sandbox, verbose: bool) -> proto::PodSandboxStatusRespon
             namespaces: Some(proto::Namespace {
                 options: Some(proto::NamespaceOption {
                     network: mode(host_network),
-                    pid: proto::NamespaceMode::Pod as i32,
+                    pid: mode(
+                        sandbox
+                            .status
+                            .manifest
+                            .sandbox
+                            .as_ref()
+                            .is_some_and(|s| s.host_pid),
+                    ),
                     ipc: mode(
                         sandbox
                             .status

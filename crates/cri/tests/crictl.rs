@@ -376,3 +376,151 @@ fn killed_during_run_pod_sandbox_and_create_container_then_removed_leaves_nothin
     guard.check();
     drop(registry);
 }
+
+/// A container in a PID namespace of its own (`namespace_options.pid: CONTAINER`) is its
+/// PID 1 and sees only its processes, while one beside it in the pod's sees both; stopped,
+/// it shows exited with its exit code (the pod's init reaped it).
+#[test]
+fn a_container_of_its_own_pid_namespace_is_its_pid_1() {
+    let test = "a_container_of_its_own_pid_namespace_is_its_pid_1";
+    if !image_common::ready(test, &["umoci", "skopeo", "docker-registry"]) {
+        return;
+    }
+    let Some(crictl) = crictl_path() else {
+        eprintln!("skipping {test}: no crictl");
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let layout = image_common::busybox_layout(work.path());
+    let (registry, _) = image_common::registry_with(&layout);
+    let server = Server::start(work.path(), crictl, &registry.addr);
+    let image = "mirror.test/test/busybox:v1";
+    server.ok(&["pull", image]);
+    let pod = write(
+        &work.path().join("pod.json"),
+        r#"{"metadata":{"name":"pids","namespace":"test","uid":"u2"},
+            "linux":{"security_context":{"namespace_options":{"network":2}}}}"#,
+    );
+    let container = |name: &str, pid_mode: u8| {
+        let config = write(
+            &work.path().join(format!("{name}.json")),
+            &format!(
+                r#"{{"metadata":{{"name":"{name}"}},"image":{{"image":"{image}"}},
+                    "command":["sh","-c","trap 'exit 7' TERM; while :; do sleep 1; done"],
+                    "linux":{{"security_context":{{"namespace_options":
+                        {{"network":2,"pid":{pid_mode}}}}}}}}}"#
+            ),
+        );
+        config
+    };
+    let pod_id = server.ok(&["runp", &pod]);
+    let own = server.ok(&["create", &pod_id, &container("own", 1), &pod]);
+    let shared = server.ok(&["create", &pod_id, &container("shared", 0), &pod]);
+    server.ok(&["start", &own]);
+    server.ok(&["start", &shared]);
+    let pid_1 = |id: &str| server.ok(&["exec", "-s", id, "busybox", "cat", "/proc/1/cmdline"]);
+    let shells = |id: &str| {
+        server
+            .ok(&[
+                "exec",
+                "-s",
+                id,
+                "sh",
+                "-c",
+                "busybox grep -l 'tra[p] ' /proc/[0-9]*/cmdline",
+            ])
+            .lines()
+            .count()
+    };
+    assert!(pid_1(&own).starts_with("sh\0-c\0trap"), "{:?}", pid_1(&own));
+    assert_eq!(shells(&own), 1, "the own namespace shows its shell alone");
+    assert!(!pid_1(&shared).contains("trap"), "{:?}", pid_1(&shared));
+    assert_eq!(shells(&shared), 2, "the pod's namespace shows both shells");
+    server.ok(&["stop", "--timeout", "10", &own]);
+    let inspect: serde_json::Value = serde_json::from_str(&server.ok(&["inspect", &own])).unwrap();
+    assert_eq!(inspect["status"]["state"], "CONTAINER_EXITED", "{inspect}");
+    assert_eq!(inspect["status"]["exitCode"], 7, "{inspect}");
+    server.ok(&["stopp", &pod_id]);
+    server.ok(&["rmp", &pod_id]);
+    drop(registry);
+}
+
+/// A pod in the host's PID namespace (`namespace_options.pid: NODE`): its container sees
+/// the host's processes, its exit is still reported after a stop, and stopping the pod
+/// ends its processes and nothing of the host's.
+#[test]
+fn a_pod_in_the_hosts_pid_namespace_sees_the_hosts_processes() {
+    let test = "a_pod_in_the_hosts_pid_namespace_sees_the_hosts_processes";
+    if !image_common::ready(test, &["umoci", "skopeo", "docker-registry"]) {
+        return;
+    }
+    let Some(crictl) = crictl_path() else {
+        eprintln!("skipping {test}: no crictl");
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let layout = image_common::busybox_layout(work.path());
+    let (registry, _) = image_common::registry_with(&layout);
+    let server = Server::start(work.path(), crictl, &registry.addr);
+    let image = "mirror.test/test/busybox:v1";
+    server.ok(&["pull", image]);
+    let mut bystander = Command::new("sleep").arg("300").spawn().unwrap();
+    let pod = write(
+        &work.path().join("pod.json"),
+        r#"{"metadata":{"name":"hostpid","namespace":"test","uid":"u3"},
+            "linux":{"security_context":{"namespace_options":{"network":2,"pid":2}}}}"#,
+    );
+    let config = |name: &str, script: &str| {
+        write(
+            &work.path().join(format!("{name}.json")),
+            &format!(
+                r#"{{"metadata":{{"name":"{name}"}},"image":{{"image":"{image}"}},
+                    "command":["sh","-c","{script}"],
+                    "linux":{{"security_context":{{"namespace_options":
+                        {{"network":2,"pid":2}}}}}}}}"#
+            ),
+        )
+    };
+    let pod_id = server.ok(&["runp", &pod]);
+    let inspectp: serde_json::Value =
+        serde_json::from_str(&server.ok(&["inspectp", &pod_id])).unwrap();
+    let options = &inspectp["status"]["linux"]["namespaces"]["options"];
+    assert_eq!(options["pid"], "NODE", "{inspectp}");
+    let trapped = config("trapped", "trap 'exit 7' TERM; while :; do sleep 1; done");
+    let trapped = server.ok(&["create", &pod_id, &trapped, &pod]);
+    let stubborn = config("stubborn", "trap '' TERM; while :; do sleep 1; done");
+    let stubborn = server.ok(&["create", &pod_id, &stubborn, &pod]);
+    server.ok(&["start", &trapped]);
+    server.ok(&["start", &stubborn]);
+    let seen = server.crictl(&[
+        "exec",
+        "-s",
+        &trapped,
+        "busybox",
+        "test",
+        "-d",
+        &format!("/proc/{}", bystander.id()),
+    ]);
+    assert!(seen.status.success(), "the host's process is seen");
+    server.ok(&["stop", "--timeout", "10", &trapped]);
+    let inspect: serde_json::Value =
+        serde_json::from_str(&server.ok(&["inspect", &trapped])).unwrap();
+    assert_eq!(inspect["status"]["state"], "CONTAINER_EXITED", "{inspect}");
+    assert_eq!(inspect["status"]["exitCode"], 7, "{inspect}");
+    let stubborn_pid: serde_json::Value =
+        serde_json::from_str(&server.ok(&["inspect", &stubborn])).unwrap();
+    let stubborn_pid = stubborn_pid["info"]["pid"].as_i64().unwrap();
+    assert!(Path::new(&format!("/proc/{stubborn_pid}")).exists());
+    server.ok(&["stopp", &pod_id]);
+    wait_for("the pod's process to end", PATIENCE, || {
+        (!Path::new(&format!("/proc/{stubborn_pid}")).exists()).then_some(())
+    });
+    assert!(
+        bystander.try_wait().unwrap().is_none(),
+        "stopping the pod left the host's processes alone"
+    );
+    let _ = bystander.kill();
+    let _ = bystander.wait();
+    server.ok(&["rmp", &pod_id]);
+    drop(registry);
+}

@@ -34,22 +34,6 @@ const KNOWN_FAILING: &[(&str, &str)] = &[
         "runtime should support portforward in host network",
         "streaming (PortForward) is the next issue",
     ),
-    (
-        "should support HostPID",
-        "an rkt sandbox has its own PID namespace; the host's is refused",
-    ),
-    (
-        "should support ContainerPID",
-        "a container's own PID namespace inside a sandbox is refused",
-    ),
-    (
-        "mount with 'rshared'",
-        "mount propagation other than private is refused (the host path is cloned in the pod's mount namespace, which misses host mounts made after the pod started)",
-    ),
-    (
-        "mount with 'rslave'",
-        "mount propagation other than private is refused (the host path is cloned in the pod's mount namespace, which misses host mounts made after the pod started)",
-    ),
 ];
 
 fn harness() -> PathBuf {

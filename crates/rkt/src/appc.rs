@@ -425,6 +425,7 @@ fn volume(volume: &Volume) -> Value {
             source,
             read_only,
             recursive,
+            ..
         } => json!({
             "name": name,
             "kind": "host",

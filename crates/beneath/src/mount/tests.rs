@@ -210,3 +210,79 @@ fn without_mount_setattr_each_mount_is_remounted_keeping_its_flags() {
         })
     });
 }
+
+#[test]
+fn peer_state_is_read_from_the_optional_fields() {
+    let text = "\
+22 1 8:1 / / rw shared:1 - ext4 /dev/sda1 rw
+24 22 0:5 / /a\\040b rw master:2 - tmpfs tmpfs rw
+25 22 0:6 / /both rw shared:3 master:2 - tmpfs tmpfs rw
+26 22 0:7 / /none rw - tmpfs tmpfs rw
+";
+    let state = |id| parse_peer_state(text, id);
+    let shared = PeerState {
+        shared: true,
+        slave: false,
+    };
+    assert_eq!(state(22), Some((PathBuf::from("/"), shared)));
+    let slave = PeerState {
+        shared: false,
+        slave: true,
+    };
+    assert_eq!(state(24), Some((PathBuf::from("/a b"), slave)));
+    let both = PeerState {
+        shared: true,
+        slave: true,
+    };
+    assert_eq!(state(25).map(|s| s.1), Some(both));
+    assert_eq!(state(26).map(|s| s.1), Some(PeerState::default()));
+    assert_eq!(state(99), None);
+}
+
+/// A clone of the shared `top`, made `propagation` and attached at `elsewhere`: whether a
+/// mount made in `top` afterwards shows there, and one made there shows in `top`.
+fn propagates(top: &Path, propagation: Propagation) -> Result<(bool, bool), String> {
+    rustix::mount::mount_change(top, rustix::mount::MountPropagationFlags::SHARED)
+        .map_err(|e| format!("make top shared: {e}"))?;
+    let (_, state) = mount_of(top).map_err(|e| format!("mount_of: {e}"))?;
+    check("top is shared", state.shared)?;
+    let tree = clone_tree(rustix::fs::CWD, Some(top), true).map_err(|e| format!("clone: {e}"))?;
+    set_propagation(tree.as_fd(), propagation, true).map_err(|e| format!("set: {e}"))?;
+    let elsewhere = top.parent().unwrap().join(format!("{propagation:?}"));
+    std::fs::create_dir(&elsewhere).map_err(|e| e.to_string())?;
+    let target = crate::open_path(&elsewhere, crate::Kind::Directory).map_err(|e| e.to_string())?;
+    attach_tree(tree, target.as_fd(), None).map_err(|e| format!("attach: {e}"))?;
+    let (into, back) = (top.join("into"), elsewhere.join("back"));
+    for dir in [&into, &back] {
+        std::fs::create_dir(dir).map_err(|e| e.to_string())?;
+    }
+    let tmpfs = |at: &Path| {
+        rustix::mount::mount(c"tmpfs", at, c"tmpfs", MountFlags::empty(), c"")
+            .map_err(|e| format!("mount: {e}"))
+    };
+    tmpfs(&into)?;
+    std::fs::write(into.join("mark"), "").map_err(|e| e.to_string())?;
+    tmpfs(&back)?;
+    std::fs::write(back.join("mark"), "").map_err(|e| e.to_string())?;
+    Ok((
+        elsewhere.join("into/mark").exists(),
+        top.join("back/mark").exists(),
+    ))
+}
+
+#[test]
+fn a_cloned_shared_mount_propagates_as_set() {
+    for (propagation, expected) in [
+        (Propagation::Private, (false, false)),
+        (Propagation::Slave, (true, false)),
+        (Propagation::Shared, (true, true)),
+    ] {
+        in_mount_namespace("a_cloned_shared_mount_propagates", |top, _| {
+            let seen = propagates(top, propagation)?;
+            check(
+                &format!("{propagation:?}: (into the clone, back) = {seen:?}"),
+                seen == expected,
+            )
+        });
+    }
+}

@@ -137,6 +137,7 @@ impl IsolationArgs {
             no_new_privs: false,
             kernel_paths: Default::default(),
             host_ipc: false,
+            host_pid: false,
         })
     }
 }

@@ -12,7 +12,6 @@ use super::on_off::OnOff;
 use rkt::logs::reader::{read, Line, Selection};
 use rkt::logs::LogStream;
 use rkt::pod::{PodStatus, State};
-use rkt::stage::app_logs::log_path;
 
 use super::pod_args::{app_index, store, PodRef};
 use super::GlobalArgs;
@@ -22,6 +21,7 @@ use super::GlobalArgs;
 /// Its stdout goes to rkt's stdout and its stderr to rkt's stderr, line by line in the
 /// order they were written. The log is kept in the pod's directory, in the CRI's container
 /// log format, until the pod is removed (`rkt rm`, `rkt gc`); rotated files are read first.
+/// An app a CRI server (rkt-cri) added logs where kubelet asked, which is read instead.
 #[derive(Debug, Args)]
 pub struct LogsArgs {
     /// The app whose log to print [default: the pod's app; a pod of several apps needs
@@ -64,8 +64,11 @@ pub fn run(global: &GlobalArgs, args: &LogsArgs) -> anyhow::Result<ExitCode> {
     let pod = args.pod.lookup(&store(global)?)?;
     let status = PodStatus::read(&pod)?;
     let index = app_index(&pod.uuid, &status.manifest, args.app.as_deref())?;
-    let name = &status.manifest.apps[index].name;
-    let path = log_path(&pod.dir, name);
+    let app = &status.manifest.apps[index];
+    let name = &app.name;
+    // Where the app's settings put it (a CRI container's, kubelet's choice), else the
+    // pod's directory.
+    let path = rkt::pod::apps::log_file(&pod.dir, app);
     if !path.exists() {
         bail!(
             "app {name} of pod {} keeps no log: it ran without --stdout=log or --stderr=log",

@@ -203,6 +203,7 @@ impl AppArgs {
                 "parent" => IpcMode::Parent,
                 _ => IpcMode::Private,
             },
+            own_pid_ns: false,
             oom_score_adjust: self.oom_score_adjust,
             image: None,
             annotations: parse_user_meta("annotation", &self.annotation)?,

@@ -81,6 +81,11 @@ pub struct Isolators {
     /// a CRI pod with `ipc: NODE`; an app's own is refused.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub host_ipc: bool,
+    /// A sandbox's only: the pod has no PID namespace of its own, its apps see the host's
+    /// processes (a CRI pod with `pid: NODE`); its init, a subreaper, starts each app's
+    /// helper so that it still reaps and reports the apps ([`crate::stage::sandbox`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub host_pid: bool,
 }
 
 impl Isolators {
@@ -95,6 +100,7 @@ impl Isolators {
             && !self.no_new_privs
             && self.kernel_paths.is_default()
             && !self.host_ipc
+            && !self.host_pid
     }
 }
 

@@ -240,6 +240,17 @@ pub fn add_with_volumes(
             },
         });
     }
+    if app.isolators.host_pid {
+        return Err(AppError::Isolation {
+            uuid,
+            name,
+            source: isolation::IsolationError::BadValue {
+                flag: "host PID",
+                value: "an app's".into(),
+                why: "the host's PID namespace is the sandbox's setting, for the whole pod".into(),
+            },
+        });
+    }
     let settled = Isolation::new(&app.isolators, off).map_err(|source| AppError::Isolation {
         uuid: uuid.clone(),
         name: name.clone(),
@@ -354,6 +365,7 @@ pub fn start(pod: &Pod, name: &str, exe: &Path) -> Result<i32, AppError> {
             pipes.writers[1].as_ref(),
             pipes.writers[2].as_ref(),
         ],
+        host_pid: manifest.sandbox.as_ref().is_some_and(|s| s.host_pid),
     };
     let dir = pod.dir.clone();
     let copier = pipes.copier;

@@ -345,6 +345,13 @@ fn settle_isolation(
             why: "the host's IPC namespace is a sandbox's setting, for the whole pod".into(),
         }));
     }
+    if apps.iter().any(|a| a.isolators.host_pid) {
+        return Err(failed(isolation::IsolationError::BadValue {
+            flag: "host PID",
+            value: "an app's".into(),
+            why: "the host's PID namespace is a sandbox's setting, for the whole pod".into(),
+        }));
+    }
     let pod = Isolation::new(pod_isolators, opts.isolation_off).map_err(failed)?;
     let others = others
         .iter()

@@ -36,6 +36,12 @@ pub struct App {
     /// `--ipc`: whether the pod gets an IPC namespace of its own (the default).
     #[serde(default, skip_serializing_if = "IpcMode::is_private")]
     pub ipc: IpcMode,
+    /// A PID namespace of the app's own inside the pod's, whose PID 1 the app is (the
+    /// CRI's `CONTAINER` PID mode; rkt's command line sets none): it sees only its own
+    /// processes, and the pod's init still reaps it and reports its exit. Honoured for a
+    /// sandbox's apps ([`crate::stage::sandbox`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub own_pid_ns: bool,
     /// `--oom-score-adj` (or `--oom-score-adjust`): the app's `oom_score_adj` (-1000 to
     /// 1000), set in its process ([`crate::isolation::oom`]); `None` leaves the runner's.
     #[serde(default, skip_serializing_if = "Option::is_none")]

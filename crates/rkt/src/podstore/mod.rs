@@ -30,7 +30,7 @@ pub use manifest::{App, AppLog, AttachModes, ExitPolicy, IpcMode, PodManifest, P
 pub use state::{PodState, State};
 pub use store::{Pod, PodStore};
 pub use time::Timestamp;
-pub use volume::{Mount, Volume, VolumeKind};
+pub use volume::{Mount, Propagation, Volume, VolumeKind};
 
 impl From<crate::fsutil::WriteError> for PodError {
     fn from(e: crate::fsutil::WriteError) -> Self {

@@ -38,6 +38,13 @@ pub enum VolumeKind {
         read_only: bool,
         /// The host's mounts below `source` come along (the default).
         recursive: bool,
+        /// How mounts made later pass between the host's `source` and the app's copy
+        /// (the CRI's mount propagation; rkt's command line sets none). `None`: rkt's own
+        /// way, the source cloned in the app's mount namespace, which does not follow the
+        /// host. `Some`: a sandbox app's source is cloned in the host's mount namespace
+        /// when the app starts, with its submounts, and set so ([`Propagation`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        propagation: Option<Propagation>,
     },
     /// A directory of the pod's own, created empty when the pod starts.
     Empty {
@@ -48,6 +55,19 @@ pub enum VolumeKind {
         /// Its group, as the pod sees it (default 0).
         gid: u32,
     },
+}
+
+/// A host volume's mount propagation (mount_namespaces(7)), the CRI's three.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Propagation {
+    /// `rprivate`: no mount made later passes either way.
+    Private,
+    /// `rslave`: mounts the host makes below the source later show in the app, not back;
+    /// the source must be on a shared or slave mount of the host.
+    Rslave,
+    /// `rshared`: both ways; the source must be on a shared mount of the host.
+    Rshared,
 }
 
 /// An app's mount of a volume (`--mount`).
@@ -210,6 +230,7 @@ impl Volume {
                         .transpose()
                         .map_err(bad)?
                         .unwrap_or(false),
+                    propagation: None,
                     recursive: get("recursive")
                         .map(|v| parse_bool("recursive", v))
                         .transpose()
@@ -388,7 +409,8 @@ mod tests {
             VolumeKind::Host {
                 source: PathBuf::from("/srv/data"),
                 read_only: false,
-                recursive: true
+                recursive: true,
+                propagation: None,
             }
         );
         let v = Volume::parse("d,source=/x,recursive=false,kind=host,readOnly=true").unwrap();
@@ -397,7 +419,8 @@ mod tests {
             VolumeKind::Host {
                 source: PathBuf::from("/x"),
                 read_only: true,
-                recursive: false
+                recursive: false,
+                propagation: None,
             }
         );
     }

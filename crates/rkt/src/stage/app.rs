@@ -39,6 +39,9 @@ pub(super) struct PreparedApp {
     pub(super) app: App,
     pub(super) env: Vec<(OsString, OsString)>,
     pub(super) isolation: AppIsolation,
+    /// Its host volumes' sources cloned in the host's mount namespace, by mount index
+    /// ([`super::volumes::take_host_trees`]); empty when none was.
+    pub(super) host_trees: Vec<Option<std::os::fd::OwnedFd>>,
 }
 
 /// What an app's process needs of the isolation: whether to protect the kernel paths of its
@@ -114,6 +117,7 @@ pub(super) fn mount_app_root(
     prepared: &PreparedApp,
     own_netns: bool,
     volumes: &[Volume],
+    host_trees: Vec<Option<std::os::fd::OwnedFd>>,
 ) -> Result<(), StageError> {
     let (app, isolation) = (&prepared.app, &prepared.isolation);
     let root = app.rootfs.clone().unwrap_or_else(|| PathBuf::from("/"));
@@ -147,7 +151,7 @@ pub(super) fn mount_app_root(
         isolation::paths::nodev_tree(sys, &root).map_err(StageError::Isolation)?;
     }
     // Before a host-command pod's tree turns read-only: a bind copies its source's flags.
-    let sources = super::volumes::take_sources(sys, pod_dir, volumes, &app.mounts)?;
+    let sources = super::volumes::take_sources(sys, pod_dir, volumes, &app.mounts, host_trees)?;
     let host_view = (app.rootfs.is_none() && (isolation.paths || isolation.readonly_rootfs))
         .then_some(mounts::HostView {
             private_tmp: !isolation.readonly_rootfs,
@@ -415,6 +419,7 @@ pub(super) fn prepare_app(
         app,
         env,
         isolation,
+        host_trees: Vec::new(),
     })
 }
 
@@ -434,7 +439,8 @@ pub(super) fn own_root(
     })?;
     let sys = &isolation::syscall::Linux;
     super::mounts::make_root_slave(sys)?;
-    mount_app_root(sys, pod_dir, app, own_netns, volumes)?;
+    let host_trees = std::mem::take(&mut app.host_trees);
+    mount_app_root(sys, pod_dir, app, own_netns, volumes, host_trees)?;
     let env = enter_app(sys, app)?;
     ExecPlan::new(&app.app.exec, &env, app.isolation.prepared.identity())
 }
@@ -522,6 +528,7 @@ mod tests {
                 source: dir.path().join("source"),
                 read_only: true,
                 recursive: false,
+                propagation: None,
             },
         }];
         let isolation = AppIsolation {
@@ -538,6 +545,7 @@ mod tests {
             app,
             env: Vec::new(),
             isolation,
+            host_trees: Vec::new(),
         };
         Pod { dir, app, volumes }
     }
@@ -545,7 +553,7 @@ mod tests {
     impl Pod {
         fn mount(&mut self, sys: &Recorder) -> Result<(), StageError> {
             let pod_dir = self.dir.path().join("pod");
-            mount_app_root(sys, &pod_dir, &self.app, true, &self.volumes)?;
+            mount_app_root(sys, &pod_dir, &self.app, true, &self.volumes, Vec::new())?;
             enter_app(sys, &mut self.app).map(drop)
         }
 

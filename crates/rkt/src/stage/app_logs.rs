@@ -189,8 +189,9 @@ pub struct AppLogPipes {
     pub copier: Option<i32>,
 }
 
-fn inheritable(fd: &OwnedFd, path: &Path) -> Result<OwnedFd, StageError> {
-    super::inheritable(fd).map_err(|e| StageError::Io {
+/// A copy of `fd` (close-on-exec) for the monitor to own under its own number.
+fn copy(fd: &OwnedFd, path: &Path) -> Result<OwnedFd, StageError> {
+    fd.try_clone().map_err(|e| StageError::Io {
         what: "pass a stream for",
         path: path.to_path_buf(),
         source: e,
@@ -251,9 +252,9 @@ pub fn start_copier(
             }
         }
         if attach.stdin {
-            monitor[0] = Some(inheritable(&pty.master, path)?);
+            monitor[0] = Some(copy(&pty.master, path)?);
         }
-        monitor[1] = Some(inheritable(&pty.master, path)?);
+        monitor[1] = Some(copy(&pty.master, path)?);
     } else {
         let wanted = [
             attach.stdin,
@@ -266,18 +267,21 @@ pub fn start_copier(
             }
             let (read, write) = pipe2(OFlag::O_CLOEXEC).map_err(sys("make a pipe for", path))?;
             let (app_end, monitor_end) = if i == 0 { (read, write) } else { (write, read) };
-            monitor[i] = Some(inheritable(&monitor_end, path)?);
+            monitor[i] = Some(monitor_end);
             pipes.writers[i] = Some(app_end);
         }
     }
     // The monitor says it is ready (its socket listening) by closing this pipe.
     let (ready_read, ready_write) =
         pipe2(OFlag::O_CLOEXEC).map_err(sys("make the ready pipe of", path))?;
-    let ready = Some(inheritable(&ready_write, path)?);
-    drop(ready_write);
+    let ready = Some(ready_write);
     let fd = |f: &Option<OwnedFd>| f.as_ref().map_or(-1, AsRawFd::as_raw_fd).to_string();
     let flag = |b: bool| if b { "1" } else { "0" };
-    let spawned = std::process::Command::new(exe)
+    let mut command = std::process::Command::new(exe);
+    // Inheritable in the monitor alone (made so between fork and exec).
+    let kept = monitor.iter().chain([&ready]).flatten();
+    super::inherit_in_child(&mut command, kept.map(AsRawFd::as_raw_fd).collect());
+    let spawned = command
         .arg(LOG_COMMAND)
         .arg("--log")
         .arg(path)

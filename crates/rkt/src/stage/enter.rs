@@ -56,15 +56,24 @@ pub fn app_host_pid(init_pid: i32, pod_pid: i32) -> Option<i32> {
             // A kernel without CONFIG_PROC_CHILDREN: every process whose parent it is.
             Err(_) => children_by_scan(init_pid),
         };
-    children.into_iter().find(|child| {
-        let status = std::fs::read_to_string(format!("/proc/{child}/status")).unwrap_or_default();
-        status
+    // The pod's namespace is the init's innermost: a child's PID there is at the init's
+    // depth of its `NSpid` (an app in a PID namespace of its own has one more, its 1).
+    let ns_pids = |pid: i32| -> Vec<i32> {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap_or_default()
             .lines()
             .find_map(|l| l.strip_prefix("NSpid:"))
-            .and_then(|ids| ids.split_whitespace().last())
-            .and_then(|id| id.parse::<i32>().ok())
-            == Some(pod_pid)
-    })
+            .map(|ids| {
+                ids.split_whitespace()
+                    .filter_map(|i| i.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let depth = ns_pids(init_pid).len().checked_sub(1)?;
+    children
+        .into_iter()
+        .find(|child| ns_pids(*child).get(depth) == Some(&pod_pid))
 }
 
 /// The processes whose parent is `pid`, from each `/proc/<pid>/status`.
@@ -123,12 +132,12 @@ pub fn enter(spec: &EnterSpec) -> Result<i32, StageError> {
     };
     let (status_read, status_write) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| spawn_err(e.into()))?;
-    // The helper inherits a copy without close-on-exec (`rkt enter` starts no other
-    // process meanwhile), as the stage does its status pipe.
-    let inherited = super::inheritable(&status_write).map_err(spawn_err)?;
-    drop(status_write);
+    // The helper keeps the status pipe's end, made inheritable in it alone (a CRI server
+    // execs from many threads at once).
+    let inherited = status_write;
     let sealed = super::sealed_exe::seal(spec.exe)?;
     let mut cmd = Command::new(sealed.path());
+    super::inherit_in_child(&mut cmd, vec![inherited.as_raw_fd()]);
     cmd.arg0("rkt")
         .arg(ENTER_COMMAND)
         .args(["--status-fd", &inherited.as_raw_fd().to_string()])

@@ -322,6 +322,8 @@ struct PreparedPod {
     exit_policy: ExitPolicy,
     /// The pod's volumes, which each app mounts ([`super::volumes`]).
     volumes: Vec<Volume>,
+    /// A sandbox in the host's PID namespace.
+    host_pid: bool,
 }
 
 fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
@@ -372,7 +374,8 @@ fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
                     // SAFETY: the runner passes the exits pipe's write end under this number
                     // to a sandbox; nothing else in this process uses it.
                     let exits = args.exits_fd.map(|fd| unsafe { File::from_raw_fd(fd) });
-                    super::sandbox::init(exits, &mut status)
+                    let host_pid = prepared.host_pid.then_some(args.pod_dir.as_path());
+                    super::sandbox::init(exits, &mut status, host_pid)
                 }
                 Ok(()) if prepared.apps.len() == 1 => {
                     let app = prepared.apps.into_iter().next().expect("one app");
@@ -626,8 +629,11 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
                 })?;
         }
     }
-    let mut namespaces =
-        CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWUTS | CloneFlags::CLONE_NEWPID;
+    let mut namespaces = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWUTS;
+    // A sandbox asked for the host's PID namespace keeps the runner's.
+    if !manifest.sandbox.as_ref().is_some_and(|s| s.host_pid) {
+        namespaces |= CloneFlags::CLONE_NEWPID;
+    }
     // A sandbox asked for the host's IPC namespace keeps the runner's.
     let host_ipc = manifest.sandbox.as_ref().is_some_and(|s| s.host_ipc);
     if !host_ipc && first.map_or(IpcMode::Private, |a| a.ipc) == IpcMode::Private {
@@ -654,6 +660,7 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
             only,
             args.netns.is_some(),
             &manifest.volumes,
+            Vec::new(),
         )?;
     }
     sethostname(&args.hostname).map_err(|source| StageError::Hostname {
@@ -670,6 +677,7 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
         user_ns: pod_user_ns,
         apps,
         exit_policy: manifest.exit_policy,
+        host_pid: manifest.sandbox.as_ref().is_some_and(|s| s.host_pid),
         volumes: manifest.volumes,
     })
 }

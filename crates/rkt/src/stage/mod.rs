@@ -37,7 +37,7 @@ pub mod volumes;
 
 use std::fs::File;
 use std::io::Read;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
@@ -380,15 +380,25 @@ impl Started {
     }
 }
 
-/// A copy of `fd` without close-on-exec, for a child spawned next to inherit under its
-/// number (passed on its command line); the original keeps close-on-exec.
-pub(crate) fn inheritable(fd: &OwnedFd) -> std::io::Result<OwnedFd> {
-    let copy = fd.try_clone()?;
-    nix::fcntl::fcntl(
-        copy.as_raw_fd(),
-        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
-    )?;
-    Ok(copy)
+/// Has the child `cmd` spawns keep `fds` (close-on-exec in this process) across its exec,
+/// under the same numbers (passed on its command line). The flag is cleared in the child
+/// alone, between fork and exec: a copy without it in this process would be inherited by
+/// any child another thread spawns meanwhile (a multi-threaded server such as rkt-cri),
+/// which would hold the pipe open for its life. The caller keeps the descriptors open
+/// until the spawn returns.
+pub(crate) fn inherit_in_child(cmd: &mut Command, fds: Vec<RawFd>) {
+    // SAFETY: runs in the child between fork and exec, where only async-signal-safe calls
+    // are allowed: fcntl(2) is one, on the child's copies of descriptors open in the parent.
+    unsafe {
+        cmd.pre_exec(move || {
+            for fd in &fds {
+                if libc::fcntl(*fd, libc::F_SETFD, 0) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
 }
 
 /// The systemd socket-activation descriptors passed to this process (`LISTEN_FDS=N` with

@@ -9,8 +9,9 @@
 //!
 //! `rkt app start` starts an app with the hidden helper `rkt stage1-app`
 //! ([`helper_main_from_args`]), executed from a sealed copy of rkt like `rkt enter`'s. The
-//! helper joins the pod's cgroup and the init's IPC, UTS, network, PID and mount
-//! namespaces, mounts an image app's root filesystem there (in the pod's mount namespace:
+//! helper joins the pod's cgroup, clones the sources of the app's host volumes that have a
+//! propagation in the host's mount namespace ([`super::volumes::take_host_trees`]), joins
+//! the init's IPC, UTS, network, PID and mount namespaces, mounts an image app's root filesystem there (in the pod's mount namespace:
 //! never on the host, and gone with the pod), and forks the app's process, which makes a
 //! mount namespace of its own and enters its root exactly as an app of a pod of several
 //! apps does ([`super::app`]). The helper then reports the app's PID on the status pipe
@@ -49,7 +50,15 @@ const STOPS: [Signal; 4] = [
 ];
 
 /// PID 1 of a sandbox: reaps and reports until stopped; returns the pod's exit status (0).
-pub(super) fn init(exits: Option<File>, status: &mut Option<File>) -> Result<i32, StageError> {
+/// With `host_pid` (the pod's directory: a sandbox in the host's PID namespace) it is no
+/// namespace's PID 1 but a subreaper that starts each app's helper itself, on request on
+/// its socket ([`HostPidInit`]), so that the apps are its descendants; it stops the pod by
+/// signalling its descendants rather than every process it can see.
+pub(super) fn init(
+    exits: Option<File>,
+    status: &mut Option<File>,
+    host_pid: Option<&Path>,
+) -> Result<i32, StageError> {
     let sys = |what: &'static str| {
         move |source| StageError::Sys {
             what,
@@ -65,6 +74,7 @@ pub(super) fn init(exits: Option<File>, status: &mut Option<File>) -> Result<i32
     mask.thread_block().map_err(sys("block the signals of"))?;
     let signal_fd =
         SignalFd::with_flags(&mask, SfdFlags::SFD_CLOEXEC).map_err(sys("make the signalfd of"))?;
+    let mut host = host_pid.map(HostPidInit::listen).transpose()?;
     // Ready: the runner reads the end of the status pipe.
     drop(status.take());
     let mut exits = exits;
@@ -74,6 +84,14 @@ pub(super) fn init(exits: Option<File>, status: &mut Option<File>) -> Result<i32
             match waitpid(None::<Pid>, Some(WaitPidFlag::WNOHANG)) {
                 Ok(WaitStatus::StillAlive) => break,
                 Ok(ended) => {
+                    // The helpers it started are no apps.
+                    let helper = ended.pid().is_some_and(|pid| {
+                        host.as_mut()
+                            .is_some_and(|h| h.helpers.remove(&pid.as_raw()))
+                    });
+                    if helper {
+                        continue;
+                    }
                     if let (Some(pid), Some(code)) = (ended.pid(), exit_code(ended)) {
                         if let Some(pipe) = exits.as_mut() {
                             // One short write: atomic on a pipe.
@@ -92,7 +110,7 @@ pub(super) fn init(exits: Option<File>, status: &mut Option<File>) -> Result<i32
         }
         let wait = kill_at.map(|at| at.saturating_duration_since(Instant::now()));
         if wait == Some(Duration::ZERO) {
-            let _ = kill(Pid::from_raw(-1), Signal::SIGKILL);
+            signal_pod(host.is_some(), Signal::SIGKILL);
             kill_at = Some(Instant::now() + Duration::from_secs(3600));
             continue;
         }
@@ -100,25 +118,230 @@ pub(super) fn init(exits: Option<File>, status: &mut Option<File>) -> Result<i32
             nix::poll::PollTimeout::try_from(w.as_millis().min(60_000) as i32 + 1)
                 .unwrap_or(nix::poll::PollTimeout::MAX)
         });
-        let mut fds = [nix::poll::PollFd::new(
+        let mut fds = vec![nix::poll::PollFd::new(
             signal_fd.as_fd(),
             nix::poll::PollFlags::POLLIN,
         )];
+        if let Some(h) = &host {
+            fds.push(nix::poll::PollFd::new(
+                h.listener.as_fd(),
+                nix::poll::PollFlags::POLLIN,
+            ));
+        }
         match nix::poll::poll(&mut fds, timeout) {
             Ok(0) | Err(Errno::EINTR) => continue,
             Ok(_) => {}
             Err(e) => return Err(sys("wait for signals in")(e)),
+        }
+        let requested = fds
+            .get(1)
+            .and_then(|f| f.revents())
+            .is_some_and(|r| r.contains(nix::poll::PollFlags::POLLIN));
+        if let (true, Some(h)) = (requested && kill_at.is_none(), host.as_mut()) {
+            h.serve_one();
         }
         let Ok(Some(info)) = signal_fd.read_signal() else {
             continue;
         };
         let stop = STOPS.iter().any(|s| *s as u32 == info.ssi_signo);
         if stop && kill_at.is_none() {
-            let _ = kill(Pid::from_raw(-1), Signal::SIGTERM);
+            signal_pod(host.is_some(), Signal::SIGTERM);
             kill_at = Some(Instant::now() + super::apps::STOP_GRACE);
             // With nothing to stop, the reaping above sees ECHILD and ends the pod.
         }
     }
+}
+
+/// Sends `signal` to every process of the pod but the init: in its own PID namespace,
+/// every process the init sees (`kill(-1)`); in the host's (`host_pid`), the init's
+/// descendants, which every process of the pod is (the init is their subreaper).
+fn signal_pod(host_pid: bool, signal: Signal) {
+    if !host_pid {
+        let _ = kill(Pid::from_raw(-1), signal);
+        return;
+    }
+    for pid in descendants(std::process::id() as i32) {
+        let _ = kill(Pid::from_raw(pid), signal);
+    }
+}
+
+/// The descendants of process `root`, from each process's parent in `/proc/<pid>/stat`.
+fn descendants(root: i32) -> Vec<i32> {
+    let mut parent_of = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // After the command's closing parenthesis: state, then the parent.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<i32>().ok());
+        if let Some(ppid) = ppid {
+            parent_of.push((pid, ppid));
+        }
+    }
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(
+            parent_of
+                .iter()
+                .filter(|(_, p)| *p == parent)
+                .map(|(c, _)| *c),
+        );
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// The socket a host-PID sandbox's init takes start requests on, in the pod's directory.
+pub const INIT_SOCKET: &str = "init.sock";
+
+/// A host-PID sandbox's init's side of starting apps: its socket, and the helpers it
+/// started (reaped, not reported).
+struct HostPidInit {
+    listener: std::os::unix::net::UnixListener,
+    helpers: std::collections::HashSet<i32>,
+}
+
+impl HostPidInit {
+    /// Becomes a subreaper and listens on the pod's [`INIT_SOCKET`].
+    fn listen(pod_dir: &Path) -> Result<HostPidInit, StageError> {
+        let path = pod_dir.join(INIT_SOCKET);
+        // SAFETY: prctl with integer arguments only.
+        if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+            return Err(StageError::Sys {
+                what: "become the subreaper of",
+                path: pod_dir.to_path_buf(),
+                source: Errno::last(),
+            });
+        }
+        let _ = std::fs::remove_file(&path);
+        let listener =
+            std::os::unix::net::UnixListener::bind(&path).map_err(|source| StageError::Io {
+                what: "listen on",
+                path: path.clone(),
+                source,
+            })?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|source| StageError::Io {
+                what: "listen on",
+                path,
+                source,
+            })?;
+        Ok(HostPidInit {
+            listener,
+            helpers: Default::default(),
+        })
+    }
+
+    /// Takes one request ([`request_start`]): the helper's arguments and descriptors, and
+    /// starts the helper as its child. A request it cannot read is dropped: the requester
+    /// then reads the end of its status pipe.
+    fn serve_one(&mut self) {
+        use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
+        let Ok((conn, _)) = self.listener.accept() else {
+            return;
+        };
+        let _ = conn.set_nonblocking(false);
+        let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut space = nix::cmsg_space!([RawFd; 8]);
+        let (len, fds) = {
+            let mut iov = [std::io::IoSliceMut::new(&mut buf)];
+            let Ok(msg) = recvmsg::<()>(
+                conn.as_raw_fd(),
+                &mut iov,
+                Some(&mut space),
+                MsgFlags::MSG_CMSG_CLOEXEC,
+            ) else {
+                return;
+            };
+            let mut fds = Vec::new();
+            for cmsg in msg.cmsgs().into_iter().flatten() {
+                if let ControlMessageOwned::ScmRights(received) = cmsg {
+                    // SAFETY: SCM_RIGHTS gives this process new descriptors it alone owns.
+                    fds.extend(
+                        received
+                            .into_iter()
+                            .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
+                    );
+                }
+            }
+            (msg.bytes, fds)
+        };
+        let mut args: Vec<OsString> = buf[..len]
+            .split(|b| *b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| {
+                <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(a).to_os_string()
+            })
+            .collect();
+        // The descriptors, by their numbers here: status, go, the requester's mount
+        // namespace, then a stream for each `1` of the `--streams` mask.
+        let Some(mask) = args
+            .iter()
+            .position(|a| a == "--streams")
+            .and_then(|i| args.get(i + 1).cloned())
+        else {
+            return;
+        };
+        let mut numbers = fds.iter().map(|f| f.as_raw_fd().to_string());
+        for flag in ["--status-fd", "--go-fd", "--host-mnt-fd"] {
+            let Some(n) = numbers.next() else { return };
+            args.extend([flag.into(), n.into()]);
+        }
+        let mask = mask.to_string_lossy().into_owned();
+        for (flag, given) in ["--stdin-fd", "--stdout-fd", "--stderr-fd"]
+            .into_iter()
+            .zip(mask.chars())
+        {
+            let n = match given {
+                '1' => numbers.next().unwrap_or_else(|| "-1".into()),
+                _ => "-1".into(),
+            };
+            args.extend([flag.into(), n.into()]);
+        }
+        let mut cmd = Command::new("/proc/self/exe");
+        cmd.arg0("rkt")
+            .arg(START_COMMAND)
+            .args(&args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        super::inherit_in_child(&mut cmd, fds.iter().map(|f| f.as_raw_fd()).collect());
+        if let Ok(child) = cmd.spawn() {
+            self.helpers.insert(child.id() as i32);
+        }
+        drop(fds);
+    }
+}
+
+/// Asks the init of the host-PID sandbox in `pod_dir` to start `rkt stage1-app` with
+/// `args` and the descriptors `fds` (the status pipe's write end, the go pipe's read end,
+/// this process's mount namespace, the app's streams), in that order.
+fn request_start(pod_dir: &Path, args: &[OsString], fds: &[RawFd]) -> std::io::Result<()> {
+    use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
+    use std::os::unix::ffi::OsStrExt;
+    let conn = std::os::unix::net::UnixStream::connect(pod_dir.join(INIT_SOCKET))?;
+    let mut data = Vec::new();
+    for arg in args {
+        data.extend_from_slice(arg.as_bytes());
+        data.push(0);
+    }
+    let iov = [std::io::IoSlice::new(&data)];
+    let cmsg = [ControlMessage::ScmRights(fds)];
+    sendmsg::<()>(conn.as_raw_fd(), &iov, &cmsg, MsgFlags::empty(), None)?;
+    Ok(())
 }
 
 /// The hidden command `rkt app start` runs its helper with.
@@ -138,6 +361,9 @@ pub struct AppStart<'a> {
     /// The app's stdin, stdout and stderr when its monitor holds them: pipes' ends or a
     /// terminal ([`super::app_logs`]); `/dev/null` otherwise.
     pub log_fds: [Option<&'a OwnedFd>; 3],
+    /// The sandbox is in the host's PID namespace: its init starts the helper
+    /// ([`INIT_SOCKET`]), so that the app is its descendant.
+    pub host_pid: bool,
 }
 
 /// Starts the app: returns its PID in the pod's namespace once it runs. `record` is called
@@ -154,18 +380,52 @@ pub fn start_app(
     let pipe = || pipe2(OFlag::O_CLOEXEC).map_err(|e| spawn_err(e.into()));
     let (status_read, status_write) = pipe()?;
     let (go_read, go_write) = pipe()?;
-    let inherit = |fd: &OwnedFd| super::inheritable(fd).map_err(spawn_err);
-    let status_fd = inherit(&status_write)?;
-    let go_fd = inherit(&go_read)?;
+    // Distinct copies (close-on-exec here), the helper owning each under its number.
     let log_fds = spec
         .log_fds
         .iter()
-        .map(|fd| fd.map(inherit).transpose())
-        .collect::<Result<Vec<_>, _>>()?;
-    drop((status_write, go_read));
+        .map(|fd| fd.map(OwnedFd::try_clone).transpose())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(spawn_err)?;
+    let (status_fd, go_fd) = (status_write, go_read);
     let raw = |fd: &Option<OwnedFd>| fd.as_ref().map_or(-1, |f| f.as_raw_fd());
     let sealed = super::sealed_exe::seal(spec.exe)?;
     let mut cmd = Command::new(sealed.path());
+    if spec.host_pid {
+        // The init starts the helper with these (its copies), in its own mount namespace:
+        // the helper returns to this one (the host's) first.
+        let mnt = File::open("/proc/self/ns/mnt").map_err(spawn_err)?;
+        let mask: String = log_fds
+            .iter()
+            .map(|fd| if fd.is_some() { '1' } else { '0' })
+            .collect();
+        let args: Vec<OsString> = [
+            "--pod-dir".into(),
+            spec.pod_dir.as_os_str().to_os_string(),
+            "--app-dir".into(),
+            spec.app_dir.as_os_str().to_os_string(),
+            "--app".into(),
+            spec.name.into(),
+            "--init-pid".into(),
+            spec.init_pid.to_string().into(),
+            "--streams".into(),
+            mask.into(),
+        ]
+        .into();
+        let mut fds = vec![status_fd.as_raw_fd(), go_fd.as_raw_fd(), mnt.as_raw_fd()];
+        fds.extend(log_fds.iter().flatten().map(|fd| fd.as_raw_fd()));
+        let sent = request_start(spec.pod_dir, &args, &fds).map_err(|source| StageError::Io {
+            what: "ask the sandbox's init to start the app through",
+            path: spec.pod_dir.join(INIT_SOCKET),
+            source,
+        });
+        drop((status_fd, go_fd, log_fds, mnt, sealed));
+        sent?;
+        return wait_started(None, status_read, go_write, record);
+    }
+    let mut kept = vec![status_fd.as_raw_fd(), go_fd.as_raw_fd()];
+    kept.extend(log_fds.iter().flatten().map(|fd| fd.as_raw_fd()));
+    super::inherit_in_child(&mut cmd, kept);
     cmd.arg0("rkt")
         .arg(START_COMMAND)
         .arg("--pod-dir")
@@ -184,7 +444,18 @@ pub fn start_app(
         .stderr(std::process::Stdio::null());
     let spawned = cmd.spawn();
     drop((status_fd, go_fd, log_fds, sealed));
-    let mut helper = spawned.map_err(spawn_err)?;
+    let helper = spawned.map_err(spawn_err)?;
+    wait_started(Some(helper), status_read, go_write, record)
+}
+
+/// What the helper says on the status pipe: its app's PID, recorded by `record` before the
+/// app runs, or why it failed; then waits for the helper, when it is our child.
+fn wait_started(
+    helper: Option<std::process::Child>,
+    status_read: OwnedFd,
+    go_write: OwnedFd,
+    record: impl FnOnce(i32) -> Result<(), String>,
+) -> Result<i32, StageError> {
     let mut status = std::io::BufReader::new(File::from(status_read));
     let mut line = String::new();
     let _ = std::io::BufRead::read_line(&mut status, &mut line);
@@ -209,7 +480,9 @@ pub fn start_app(
     };
     let mut rest = String::new();
     let _ = status.read_to_string(&mut rest);
-    let _ = helper.wait();
+    if let Some(mut helper) = helper {
+        let _ = helper.wait();
+    }
     let errors: Vec<&str> = rest
         .lines()
         .filter_map(|l| l.strip_prefix("error "))
@@ -229,6 +502,9 @@ struct HelperArgs {
     status_fd: RawFd,
     go_fd: RawFd,
     log_fds: [Option<RawFd>; 3],
+    /// A host-PID sandbox's: the mount namespace of the process that asked for the start
+    /// (the host's), which the helper, started by the init, returns to first.
+    host_mnt_fd: Option<RawFd>,
 }
 
 impl HelperArgs {
@@ -265,6 +541,12 @@ impl HelperArgs {
                 fd(number("--stdout-fd", take("--stdout-fd")?)?),
                 fd(number("--stderr-fd", take("--stderr-fd")?)?),
             ],
+            host_mnt_fd: match take("--host-mnt-fd") {
+                Ok(v) => {
+                    Some(fd(number("--host-mnt-fd", v)?).ok_or("--host-mnt-fd: not a descriptor")?)
+                }
+                Err(_) => None,
+            },
         })
     }
 }
@@ -282,6 +564,7 @@ pub fn helper_main_from_args(args: impl IntoIterator<Item = OsString>) -> i32 {
     let keep: Vec<RawFd> = [args.status_fd, args.go_fd]
         .into_iter()
         .chain(args.log_fds.iter().flatten().copied())
+        .chain(args.host_mnt_fd)
         .collect();
     super::stdio::close_inherited(&keep);
     let _ = nix::unistd::setsid();
@@ -305,6 +588,17 @@ pub fn helper_main_from_args(args: impl IntoIterator<Item = OsString>) -> i32 {
 }
 
 fn helper(args: &HelperArgs, status: &mut File, go: &OwnedFd) -> Result<(), StageError> {
+    if let Some(fd) = args.host_mnt_fd {
+        // SAFETY: the init passes this descriptor for this process alone.
+        let mnt = unsafe { OwnedFd::from_raw_fd(fd) };
+        setns(mnt.as_fd(), nix::sched::CloneFlags::CLONE_NEWNS).map_err(|source| {
+            StageError::Sys {
+                what: "return to the host's mount namespace from",
+                path: args.pod_dir.clone(),
+                source,
+            }
+        })?;
+    }
     let read_json = |name: &str| -> Result<Vec<u8>, StageError> {
         let path = args.pod_dir.join(name);
         std::fs::read(&path).map_err(|source| StageError::Io {
@@ -350,6 +644,8 @@ fn helper(args: &HelperArgs, status: &mut File, go: &OwnedFd) -> Result<(), Stag
     isolation::cgroups::detect()
         .join(&cgroup)
         .map_err(StageError::Isolation)?;
+    // Host volumes with a propagation are cloned here, in the host's mount namespace.
+    let host_trees = super::volumes::take_host_trees(&manifest.volumes, &app.mounts)?;
     join_namespaces(args.init_pid)?;
     let own_netns = record.netns.is_some();
     let user_ns = record.app_isolation(index).user_ns;
@@ -389,6 +685,7 @@ fn helper(args: &HelperArgs, status: &mut File, go: &OwnedFd) -> Result<(), Stag
             .map_err(|e| StageError::Reported(crate::error::chain(&e)))?;
     }
     let mut prepared = prepare_app(app, &args.app_dir, &record, index, (0, args.log_fds))?;
+    prepared.host_trees = host_trees;
     let (ready_read, ready_write) = pipe2(OFlag::O_CLOEXEC).map_err(|source| StageError::Sys {
         what: "make the ready pipe of",
         path: args.pod_dir.clone(),
@@ -420,6 +717,23 @@ fn helper(args: &HelperArgs, status: &mut File, go: &OwnedFd) -> Result<(), Stag
         }
         Ok(ForkResult::Child) => {
             drop((ready_read, go_child_write, pid_read));
+            // An app of its own PID namespace is its PID 1; the go-between stays in the
+            // pod's, so the app, orphaned, is still the pod's init's to reap, by the PID
+            // it has in the pod's namespace (what the fork returns).
+            if prepared.app.own_pid_ns {
+                if let Err(source) = nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWPID) {
+                    report(
+                        status,
+                        &StageError::Sys {
+                            what: "unshare a PID namespace for the app in",
+                            path: args.pod_dir.clone(),
+                            source,
+                        },
+                    );
+                    // SAFETY: _exit(2) ends this child without running exit handlers.
+                    unsafe { libc::_exit(SETUP_FAILED) }
+                }
+            }
             // SAFETY: the go-between is single-threaded too.
             let code = match unsafe { fork() } {
                 Err(_) => SETUP_FAILED,
@@ -518,7 +832,9 @@ fn join_namespaces(init_pid: i32) -> Result<(), StageError> {
         .find_map(|l| l.strip_prefix("NSpid:"))
         .and_then(|ids| ids.split_whitespace().last())
         == Some("1");
-    if !in_pod {
+    // A host-PID sandbox's init is no namespace's init: it started this helper.
+    let started_us = nix::unistd::getppid().as_raw() == init_pid;
+    if !in_pod && !started_us {
         return Err(StageError::Enter {
             pid: init_pid,
             what: "find the sandbox's init (the pod has ended)".into(),

@@ -21,7 +21,9 @@
 //! too (`mount_setattr(2)` with `AT_RECURSIVE`). When the pod's kernel paths are protected
 //! (the default), every volume mount is also `nodev`, as the rest of the root is
 //! ([`crate::isolation::paths::nodev_tree`]). Everything happens in the app's mount
-//! namespace, which goes away with the pod: nothing is mounted on the host.
+//! namespace, which goes away with the pod: nothing is mounted on the host. A host volume
+//! with a propagation (the CRI's) is cloned by a sandbox app's helper in the host's mount
+//! namespace instead ([`take_host_trees`]), so that it follows the host's mounts.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -37,7 +39,7 @@ use nix::sys::stat::fstat;
 
 use crate::isolation::syscall::{errno_of, Mounts};
 use crate::isolation::user_ns::IdMap;
-use crate::podstore::volume::{empty_dir, Mount, Volume, VolumeKind};
+use crate::podstore::volume::{empty_dir, Mount, Propagation, Volume, VolumeKind};
 use crate::podstore::App;
 
 /// Why a volume could not be made or mounted. Every variant names the volume and the path.
@@ -71,6 +73,8 @@ pub enum VolumeMountError {
         missing: String,
         rootfs: PathBuf,
     },
+    #[error(transparent)]
+    Propagation(Box<PropagationUnmet>),
     #[error("--mount of volume {volume}: the pod declares no such volume")]
     Undeclared { volume: String },
     #[error(
@@ -78,6 +82,22 @@ pub enum VolumeMountError {
          or later)"
     )]
     Unsupported { volume: String },
+}
+
+/// A host volume's propagation its source's mount on the host does not allow
+/// ([`check_propagation`]).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "volume {volume}: propagation {propagation} needs its source {source_path} on a {needs} \
+     mount of the host, and {mount_point} is not (make it so first, as `mount \
+     --make-rshared {mount_point}` does)"
+)]
+pub struct PropagationUnmet {
+    pub volume: String,
+    pub propagation: &'static str,
+    pub source_path: PathBuf,
+    pub mount_point: PathBuf,
+    pub needs: &'static str,
 }
 
 /// Creates the directory of every `empty` volume, `<pod>/volumes/NAME`, with its mode and
@@ -123,6 +143,92 @@ pub fn create_empty_volumes(
     Ok(())
 }
 
+/// For each of an app's `mounts` of the pod's `volumes`: a host volume's source cloned here
+/// (open_tree(2), with its submounts) and set to its [`Propagation`] when it has one, else
+/// `None`. A sandbox app's helper calls it in the host's mount namespace, before it joins
+/// the pod's, so that the clone of a shared or slave mount of the host stays in (or under)
+/// its peer group and follows the host's mounts made after the pod started; the app's
+/// process attaches it ([`take_sources`], [`mount_app_volumes`]). `rslave` needs the source
+/// on a shared or slave mount, `rshared` on a shared one (the host's side of the
+/// propagation: made private, the app's copy could follow nothing), else an error says
+/// which mount to change.
+pub fn take_host_trees(
+    volumes: &[Volume],
+    mounts: &[Mount],
+) -> Result<Vec<Option<OwnedFd>>, VolumeMountError> {
+    let mut trees = Vec::with_capacity(mounts.len());
+    for m in mounts {
+        let volume = volumes.iter().find(|v| v.name == m.volume);
+        let Some((source, propagation)) = volume.and_then(|v| match &v.kind {
+            VolumeKind::Host {
+                source,
+                propagation: Some(p),
+                ..
+            } => Some((source, *p)),
+            _ => None,
+        }) else {
+            trees.push(None);
+            continue;
+        };
+        let name = m.volume.as_str();
+        let err = |what: &'static str| {
+            let (volume, path) = (name.to_string(), source.clone());
+            move |source| VolumeMountError::Sys {
+                volume,
+                what,
+                path,
+                source,
+            }
+        };
+        check_propagation(name, source, propagation)?;
+        let source_fd = beneath::open_path(source, Kind::Any)
+            .map_err(|e| err("open the source")(errno_of(e)))?;
+        let tree = beneath::mount::clone_tree(source_fd.as_fd(), None, true)
+            .map_err(|e| err("clone the mount of the source")(errno_of(e)))?;
+        let kind = match propagation {
+            Propagation::Private => beneath::mount::Propagation::Private,
+            Propagation::Rslave => beneath::mount::Propagation::Slave,
+            Propagation::Rshared => beneath::mount::Propagation::Shared,
+        };
+        beneath::mount::set_propagation(tree.as_fd(), kind, true)
+            .map_err(|e| err("set the propagation of the clone of")(errno_of(e)))?;
+        trees.push(Some(tree));
+    }
+    Ok(trees)
+}
+
+/// Whether the host's mount that `source` is on lets volume `volume` have `propagation`:
+/// `rslave` needs it shared or slave, `rshared` shared ([`take_host_trees`]; a CRI server
+/// checks it when a container is created, the helper again when it starts).
+pub fn check_propagation(
+    volume: &str,
+    source: &Path,
+    propagation: Propagation,
+) -> Result<(), VolumeMountError> {
+    let (mount_point, state) =
+        beneath::mount::mount_of(source).map_err(|e| VolumeMountError::Sys {
+            volume: volume.to_string(),
+            what: "find the mount of",
+            path: source.to_path_buf(),
+            source: errno_of(e),
+        })?;
+    let (word, needs, ok) = match propagation {
+        Propagation::Private => ("rprivate", "", true),
+        Propagation::Rslave => ("rslave", "shared or slave", state.shared || state.slave),
+        Propagation::Rshared => ("rshared", "shared", state.shared),
+    };
+    if ok {
+        return Ok(());
+    }
+    Err(VolumeMountError::Propagation(Box::new(PropagationUnmet {
+        volume: volume.to_string(),
+        propagation: word,
+        source_path: source.to_path_buf(),
+        mount_point,
+        needs,
+    })))
+}
+
 /// The source of one of an app's `--mount`s, taken by [`take_sources`].
 pub struct Source {
     volume: String,
@@ -136,15 +242,19 @@ pub struct Source {
 /// The source of each of an app's `mounts` of the pod's `volumes`, in their order, cloned
 /// (open_tree(2)) with the flags its mounts have now: call it before the app's root
 /// changes them (a host-command pod's host tree turns read-only, and a bind mount would
-/// copy that), after [`create_empty_volumes`].
+/// copy that), after [`create_empty_volumes`]. A mount whose tree `host_trees` holds (by
+/// index: [`take_host_trees`]) takes that one instead.
 pub fn take_sources(
     sys: &dyn Mounts,
     pod_dir: &Path,
     volumes: &[Volume],
     mounts: &[Mount],
+    host_trees: Vec<Option<OwnedFd>>,
 ) -> Result<Vec<Source>, VolumeMountError> {
     let mut sources = Vec::with_capacity(mounts.len());
+    let mut host_trees = host_trees.into_iter();
     for m in mounts {
+        let host_tree = host_trees.next().flatten();
         let volume = volumes.iter().find(|v| v.name == m.volume).ok_or_else(|| {
             VolumeMountError::Undeclared {
                 volume: m.volume.clone(),
@@ -155,6 +265,7 @@ pub fn take_sources(
                 source,
                 read_only,
                 recursive,
+                ..
             } => (source.clone(), *recursive, *read_only),
             VolumeKind::Empty { .. } => (empty_dir(pod_dir, &volume.name), false, false),
         };
@@ -170,9 +281,12 @@ pub fn take_sources(
         let source_fd = beneath::open_path(&source, Kind::Any)
             .map_err(|e| err("open the source")(errno_of(e)))?;
         let is_dir = is_dir(&source_fd).map_err(err("inspect the source"))?;
-        let tree = sys
-            .clone_tree(source_fd.as_fd(), None, recursive)
-            .map_err(err("clone the mount of the source"))?;
+        let tree = match host_tree {
+            Some(tree) => tree,
+            None => sys
+                .clone_tree(source_fd.as_fd(), None, recursive)
+                .map_err(err("clone the mount of the source"))?,
+        };
         sources.push(Source {
             volume: volume.name.clone(),
             tree,
@@ -462,4 +576,87 @@ fn open_in_root(root: &OwnedFd, rel: &Path, kind: Kind) -> Result<OwnedFd, Errno
 
 fn is_dir(fd: &OwnedFd) -> Result<bool, Errno> {
     fstat(fd.as_raw_fd()).map(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// In a forked child with a private mount namespace: a tmpfs made private, then
+    /// shared, then a slave (of a shared bind of it); `check_propagation` of a directory
+    /// in it for each of the three propagations, as `(rprivate, rslave, rshared)` allowed.
+    #[test]
+    fn a_propagation_needs_the_hosts_side_to_allow_it() {
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("skipping: mounting needs root");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let (top, copy) = (dir.path().join("top"), dir.path().join("copy"));
+        fs::create_dir_all(top.join("data")).unwrap();
+        fs::create_dir(&copy).unwrap();
+        let report = dir.path().join("report");
+        let child = || -> Result<String, String> {
+            let fail = |what: &'static str| move |e: Errno| format!("{what}: {e}");
+            nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS).map_err(fail("unshare"))?;
+            let change = |at: &Path, flags: nix::mount::MsFlags| {
+                nix::mount::mount(None::<&str>, at, None::<&str>, flags, None::<&str>)
+            };
+            use nix::mount::MsFlags as F;
+            change(Path::new("/"), F::MS_REC | F::MS_PRIVATE).map_err(fail("make / private"))?;
+            nix::mount::mount(Some("tmpfs"), &top, Some("tmpfs"), F::empty(), None::<&str>)
+                .map_err(fail("mount a tmpfs"))?;
+            fs::create_dir(top.join("data")).map_err(|e| e.to_string())?;
+            let allowed = |at: &Path| {
+                [
+                    Propagation::Private,
+                    Propagation::Rslave,
+                    Propagation::Rshared,
+                ]
+                .map(|p| match check_propagation("v", &at.join("data"), p) {
+                    Ok(()) => "ok".to_string(),
+                    Err(e) => e.to_string(),
+                })
+                .join("|")
+            };
+            let private = allowed(&top);
+            change(&top, F::MS_SHARED).map_err(fail("make it shared"))?;
+            let shared = allowed(&top);
+            nix::mount::mount(Some(&top), &copy, None::<&str>, F::MS_BIND, None::<&str>)
+                .map_err(fail("bind"))?;
+            change(&copy, F::MS_SLAVE).map_err(fail("make the copy a slave"))?;
+            let slave = allowed(&copy);
+            Ok([private, shared, slave].join("\n"))
+        };
+        // SAFETY: the child makes system calls and small allocations, then _exits.
+        match unsafe { nix::unistd::fork() }.unwrap() {
+            nix::unistd::ForkResult::Child => {
+                let text = child().unwrap_or_else(|e| format!("failed: {e}"));
+                let _ = fs::write(&report, text);
+                // SAFETY: ends the child without the harness's exit handlers.
+                unsafe { libc::_exit(0) }
+            }
+            nix::unistd::ForkResult::Parent { child } => {
+                nix::sys::wait::waitpid(child, None).unwrap();
+            }
+        }
+        let text = fs::read_to_string(&report).unwrap();
+        let lines: Vec<Vec<&str>> = text.lines().map(|l| l.split('|').collect()).collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        let (private, shared, slave) = (&lines[0], &lines[1], &lines[2]);
+        assert_eq!(private[0], "ok", "{text}");
+        assert!(
+            private[1].contains("rslave needs its source")
+                && private[1].contains("shared or slave mount")
+                && private[1].contains(&format!("--make-rshared {}", top.display())),
+            "{text}"
+        );
+        assert!(private[2].contains("rshared needs"), "{text}");
+        assert_eq!(shared, &["ok", "ok", "ok"], "{text}");
+        assert_eq!(slave[..2], ["ok", "ok"], "{text}");
+        assert!(
+            slave[2].contains(&format!("{} is not", copy.display())),
+            "{text}"
+        );
+    }
 }

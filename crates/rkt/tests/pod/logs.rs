@@ -222,3 +222,29 @@ fn logs_of_a_pod_without_logs_or_of_an_unknown_app_say_so() {
         .assert_exit_code(254)
         .assert_stderr_contains("unknown unit");
 }
+
+#[test]
+fn an_app_whose_log_is_elsewhere_is_read_from_there() {
+    test_kit::require_root!();
+    let world = World::new(support::RKT);
+    let _g = leaks::Guard::new(world.leak_ctx());
+    let (out, uuid) = world.run_uuid(&["--net=none", "--stdout=log", "--", "echo", "moved"]);
+    out.assert_success();
+    // As a CRI server records a container's log (its AppLog path, kubelet's choice): the
+    // log moved there and the manifest saying so.
+    let elsewhere = world.path("cri-logs/echo-0.log");
+    fs::create_dir_all(elsewhere.parent().unwrap()).unwrap();
+    fs::rename(log_file(&world, &uuid, "echo"), &elsewhere).unwrap();
+    let manifest = world.path(&format!("data/pods/{uuid}/pod.json"));
+    let mut json: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&manifest).unwrap()).unwrap();
+    json["apps"][0]["log"] = serde_json::json!({
+        "stdout": true, "stderr": true, "maxSize": 0, "maxFiles": 1,
+        "path": elsewhere,
+    });
+    fs::write(&manifest, json.to_string()).unwrap();
+    let logs = world.rkt(&["logs", &uuid]).run();
+    logs.assert_success();
+    assert_eq!(logs.stdout(), "moved\n");
+    world.rkt(&["rm", &uuid]).run().assert_success();
+}
