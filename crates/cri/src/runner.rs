@@ -10,7 +10,8 @@
 
 use std::fs::File;
 use std::io::Read;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -57,21 +58,28 @@ pub struct RunnerSpec {
 pub fn start(spec: &RunnerSpec) -> anyhow::Result<String> {
     let json = serde_json::to_string(spec).context("cannot encode the sandbox's spec")?;
     let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).context("cannot make a pipe")?;
-    // The runner's copy, without close-on-exec.
-    // SAFETY: dup(2) returns a new descriptor that nothing else owns.
-    let inherited =
-        unsafe { OwnedFd::from_raw_fd(nix::unistd::dup(write.as_raw_fd()).context("dup")?) };
-    drop(write);
-    let spawned = Command::new("/proc/self/exe")
-        .arg(RUNNER_COMMAND)
+    // The write end keeps close-on-exec here and loses it in the runner alone: another
+    // RunPodSandbox spawning its runner meanwhile must not inherit it (that runner would hold
+    // it as long as its pod lives, and the read below would wait for it).
+    let fd = write.as_raw_fd();
+    let mut cmd = Command::new("/proc/self/exe");
+    cmd.arg(RUNNER_COMMAND)
         .arg(json)
-        .env(NOTICE_FD_VAR, inherited.as_raw_fd().to_string())
+        .env(NOTICE_FD_VAR, fd.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .context("cannot start the sandbox's runner");
-    drop(inherited);
+        .stderr(Stdio::null());
+    // SAFETY: between fork and exec the closure only calls fcntl, async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let spawned = cmd.spawn().context("cannot start the sandbox's runner");
+    drop(write);
     let mut child = spawned?;
     let mut said = String::new();
     let read_result = File::from(read).read_to_string(&mut said);

@@ -277,8 +277,8 @@ pub fn start_copier(
     drop(ready_write);
     let fd = |f: &Option<OwnedFd>| f.as_ref().map_or(-1, AsRawFd::as_raw_fd).to_string();
     let flag = |b: bool| if b { "1" } else { "0" };
-    let spawned = std::process::Command::new(exe)
-        .arg(LOG_COMMAND)
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg(LOG_COMMAND)
         .arg("--log")
         .arg(path)
         .args(["--split", &spec.log.config.split.to_string()])
@@ -301,8 +301,15 @@ pub fn start_copier(
         .args(["--ready-fd", &fd(&ready)])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn();
+        .stderr(std::process::Stdio::null());
+    let passed = monitor
+        .iter()
+        .chain(std::iter::once(&ready))
+        .flatten()
+        .map(AsRawFd::as_raw_fd)
+        .collect();
+    super::pass_on_exec(&mut cmd, passed);
+    let spawned = cmd.spawn();
     drop((monitor, ready));
     // Ready (or gone): end of file on the pipe. Not waited for beyond that: it ends with
     // the app's streams, and init or the caller's parent reaps it.

@@ -123,8 +123,7 @@ pub fn enter(spec: &EnterSpec) -> Result<i32, StageError> {
     };
     let (status_read, status_write) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| spawn_err(e.into()))?;
-    // The helper inherits a copy without close-on-exec (`rkt enter` starts no other
-    // process meanwhile), as the stage does its status pipe.
+    // The helper inherits a copy (close-on-exec cleared in the child alone).
     let inherited = super::inheritable(&status_write).map_err(spawn_err)?;
     drop(status_write);
     let sealed = super::sealed_exe::seal(spec.exe)?;
@@ -146,6 +145,7 @@ pub fn enter(spec: &EnterSpec) -> Result<i32, StageError> {
         cmd.arg("--env").arg(kv);
     }
     cmd.arg("--").args(argv).env_clear();
+    super::pass_on_exec(&mut cmd, vec![inherited.as_raw_fd()]);
     let streams = super::stdio::PodStdio::plan_relayed_tty(spec.tty)?;
     streams.apply(&mut cmd)?;
     signals::install().map_err(|source| StageError::Sys {

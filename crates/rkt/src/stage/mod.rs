@@ -380,15 +380,31 @@ impl Started {
     }
 }
 
-/// A copy of `fd` without close-on-exec, for a child spawned next to inherit under its
-/// number (passed on its command line); the original keeps close-on-exec.
+/// A copy of `fd` for a child spawned next to inherit under its number (passed on its
+/// command line). The copy keeps close-on-exec in this process, so that no child another
+/// thread starts meanwhile inherits it (rkt-cri calls the library from many threads at
+/// once: a pipe's end held by an unrelated child kept a reader waiting for its end of file);
+/// [`pass_on_exec`] clears the flag in the child alone.
 pub(crate) fn inheritable(fd: &OwnedFd) -> std::io::Result<OwnedFd> {
-    let copy = fd.try_clone()?;
-    nix::fcntl::fcntl(
-        copy.as_raw_fd(),
-        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
-    )?;
-    Ok(copy)
+    fd.try_clone()
+}
+
+/// Makes `cmd`'s child keep `fds` across its exec: their close-on-exec flag is cleared
+/// between fork and exec, in the child only.
+pub(crate) fn pass_on_exec(cmd: &mut std::process::Command, fds: Vec<i32>) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: between fork and exec the closure only calls fcntl, which is
+    // async-signal-safe, on memory allocated before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            for fd in fds.iter().filter(|fd| **fd >= 0) {
+                if libc::fcntl(*fd, libc::F_SETFD, 0) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
 }
 
 /// The systemd socket-activation descriptors passed to this process (`LISTEN_FDS=N` with

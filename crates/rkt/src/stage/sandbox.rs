@@ -182,6 +182,9 @@ pub fn start_app(
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
+    let mut passed = vec![status_fd.as_raw_fd(), go_fd.as_raw_fd()];
+    passed.extend(log_fds.iter().map(raw));
+    super::pass_on_exec(&mut cmd, passed);
     let spawned = cmd.spawn();
     drop((status_fd, go_fd, log_fds, sealed));
     let mut helper = spawned.map_err(spawn_err)?;
