@@ -9,8 +9,9 @@
 //!   at in between, untimed); CPU time is that of the runtime's whole cgroup tree from the
 //!   first command until every process of the pod is gone. A third variant, seven
 //!   `crictl version` runs, shows the client's own share of the wall time.
-//! * 12, `--cri-pods` (50) pods at once: as many threads each run `runp`, `create`, `start`
-//!   for a pod of its own; throughput is pods over the time until the last container runs.
+//! * 12, `--cri-pods` (50) pods at once: as many threads each run `crictl run` (one process
+//!   sending RunPodSandbox, CreateContainer and StartContainer in turn) for a pod of its own;
+//!   throughput is pods over the time until the last StartContainer returned.
 //!   Then the pods are stopped and removed at once (timed, for information).
 //! * 13, memory with those pods running: the proportional set size (PSS, from
 //!   `/proc/PID/smaps_rollup`) and RSS of every process in the runtime's cgroups (the server,
@@ -27,6 +28,9 @@ use crate::proc::check_interrupt;
 use crate::stats::Series;
 
 pub const CLIENT_FLOOR: &str = "client floor: 7 × crictl version";
+
+/// How long the pods of scenario 13 run before their memory is read.
+const MEMORY_SETTLE: Duration = Duration::from_secs(15);
 
 /// The longest the pods of a round may take to go after their removal.
 const QUIET_LIMIT: Duration = Duration::from_secs(120);
@@ -58,6 +62,8 @@ pub struct ManyRound {
     pub start: Duration,
     /// The runtime's CPU time meanwhile.
     pub start_cpu: Duration,
+    /// The client's (every crictl's) CPU time meanwhile.
+    pub client_cpu: Duration,
     /// Stopping and removing them all at once.
     pub stop: Duration,
     pub stop_cpu: Duration,
@@ -345,7 +351,7 @@ pub fn memory(server: &Server) -> Memory {
             }
         }
     }
-    roles.sort_by(|a, b| b.2.cmp(&a.2));
+    roles.sort_by_key(|r| std::cmp::Reverse(r.2));
     m.roles = roles;
     m
 }
@@ -366,25 +372,16 @@ fn many_round(
     }
     let cpu0 = server.cgroup.usage();
     let t0 = Instant::now();
+    let client0 = crate::stats::children_cpu();
     let results = at_once(pods, |i| {
         let (pod_cfg, ctr_cfg) = &configs[i];
-        let a = t0.elapsed();
-        let pod = world.crictl_id(server, &["runp", pod_cfg])?;
-        let b = t0.elapsed();
-        let ctr = world.crictl_id(server, &["create", "--no-pull", &pod, ctr_cfg, pod_cfg])?;
-        let c = t0.elapsed();
-        world.crictl(server, &["start", &ctr])?;
-        let d = t0.elapsed();
-        if std::env::var_os("RKT_BENCH_TRACE").is_some() {
-            eprintln!(
-                "{} pod {i}: runp {:?}..{:?} create ..{:?} start ..{:?}",
-                server.label, a, b, c, d
-            );
-        }
-        Ok(pod)
+        // One crictl per pod: `run` sends RunPodSandbox, CreateContainer and StartContainer
+        // in turn on one connection, and prints the container's ID.
+        world.crictl_id(server, &["run", "--no-pull", ctr_cfg, pod_cfg])
     });
     round.start = t0.elapsed();
     round.start_cpu = server.cgroup.usage().saturating_sub(cpu0);
+    round.client_cpu = crate::stats::children_cpu().saturating_sub(client0);
     let mut ids = Vec::new();
     for r in results {
         match r {
@@ -395,10 +392,27 @@ fn many_round(
     round.running = wait_running(server, ids.len(), Duration::from_secs(5))
         .unwrap_or_else(|_| running_sleeps(server));
     if measure_memory {
-        // Let start-up buffers and the runtimes' background work settle.
-        std::thread::sleep(Duration::from_secs(3));
+        // The steady state: start-up work done, idle threads gone (tokio's blocking
+        // threads after 10 s), Go's collector run.
+        std::thread::sleep(MEMORY_SETTLE);
         round.memory = Some(memory(server));
+        if let Some(hold) = std::env::var("RKT_BENCH_HOLD")
+            .ok()
+            .and_then(|v| v.parse().ok())
+        {
+            eprintln!(
+                "holding {} for {hold} s: {:?}",
+                server.label,
+                server.processes()
+            );
+            std::thread::sleep(Duration::from_secs(hold));
+        }
     }
+    let ids: Vec<String> = String::from_utf8_lossy(&world.crictl(server, &["pods", "-q"])?.stdout)
+        .lines()
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect();
     let cpu1 = server.cgroup.usage();
     let t1 = Instant::now();
     let stopped = at_once(ids.len(), |i| {
