@@ -382,31 +382,20 @@ fn many_round(
     round.start = t0.elapsed();
     round.start_cpu = server.cgroup.usage().saturating_sub(cpu0);
     round.client_cpu = crate::stats::children_cpu().saturating_sub(client0);
-    let mut ids = Vec::new();
+    let mut started = 0;
     for r in results {
         match r {
-            Ok(id) => ids.push(id),
+            Ok(_) => started += 1,
             Err(e) => round.errors.push(cni::error::chain(&e)),
         }
     }
-    round.running = wait_running(server, ids.len(), Duration::from_secs(5))
+    round.running = wait_running(server, started, Duration::from_secs(5))
         .unwrap_or_else(|_| running_sleeps(server));
     if measure_memory {
         // The steady state: start-up work done, idle threads gone (tokio's blocking
         // threads after 10 s), Go's collector run.
         std::thread::sleep(MEMORY_SETTLE);
         round.memory = Some(memory(server));
-        if let Some(hold) = std::env::var("RKT_BENCH_HOLD")
-            .ok()
-            .and_then(|v| v.parse().ok())
-        {
-            eprintln!(
-                "holding {} for {hold} s: {:?}",
-                server.label,
-                server.processes()
-            );
-            std::thread::sleep(Duration::from_secs(hold));
-        }
     }
     let ids: Vec<String> = String::from_utf8_lossy(&world.crictl(server, &["pods", "-q"])?.stdout)
         .lines()

@@ -544,15 +544,12 @@ fn render_cri_details(out: &mut String, c: &crate::cri::CriResult) {
             };
             let _ = writeln!(
                 out,
-                "| {} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {:.1} | {} ({}) | {} | {} | {} | {} | {} | {} |",
                 i + 1,
                 fmt_duration(r.start),
                 c.pods as f64 / r.start.as_secs_f64().max(1e-9),
-                format!(
-                    "{} ({})",
-                    fmt_duration(r.start_cpu),
-                    fmt_duration(r.client_cpu)
-                ),
+                fmt_duration(r.start_cpu),
+                fmt_duration(r.client_cpu),
                 fmt_duration(r.stop),
                 fmt_duration(r.stop_cpu),
                 r.errors.len(),
