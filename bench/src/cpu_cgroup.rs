@@ -128,6 +128,24 @@ impl CpuCgroup {
         check(program, args, out)
     }
 
+    /// The PIDs of every process in the cgroup and the cgroups below it.
+    pub fn processes(&self) -> Vec<u32> {
+        fn collect(dir: &Path, out: &mut Vec<u32>) {
+            let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+            out.extend(procs.lines().filter_map(|l| l.trim().parse::<u32>().ok()));
+            if let Ok(d) = std::fs::read_dir(dir) {
+                for e in d.flatten() {
+                    if e.file_type().is_ok_and(|t| t.is_dir()) {
+                        collect(&e.path(), out);
+                    }
+                }
+            }
+        }
+        let mut out = Vec::new();
+        collect(&self.dir, &mut out);
+        out
+    }
+
     /// Whether no process is left in the cgroup or any cgroup below it.
     pub fn is_empty(&self) -> bool {
         fn empty(dir: &Path) -> bool {

@@ -8,11 +8,14 @@
 //! umoci), [`image_start`] (scenario 8, a pod from a stored image against `--rootfs`),
 //! [`app_start`] (scenario 9, an app into a running sandbox against a whole pod),
 //! [`log_throughput`] (scenario 10, an app's log against podman's conmon), [`cpu_cgroup`]
-//! (CPU time of whole process trees).
+//! (CPU time of whole process trees), [`cri_world`] and [`cri`] (scenarios 11 to 13,
+//! `rkt-cri` against containerd).
 
 mod app_start;
 mod busy;
 mod cpu_cgroup;
+mod cri;
+mod cri_world;
 mod cycle;
 mod error;
 mod image_start;
@@ -48,6 +51,11 @@ use workspace::{Tools, Workspace, NOOP_NET, PTP_NET};
 (not in the default set), \
 10 log throughput: 1 GiB of lines through rkt's log copiers vs podman's conmon (k8s-file) \
 (not in the default set; needs busybox-static, podman and runc for the peer). \
+11 a CRI pod's life (runp, create, start, stop, rm, stopp, rmp through crictl): rkt-cri vs containerd 1.6 + runc, \
+12 --cri-pods pods at once through the CRI, rkt-cri vs containerd, \
+13 memory of the runtime with those pods running (PSS and RSS), rkt-cri vs containerd \
+(11 to 13 not in the default set; need containerd, runc, docker-registry, skopeo, crictl and the \
+critest harness's images, see docs/PERFORMANCE.md). \
 bench/run builds everything and runs this."
 )]
 struct Cli {
@@ -104,6 +112,26 @@ struct Cli {
     /// Timed runs per variant in scenario 10 (after one warm-up).
     #[arg(long, default_value_t = 6)]
     log_iterations: usize,
+    /// The rkt-cri binary (scenarios 11 to 13).
+    #[arg(long, default_value = "target/release/rkt-cri")]
+    rkt_cri: PathBuf,
+    /// The crictl binary that drives both CRI runtimes (cri-tools 1.26.1, built by
+    /// ../shared/cri-tools/build DIR).
+    #[arg(long, default_value = "/tmp/critest-bin/crictl")]
+    crictl: PathBuf,
+    /// The critest harness's OCI layout holding pause:3.6 and busybox:1.29-2 (built by
+    /// `python3 ../shared/critest/images.py build`), pushed to the scenarios' own registry.
+    #[arg(long, default_value = "/tmp/critest-images/oci")]
+    cri_images: PathBuf,
+    /// Timed pod cycles per runtime in scenario 11.
+    #[arg(long, default_value_t = 20)]
+    cri_cycles: usize,
+    /// Pods started at once in scenarios 12 and 13.
+    #[arg(long, default_value_t = 50)]
+    cri_pods: usize,
+    /// Rounds of scenarios 12 and 13 per runtime.
+    #[arg(long, default_value_t = 3)]
+    cri_rounds: usize,
     /// Scenarios to run, e.g. `1,3` (6, the busy host, takes minutes: ask for it).
     #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5")]
     only: Vec<u8>,
@@ -224,10 +252,47 @@ fn bench(cli: &Cli) -> Result<String, BenchError> {
             cli.log_iterations,
         )?);
     }
+    if cli.only.iter().any(|n| (11..=13).contains(n)) {
+        r.cri = Some(cri_scenarios(cli)?);
+    }
     if cli.only.iter().any(|n| (1..=6).contains(n)) {
         network_scenarios(cli, &self_exe, &mut r)?;
     }
     finish(cli, &r)
+}
+
+/// Scenarios 11 to 13, which share the CRI world: a namespace, a registry, both servers.
+fn cri_scenarios(cli: &Cli) -> Result<cri::CriResult, BenchError> {
+    let note = |what: &str| eprintln!("rkt-bench: {what}");
+    note("scenarios 11-13: starting containerd and rkt-cri in a private network namespace");
+    let tools = cri_world::CriTools {
+        rkt_cri: absolute(&cli.rkt_cri),
+        crictl: absolute(&cli.crictl),
+        layout: absolute(&cli.cri_images),
+        cni_bin: absolute(&cli.cni_bin),
+    };
+    let world = cri_world::World::new(&tools)?;
+    let mut res = cri::CriResult {
+        pods: cli.cri_pods,
+        ..cri::CriResult::default()
+    };
+    let wants = |n: u8| cli.only.contains(&n);
+    if wants(11) {
+        note("scenario 11: a CRI pod's life, rkt-cri vs containerd");
+        let (cycles, floor) = cri::cycles(&world, cli.warmup, cli.cri_cycles)?;
+        res.cycles = cycles;
+        res.floor = Some(floor);
+    }
+    if wants(12) || wants(13) {
+        note(&format!(
+            "scenarios 12-13: {} pods at once, rkt-cri vs containerd",
+            cli.cri_pods
+        ));
+        res.memory_measured = wants(13);
+        res.many = cri::many(&world, cli.cri_pods, cli.cri_rounds, wants(13))?;
+    }
+    res.leftovers = world.close();
+    Ok(res)
 }
 
 /// Scenarios 1 to 6, which share a workspace of networks and the libcni driver.

@@ -29,6 +29,7 @@ pub struct Results {
     pub image_start: Option<crate::image_start::ImageStartResult>,
     pub app_start: Option<crate::app_start::AppStartResult>,
     pub logs: Option<crate::log_throughput::LogResult>,
+    pub cri: Option<crate::cri::CriResult>,
 }
 
 /// The limit of scenario 5, in KiB.
@@ -389,6 +390,193 @@ fn render_log_targets(out: &mut String, l: &crate::log_throughput::LogResult) {
     }
 }
 
+/// Per round, `a[i] / b[i]`.
+fn per_round_ratio(a: &[f64], b: &[f64]) -> Vec<f64> {
+    a.iter().zip(b).map(|(x, y)| x / y.max(1e-12)).collect()
+}
+
+/// The verdict for a per-round ratio against a lower `limit`.
+fn ratio_holds_min(values: &[f64], limit: f64) -> &'static str {
+    let m = median_f64(values);
+    let (lo, hi) = median_ci(values).unwrap_or((m, m));
+    if lo >= limit {
+        "yes"
+    } else if hi < limit {
+        "**no**"
+    } else {
+        "not resolved (the interval holds the target)"
+    }
+}
+
+fn secs(v: &[Duration]) -> Vec<f64> {
+    v.iter().map(Duration::as_secs_f64).collect()
+}
+
+/// Scenarios 11 to 13's rows: rkt-cri against containerd.
+fn render_cri_targets(out: &mut String, c: &crate::cri::CriResult) {
+    use crate::cri_world::{CONTAINERD, RKT_CRI};
+    if let (Some(rkt), Some(ctd)) = (c.cycle(RKT_CRI), c.cycle(CONTAINERD)) {
+        for (cpu, what) in [(false, "wall"), (true, "CPU")] {
+            let pick = |s: &Series| if cpu { secs(&s.cpu) } else { secs(&s.samples) };
+            let med = |s: &Series| {
+                if cpu {
+                    s.cpu_median().unwrap_or_default()
+                } else {
+                    s.median()
+                }
+            };
+            let per_round = per_round_ratio(&pick(&rkt.whole), &pick(&ctd.whole));
+            let _ = writeln!(
+                out,
+                "| 11 | a CRI pod's life (crictl runp, create, start, stop, rm, stopp, rmp), {what} time{}: rkt-cri vs containerd (per round) | {} / {} | {} | ≤ 0.5× | {} |",
+                if cpu { " of the runtime's processes" } else { "" },
+                fmt_duration(med(&rkt.whole)),
+                fmt_duration(med(&ctd.whole)),
+                ratio_ci(&per_round),
+                ratio_holds(&per_round, 0.5)
+            );
+        }
+    }
+    if let (Some(rkt), Some(ctd)) = (c.many_of(RKT_CRI), c.many_of(CONTAINERD)) {
+        let (tr, tc) = (rkt.throughputs(c.pods), ctd.throughputs(c.pods));
+        let per_round = per_round_ratio(&tr, &tc);
+        let _ = writeln!(
+            out,
+            "| 12 | {} pods at once through the CRI (`crictl run` each: runp + create + start), throughput: rkt-cri vs containerd (per round, {} rounds) | {:.1} / {:.1} pods/s | {} | ≥ 2× | {} |",
+            c.pods,
+            per_round.len(),
+            median_f64(&tr),
+            median_f64(&tc),
+            ratio_ci(&per_round),
+            ratio_holds_min(&per_round, 2.0)
+        );
+        let errors: usize = rkt
+            .rounds
+            .iter()
+            .chain(&ctd.rounds)
+            .map(|r| r.errors.len())
+            .sum();
+        let _ = writeln!(
+            out,
+            "| 12 | pods that failed (both runtimes, every round) | {errors} | — | none | {} |",
+            holds(errors == 0)
+        );
+        if c.memory_measured {
+            for (pss, what) in [(true, "PSS"), (false, "RSS")] {
+                let kib = |m: &crate::cri::ManyRuntime| -> Vec<f64> {
+                    m.rounds
+                        .iter()
+                        .filter_map(|r| r.memory.as_ref())
+                        .map(|x| (if pss { x.pss_kib } else { x.rss_kib }) as f64)
+                        .collect()
+                };
+                let (kr, kc) = (kib(rkt), kib(ctd));
+                let per_round = per_round_ratio(&kr, &kc);
+                let _ = writeln!(
+                    out,
+                    "| 13 | memory ({what}) of the runtime's processes with {} pods running, the containers' own left out: rkt-cri vs containerd + shims (per round) | {} / {} | {} | {} | {} |",
+                    c.pods,
+                    mib(median_f64(&kr) as u64),
+                    mib(median_f64(&kc) as u64),
+                    ratio_ci(&per_round),
+                    if pss { "≤ 0.25×" } else { "—" },
+                    if pss { ratio_holds(&per_round, 0.25) } else { "—" }
+                );
+            }
+        }
+    }
+    let _ = writeln!(
+        out,
+        "| 11–13 | left behind at the end (processes in the runtimes' cgroups, mounts) | {} | — | nothing | {} |",
+        if c.leftovers.is_empty() {
+            "nothing".to_string()
+        } else {
+            c.leftovers.join("; ").replace('|', "/")
+        },
+        holds(c.leftovers.is_empty())
+    );
+}
+
+/// Scenarios 11 to 13's details: every cycle figure, each round, memory by role.
+fn render_cri_details(out: &mut String, c: &crate::cri::CriResult) {
+    if !c.cycles.is_empty() {
+        out.push_str(
+            "\nScenario 11, a CRI pod's life (medians; CPU: the runtime's cgroups, cpuacct):\n\n",
+        );
+        out.push_str("| runtime | version | whole cycle | min | p90 | runp + create + start | stop + rm + stopp + rmp | CPU time |\n|---|---|---|---|---|---|---|---|\n");
+        for r in &c.cycles {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                r.label,
+                r.version,
+                fmt_duration(r.whole.median()),
+                fmt_duration(r.whole.min()),
+                fmt_duration(r.whole.p90()),
+                fmt_duration(r.up.median()),
+                fmt_duration(r.down.median()),
+                r.whole.cpu_median().map(fmt_duration).unwrap_or_default()
+            );
+        }
+        if let Some(f) = &c.floor {
+            let _ = writeln!(
+                out,
+                "| {} | — | {} | {} | {} | — | — | — |",
+                f.label,
+                fmt_duration(f.median()),
+                fmt_duration(f.min()),
+                fmt_duration(f.p90())
+            );
+        }
+    }
+    for m in &c.many {
+        let _ = writeln!(
+            out,
+            "\nScenarios 12 and 13, {}, {} pods at once, each round:\n",
+            m.label, c.pods
+        );
+        out.push_str("| round | all running after | pods/s | CPU meanwhile (crictl's) | stop + remove all at once | CPU meanwhile | failed | running | PSS (RSS) with the pods | server alone before |\n|---|---|---|---|---|---|---|---|---|---|\n");
+        for (i, r) in m.rounds.iter().enumerate() {
+            let mem = |x: &Option<crate::cri::Memory>| {
+                x.as_ref()
+                    .map(|x| format!("{} ({})", mib(x.pss_kib), mib(x.rss_kib)))
+                    .unwrap_or_else(|| "—".into())
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {:.1} | {} ({}) | {} | {} | {} | {} | {} | {} |",
+                i + 1,
+                fmt_duration(r.start),
+                c.pods as f64 / r.start.as_secs_f64().max(1e-9),
+                fmt_duration(r.start_cpu),
+                fmt_duration(r.client_cpu),
+                fmt_duration(r.stop),
+                fmt_duration(r.stop_cpu),
+                r.errors.len(),
+                r.running,
+                mem(&r.memory),
+                mem(&r.idle)
+            );
+        }
+        if let Some(mem) = m.rounds.iter().rev().find_map(|r| r.memory.as_ref()) {
+            let _ = writeln!(
+                out,
+                "\n{}'s processes by role, last round (the containers' own: {} processes, {} PSS, left out):\n",
+                m.label,
+                mem.workload_count,
+                mib(mem.workload_pss_kib)
+            );
+            out.push_str("| role | processes | PSS | RSS |\n|---|---|---|---|\n");
+            for (role, n, pss, rss) in &mem.roles {
+                let _ = writeln!(out, "| {role} | {n} | {} | {} |", mib(*pss), mib(*rss));
+            }
+        }
+        for e in m.rounds.iter().flat_map(|r| &r.errors).take(3) {
+            let _ = writeln!(out, "\n{} failure: `{}`", m.label, e.replace('`', "'"));
+        }
+    }
+}
+
 /// The report in markdown.
 pub fn render(r: &Results) -> String {
     let mut out = String::new();
@@ -519,6 +707,9 @@ pub fn render(r: &Results) -> String {
     }
     if let Some(l) = &r.logs {
         render_log_targets(&mut out, l);
+    }
+    if let Some(c) = &r.cri {
+        render_cri_targets(&mut out, c);
     }
 
     out.push_str("\nEvery figure:\n\n");
@@ -737,6 +928,9 @@ all: plugins alone plus the pod alone is the least `rkt run` can take with its p
     }
     if let Some(b) = &r.busy {
         render_busy_details(&mut out, b);
+    }
+    if let Some(c) = &r.cri {
+        render_cri_details(&mut out, c);
     }
     if let Some(m) = &r.many {
         for e in &m.errors {
