@@ -345,7 +345,11 @@ fn stop_pod(pod: &Pod) -> Result<(), Status> {
         return Ok(());
     }
     match control::stop(pod, true) {
-        Ok(()) | Err(control::StopError::NotRunning { .. }) => {}
+        // No init any more: it ended while we waited (its apps' grace is 10 s too) and the
+        // runner is releasing the pod; waiting for that is all there is to do.
+        Ok(())
+        | Err(control::StopError::NotRunning { .. })
+        | Err(control::StopError::NoInit { .. }) => {}
         Err(e) => return Err(lib(e)),
     }
     if control::wait_exited(pod, Some(STOP_GRACE)).map_err(lib)? {
