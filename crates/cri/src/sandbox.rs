@@ -337,7 +337,9 @@ fn stop_pod(pod: &Pod) -> Result<(), Status> {
         return Ok(());
     }
     match control::stop(pod, false) {
-        Ok(()) => {}
+        // No init to signal (it has just ended) and no runner found holding the pod: it is
+        // being released; the wait below says whether that ends.
+        Ok(()) | Err(control::StopError::NoInit { .. }) => {}
         Err(control::StopError::NotRunning { .. }) => return Ok(()),
         Err(e) => return Err(lib(e)),
     }
