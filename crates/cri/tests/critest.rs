@@ -15,26 +15,6 @@ use std::process::{Command, Stdio};
 /// Specs that fail today, each with why (a fragment of the spec's text, the reason).
 const KNOWN_FAILING: &[(&str, &str)] = &[
     (
-        "runtime should support exec with tty=false",
-        "streaming (Exec) is the next issue",
-    ),
-    (
-        "runtime should support exec with tty=true",
-        "streaming (Exec) is the next issue",
-    ),
-    (
-        "runtime should support attach",
-        "streaming (Attach) is the next issue",
-    ),
-    (
-        "runtime should support portforward [Conformance]",
-        "streaming (PortForward) is the next issue",
-    ),
-    (
-        "runtime should support portforward in host network",
-        "streaming (PortForward) is the next issue",
-    ),
-    (
         "should support HostPID",
         "an rkt sandbox has its own PID namespace; the host's is refused",
     ),
