@@ -196,26 +196,40 @@ pub fn resize(master: &OwnedFd, size: TerminalSize, pid: i32) {
     );
 }
 
+/// The two ends of a pseudo-terminal.
+struct Pty {
+    master: OwnedFd,
+    slave: OwnedFd,
+}
+
 /// A pseudo-terminal in raw mode (it only carries bytes between the client and the
 /// helper, whose own terminal for the command does the line discipline), 80×24 until the
-/// client says otherwise, both ends close-on-exec.
-fn open_pty() -> nix::Result<nix::pty::OpenptyResult> {
+/// client says otherwise. Both ends are opened close-on-exec, so no process another
+/// session starts meanwhile keeps this terminal open.
+fn open_pty() -> nix::Result<Pty> {
+    use nix::fcntl::OFlag;
     use nix::sys::termios;
-    let size = nix::pty::Winsize {
+    use std::os::fd::{FromRawFd, IntoRawFd};
+    let flags = OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC;
+    let master = nix::pty::posix_openpt(flags)?;
+    nix::pty::grantpt(&master)?;
+    nix::pty::unlockpt(&master)?;
+    let name = nix::pty::ptsname_r(&master)?;
+    let slave = nix::fcntl::open(name.as_str(), flags, nix::sys::stat::Mode::empty())?;
+    // SAFETY: `open` returned a new descriptor that nothing else owns.
+    let slave = unsafe { OwnedFd::from_raw_fd(slave) };
+    // SAFETY: the master's descriptor moves out of the `PtyMaster`, which gives it up.
+    let master = unsafe { OwnedFd::from_raw_fd(master.into_raw_fd()) };
+    let ws = libc::winsize {
         ws_row: 24,
         ws_col: 80,
         ws_xpixel: 0,
         ws_ypixel: 0,
     };
-    let pty = nix::pty::openpty(Some(&size), None)?;
-    for fd in [&pty.master, &pty.slave] {
-        nix::fcntl::fcntl(
-            fd.as_raw_fd(),
-            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
-        )?;
-    }
-    let mut attrs = termios::tcgetattr(&pty.slave)?;
+    // SAFETY: TIOCSWINSZ reads one winsize from the pointer, which outlives the call.
+    unsafe { libc::ioctl(master.as_raw_fd(), libc::TIOCSWINSZ, &ws) };
+    let mut attrs = termios::tcgetattr(&slave)?;
     termios::cfmakeraw(&mut attrs);
-    termios::tcsetattr(&pty.slave, termios::SetArg::TCSANOW, &attrs)?;
-    Ok(pty)
+    termios::tcsetattr(&slave, termios::SetArg::TCSANOW, &attrs)?;
+    Ok(Pty { master, slave })
 }
