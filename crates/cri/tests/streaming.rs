@@ -109,6 +109,20 @@ fn crictl_and_websocket_clients_exec_attach_and_forward() {
     term.expect("exit code 5");
     assert_eq!(term.wait(), Some(1), "{}", term.text());
 
+    // A client that goes away hangs its terminal up: the command does not outlive it.
+    let term = Terminal::run(&node, &["exec", "-it", &plain_id, "sh"], (24, 80));
+    term.type_keys(b"echo ready; exec sleep 4243\r");
+    term.expect("ready");
+    let running = || {
+        let ps = node.ok(&["exec", "-s", &plain_id, "sh", "-c", "busybox ps"]);
+        ps.contains("sleep 4243")
+    };
+    wait_for("the command to run", PATIENCE, || running().then_some(()));
+    term.kill();
+    wait_for("the command to end with its client", PATIENCE, || {
+        (!running()).then_some(())
+    });
+
     // crictl attach -it to the shell container's terminal.
     let term = Terminal::run(&node, &["attach", "-it", &shell_id], (24, 80));
     // The shell prints nothing until a key comes; its prompt comes back with the echo.
@@ -467,6 +481,12 @@ impl Terminal {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    fn kill(&self) {
+        let mut child = self.child.lock().unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
     }
 
     fn wait(&self) -> Option<i32> {

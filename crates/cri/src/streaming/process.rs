@@ -119,8 +119,10 @@ fn run(
         });
     }
     drop(done_tx);
-    let pid = child.id() as i32;
-    std::thread::spawn(move || feed(input, stdin, master, pid));
+    // Signals go through a pidfd: it never names another process once the helper is
+    // reaped.
+    let pidfd = pidfd_open(child.id() as i32).map_err(|e| format!("pidfd_open: {e}"))?;
+    std::thread::spawn(move || feed(input, stdin, master, pidfd));
     let status = child
         .wait()
         .map_err(|e| format!("cannot wait for the exec helper: {e}"))?;
@@ -154,8 +156,10 @@ fn pump(mut from: File, channel: Channel, out: &dyn Output) {
 }
 
 /// The client's input, to the command: stdin bytes, stdin's end (a pipe is closed; a
-/// terminal stays open, as kubelet leaves it), terminal sizes.
-fn feed(input: Receiver<Input>, mut stdin: Option<File>, master: Option<OwnedFd>, pid: i32) {
+/// terminal stays open, as kubelet leaves it), terminal sizes. When the client is gone
+/// (the channel closes), a pipe is closed, and a terminal hung up: the helper gets SIGHUP
+/// and passes it on, so an interactive shell does not outlive its client.
+fn feed(input: Receiver<Input>, mut stdin: Option<File>, master: Option<OwnedFd>, pidfd: OwnedFd) {
     let mut broken = false;
     for message in input {
         match message {
@@ -171,15 +175,18 @@ fn feed(input: Receiver<Input>, mut stdin: Option<File>, master: Option<OwnedFd>
             }
             Input::Resize(size) => {
                 if let Some(m) = &master {
-                    resize(m, size, pid);
+                    resize(m, size, &pidfd);
                 }
             }
         }
     }
+    if master.is_some() {
+        signal(&pidfd, libc::SIGHUP);
+    }
 }
 
 /// Sets the terminal's size; the helper (the terminal's session leader) gets SIGWINCH.
-pub fn resize(master: &OwnedFd, size: TerminalSize, pid: i32) {
+pub fn resize(master: &OwnedFd, size: TerminalSize, pidfd: &OwnedFd) {
     let ws = libc::winsize {
         ws_row: size.height,
         ws_col: size.width,
@@ -190,10 +197,32 @@ pub fn resize(master: &OwnedFd, size: TerminalSize, pid: i32) {
     unsafe { libc::ioctl(master.as_raw_fd(), libc::TIOCSWINSZ, &ws) };
     // The kernel signals the terminal's foreground group too; this covers a helper that
     // has not yet made the terminal its own when the first size arrives.
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGWINCH,
-    );
+    signal(pidfd, libc::SIGWINCH);
+}
+
+fn pidfd_open(pid: i32) -> std::io::Result<OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: pidfd_open takes a PID and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: the descriptor is new and nothing else owns it; pidfds are close-on-exec.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Sends `sig` to the process of `pidfd`; a process already gone is not an error.
+fn signal(pidfd: &OwnedFd, sig: i32) {
+    // SAFETY: pidfd_send_signal reads the descriptor and signal; no siginfo is passed.
+    unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            sig,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
 }
 
 /// The two ends of a pseudo-terminal.
