@@ -196,6 +196,27 @@ fn crictl_and_websocket_clients_exec_attach_and_forward() {
     );
     assert_eq!(got.channel(1), websocket::port_prefix(80));
 
+    // A client that stops reading: after the write timeout (30 s) it is dropped, the
+    // command's output is drained, and the command ends.
+    let url = url_of(
+        &node,
+        &[
+            "exec",
+            &plain_id,
+            "sh",
+            "-c",
+            "head -c 50000000 /dev/zero; touch /drained",
+        ],
+    );
+    let stalled = WsClient::connect(&url, "", "v4.channel.k8s.io");
+    let t = Instant::now();
+    wait_for("the command of a stalled client to end", PATIENCE, || {
+        let out = node.crictl(&["exec", "-s", &plain_id, "sh", "-c", "test -f /drained"]);
+        out.status.success().then_some(())
+    });
+    eprintln!("a stalled client's command ended after {:?}", t.elapsed());
+    drop(stalled);
+
     // A URL used without an upgrade: 400, and the token is gone with it.
     let url = url_of(&node, &["exec", &plain_id, "true"]);
     assert_eq!(http_status(&url, "POST", ""), 400);

@@ -66,6 +66,42 @@ pub trait Output: Send + Sync {
     fn finish(&self, outcome: &Outcome);
 }
 
+/// A client connection whose every whole write must be done within [`WRITE_TIMEOUT`]
+/// (a socket's own timeout counts per send, so a client reading a trickle would hold a
+/// writer for far longer).
+pub struct TimedWriter(pub TcpStream);
+
+impl Write for TimedWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+
+    fn write_all(&mut self, mut buf: &[u8]) -> io::Result<()> {
+        let deadline = std::time::Instant::now() + WRITE_TIMEOUT;
+        while !buf.is_empty() {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the client did not read in time",
+                ));
+            }
+            self.0.set_write_timeout(Some(left))?;
+            match self.0.write(buf) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => buf = &buf[n..],
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The running streaming server.
 pub struct Server {
     address: SocketAddr,

@@ -59,8 +59,12 @@ fn run(
     let mut command =
         crate::exec::helper(c, cmd, streams.tty).map_err(|s| s.message().to_string())?;
     let spawn_err = |e: std::io::Error| format!("cannot start the exec helper: {e}");
+    let mut early = Vec::new();
     let (mut child, stdin, outputs, master) = if streams.tty {
         let pty = open_pty().map_err(|e| format!("cannot allocate a terminal: {e}"))?;
+        // The helper reads the terminal's size as it starts, before it can take SIGWINCH:
+        // the client's first size (sent as soon as its streams are open) is set first.
+        early = first_size(&input, &pty.master);
         let slave = |fd: &OwnedFd| fd.try_clone().map(Stdio::from);
         command
             .stdin(slave(&pty.slave).map_err(spawn_err)?)
@@ -122,7 +126,7 @@ fn run(
     // Signals go through a pidfd: it never names another process once the helper is
     // reaped.
     let pidfd = pidfd_open(child.id() as i32).map_err(|e| format!("pidfd_open: {e}"))?;
-    std::thread::spawn(move || feed(input, stdin, master, pidfd));
+    std::thread::spawn(move || feed(early, input, stdin, master, pidfd));
     let status = child
         .wait()
         .map_err(|e| format!("cannot wait for the exec helper: {e}"))?;
@@ -159,9 +163,15 @@ fn pump(mut from: File, channel: Channel, out: &dyn Output) {
 /// terminal stays open, as kubelet leaves it), terminal sizes. When the client is gone
 /// (the channel closes), a pipe is closed, and a terminal hung up: the helper gets SIGHUP
 /// and passes it on, so an interactive shell does not outlive its client.
-fn feed(input: Receiver<Input>, mut stdin: Option<File>, master: Option<OwnedFd>, pidfd: OwnedFd) {
+fn feed(
+    early: Vec<Input>,
+    input: Receiver<Input>,
+    mut stdin: Option<File>,
+    master: Option<OwnedFd>,
+    pidfd: OwnedFd,
+) {
     let mut broken = false;
-    for message in input {
+    for message in early.into_iter().chain(input) {
         match message {
             Input::Stdin(data) => {
                 if let Some(w) = stdin.as_mut() {
@@ -185,8 +195,25 @@ fn feed(input: Receiver<Input>, mut stdin: Option<File>, master: Option<OwnedFd>
     }
 }
 
-/// Sets the terminal's size; the helper (the terminal's session leader) gets SIGWINCH.
-pub fn resize(master: &OwnedFd, size: TerminalSize, pidfd: &OwnedFd) {
+/// How long a terminal's first size is waited for before the command starts anyway.
+const FIRST_SIZE: Duration = Duration::from_millis(200);
+
+/// Waits up to [`FIRST_SIZE`] for the client's first terminal size and sets it; returns
+/// the input that came before it, to be fed in order once the command runs.
+fn first_size(input: &Receiver<Input>, master: &OwnedFd) -> Vec<Input> {
+    let deadline = Instant::now() + FIRST_SIZE;
+    let mut early = Vec::new();
+    while let Ok(message) = input.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        if let Input::Resize(size) = message {
+            set_size(master, size);
+            break;
+        }
+        early.push(message);
+    }
+    early
+}
+
+fn set_size(master: &OwnedFd, size: TerminalSize) {
     let ws = libc::winsize {
         ws_row: size.height,
         ws_col: size.width,
@@ -195,6 +222,11 @@ pub fn resize(master: &OwnedFd, size: TerminalSize, pidfd: &OwnedFd) {
     };
     // SAFETY: TIOCSWINSZ reads one winsize from the pointer, which outlives the call.
     unsafe { libc::ioctl(master.as_raw_fd(), libc::TIOCSWINSZ, &ws) };
+}
+
+/// Sets the terminal's size; the helper (the terminal's session leader) gets SIGWINCH.
+pub fn resize(master: &OwnedFd, size: TerminalSize, pidfd: &OwnedFd) {
+    set_size(master, size);
     // The kernel signals the terminal's foreground group too; this covers a helper that
     // has not yet made the terminal its own when the first size arrives.
     signal(pidfd, libc::SIGWINCH);

@@ -21,14 +21,14 @@ use spdy::{Event, GoAwayStatus, Headers, RstStatus};
 
 use super::port_forward::{pump_from_pod, Target};
 use super::tokens::Request;
-use super::{attach, process, Channel, Input, Output, SETUP_TIMEOUT};
+use super::{attach, process, Channel, Input, Output, TimedWriter, SETUP_TIMEOUT};
 use crate::options::Config;
 
 /// How long a connection may be idle once its streams are set up (kubelet's
 /// `--streaming-connection-idle-timeout` default; client-go pings every 5 s).
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(4 * 3600);
 
-type Conn = Arc<Connection<TcpStream>>;
+type Conn = Arc<Connection<TimedWriter>>;
 
 pub fn serve(
     mut sock: TcpStream,
@@ -52,7 +52,7 @@ pub fn serve(
     sock.write_all(&k8s::spdy_upgrade_response(protocol))
         .map_err(io_err)?;
     let reader = sock.try_clone().map_err(io_err)?;
-    let conn: Conn = Arc::new(Connection::new(spdy::Config::default(), sock));
+    let conn: Conn = Arc::new(Connection::new(spdy::Config::default(), TimedWriter(sock)));
     let first = conn
         .with_session(|s| {
             s.receive(&rest)?;
@@ -308,9 +308,12 @@ impl Output for SpdyOutput {
             // A stream the client did not ask for: dropped.
             return Ok(());
         };
-        self.conn
-            .send_data(id, data, false)
-            .map_err(io::Error::other)
+        self.conn.send_data(id, data, false).map_err(|e| {
+            // A write that timed out may have left half a frame: the session cannot go
+            // on, and the client's reads end with it.
+            let _ = self.sock.shutdown(Shutdown::Both);
+            io::Error::other(e)
+        })
     }
 
     fn finish(&self, outcome: &Outcome) {

@@ -18,7 +18,7 @@ use spdy::websocket::{self, Channels, Decoder, Message, Role};
 use super::port_forward::{pump_from_pod, Target};
 use super::spdy_edge::IDLE_TIMEOUT;
 use super::tokens::Request;
-use super::{Channel, Input, Output};
+use super::{Channel, Input, Output, TimedWriter};
 use crate::options::Config;
 
 /// The largest message a client may send.
@@ -26,7 +26,7 @@ const MAX_MESSAGE: usize = 1 << 20;
 
 /// The write half, shared by the backend's threads.
 struct Writer {
-    sock: Mutex<TcpStream>,
+    sock: Mutex<TimedWriter>,
     channels: Channels,
 }
 
@@ -34,7 +34,10 @@ impl Writer {
     fn send(&self, message: &Message) -> io::Result<()> {
         let bytes = websocket::encode_message(message);
         let mut sock = self.sock.lock().unwrap_or_else(|p| p.into_inner());
-        sock.write_all(&bytes)
+        sock.write_all(&bytes).inspect_err(|_| {
+            // A write that timed out may have left half a frame: the connection ends.
+            let _ = sock.0.shutdown(Shutdown::Both);
+        })
     }
 
     fn channel(&self, channel: u8, data: &[u8]) -> io::Result<()> {
@@ -44,7 +47,7 @@ impl Writer {
     fn close(&self, code: u16, why: &str) {
         let _ = self.send(&Message::Close(Some((code, why.to_string()))));
         let sock = self.sock.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = sock.shutdown(Shutdown::Write);
+        let _ = sock.0.shutdown(Shutdown::Write);
     }
 }
 
@@ -72,7 +75,7 @@ pub fn serve(
     sock.set_read_timeout(Some(IDLE_TIMEOUT)).map_err(io_err)?;
     let reader = sock.try_clone().map_err(io_err)?;
     let writer = Arc::new(Writer {
-        sock: Mutex::new(sock),
+        sock: Mutex::new(TimedWriter(sock)),
         channels: Channels::for_protocol(up.protocol),
     });
     let mut messages = Messages {
