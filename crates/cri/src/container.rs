@@ -522,8 +522,9 @@ fn app_for(
             max_files: 1,
             attach: rkt::podstore::AttachModes {
                 stdin,
-                stdout: tty,
-                stderr: tty,
+                // Attach (the CRI's) reads the output as it comes; the log keeps it too.
+                stdout: true,
+                stderr: true,
                 tty,
             },
             path: log_path.clone(),

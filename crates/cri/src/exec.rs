@@ -31,6 +31,10 @@ struct ExecSpec {
     isolation: rkt::isolation::Isolation,
     env: Vec<(String, String)>,
     argv: Vec<String>,
+    /// The command gets a terminal of its own, relayed to the helper's stdin and stdout,
+    /// which must then be a terminal (the streaming server's pty).
+    #[serde(default)]
+    tty: bool,
 }
 
 /// ExecSync in container `c`.
@@ -42,46 +46,7 @@ pub fn exec_sync(
     if cmd.is_empty() {
         return Err(invalid("ExecSync: no command"));
     }
-    let status = &c.sandbox.status;
-    let index = status
-        .manifest
-        .apps
-        .iter()
-        .position(|a| a.name == c.app)
-        .ok_or_else(|| invalid(format!("container {} has no app", c.meta.id)))?;
-    let not_running =
-        || Status::failed_precondition(format!("container {} is not running", c.meta.id));
-    let init = status.record.pid.ok_or_else(not_running)?;
-    let pid = status
-        .record
-        .apps
-        .get(index)
-        .and_then(|r| r.pid)
-        .and_then(|p| rkt::stage::enter::app_host_pid(init, p))
-        .ok_or_else(not_running)?;
-    let app = &status.manifest.apps[index];
-    let mut env = vec![
-        (
-            "PATH".to_string(),
-            rkt::stage::env::DEFAULT_PATH.to_string(),
-        ),
-        ("HOME".to_string(), "/root".to_string()),
-    ];
-    for (k, v) in &app.env {
-        env.retain(|(key, _)| key != k);
-        env.push((k.clone(), v.clone()));
-    }
-    let spec = ExecSpec {
-        pid,
-        cgroup: status.record.pod_cgroup(&c.sandbox.pod.uuid),
-        isolation: status.record.app_isolation(index),
-        env,
-        argv: cmd,
-    };
-    let json = serde_json::to_string(&spec).map_err(lib)?;
-    let mut child = Command::new("/proc/self/exe")
-        .arg(EXEC_COMMAND)
-        .arg(json)
+    let mut child = helper(c, cmd, false)?
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -148,6 +113,56 @@ pub fn exec_sync(
     })
 }
 
+/// The helper that runs `cmd` in container `c` (`rkt-cri exec-in SPEC`), its streams not
+/// yet set; with `tty` the command gets a terminal and the helper's stdin, stdout and
+/// stderr must be one.
+pub fn helper(c: &Container, cmd: Vec<String>, tty: bool) -> Result<Command, Status> {
+    if cmd.is_empty() {
+        return Err(invalid("no command to run"));
+    }
+    let status = &c.sandbox.status;
+    let index = status
+        .manifest
+        .apps
+        .iter()
+        .position(|a| a.name == c.app)
+        .ok_or_else(|| invalid(format!("container {} has no app", c.meta.id)))?;
+    let not_running =
+        || Status::failed_precondition(format!("container {} is not running", c.meta.id));
+    let init = status.record.pid.ok_or_else(not_running)?;
+    let pid = status
+        .record
+        .apps
+        .get(index)
+        .and_then(|r| r.pid)
+        .and_then(|p| rkt::stage::enter::app_host_pid(init, p))
+        .ok_or_else(not_running)?;
+    let app = &status.manifest.apps[index];
+    let mut env = vec![
+        (
+            "PATH".to_string(),
+            rkt::stage::env::DEFAULT_PATH.to_string(),
+        ),
+        ("HOME".to_string(), "/root".to_string()),
+    ];
+    for (k, v) in &app.env {
+        env.retain(|(key, _)| key != k);
+        env.push((k.clone(), v.clone()));
+    }
+    let spec = ExecSpec {
+        pid,
+        cgroup: status.record.pod_cgroup(&c.sandbox.pod.uuid),
+        isolation: status.record.app_isolation(index),
+        env,
+        argv: cmd,
+        tty,
+    };
+    let json = serde_json::to_string(&spec).map_err(lib)?;
+    let mut command = Command::new("/proc/self/exe");
+    command.arg(EXEC_COMMAND).arg(json);
+    Ok(command)
+}
+
 /// `rkt-cri exec-in SPEC`: enters and runs the command, exits with its status.
 pub fn main_from_args(mut args: impl Iterator<Item = OsString>) -> i32 {
     let spec: ExecSpec = match args
@@ -173,7 +188,7 @@ pub fn main_from_args(mut args: impl Iterator<Item = OsString>) -> i32 {
         argv: &spec.argv,
         env: &env,
         isolation: &spec.isolation,
-        tty: Some(false),
+        tty: Some(spec.tty),
     };
     match rkt::stage::enter::enter(&enter) {
         Ok(code) => code,

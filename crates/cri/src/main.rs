@@ -22,6 +22,7 @@ mod runtime_info;
 mod sandbox;
 mod server;
 mod stats;
+mod streaming;
 
 use std::process::ExitCode;
 

@@ -69,9 +69,11 @@ pub struct Args {
     #[arg(long, value_name = "DIR[:DIR...]", value_delimiter = ':')]
     pub net_plugin_dir: Vec<PathBuf>,
 
-    /// The address the streaming server (Exec, Attach, PortForward) will listen on. Those
-    /// three RPCs are not implemented yet and answer Unimplemented; the address is checked
-    /// and kept for them.
+    /// The address of the streaming server (kubelet's --streaming-address): Exec, Attach
+    /// and PortForward answer a one-time URL on it (valid for a minute) that clients
+    /// upgrade to SPDY/3.1 or WebSocket. Port 0 takes a free port; an unspecified address
+    /// (0.0.0.0) listens everywhere and puts 127.0.0.1 in the URLs. Plain HTTP: keep it on
+    /// loopback unless the network is trusted.
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:0")]
     pub streaming_address: String,
 

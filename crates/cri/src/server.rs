@@ -60,9 +60,12 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         config.dirs.data.value.display(),
         config.dirs.net_conf.value.display()
     );
+    let config = Arc::new(config);
+    let streaming = crate::streaming::Server::start(config.clone())?;
     let cri = Cri {
-        config: Arc::new(config),
+        config,
         locks: Arc::new(PodLocks::default()),
+        streaming,
     };
     let shutdown = async {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -93,6 +96,7 @@ fn incoming(
 pub struct Cri {
     config: Arc<Config>,
     locks: Arc<PodLocks>,
+    streaming: Arc<crate::streaming::Server>,
 }
 
 impl Cri {
@@ -138,9 +142,6 @@ impl Cri {
 fn ok<T>(t: T) -> Result<Response<T>, Status> {
     Ok(Response::new(t))
 }
-
-const STREAMING: &str = "streaming (Exec, Attach, PortForward) is not implemented yet; \
-                         ExecSync is";
 
 #[tonic::async_trait]
 impl RuntimeService for Cri {
@@ -305,19 +306,40 @@ impl RuntimeService for Cri {
         ok(resp)
     }
 
-    async fn exec(&self, _: Request<ExecRequest>) -> Result<Response<ExecResponse>, Status> {
-        Err(unimplemented("Exec", STREAMING))
+    async fn exec(&self, req: Request<ExecRequest>) -> Result<Response<ExecResponse>, Status> {
+        let req = req.into_inner();
+        let request = self
+            .blocking(move |c| crate::streaming::requests::exec(c, req))
+            .await?;
+        ok(ExecResponse {
+            url: self.streaming.url(request),
+        })
     }
 
-    async fn attach(&self, _: Request<AttachRequest>) -> Result<Response<AttachResponse>, Status> {
-        Err(unimplemented("Attach", STREAMING))
+    async fn attach(
+        &self,
+        req: Request<AttachRequest>,
+    ) -> Result<Response<AttachResponse>, Status> {
+        let req = req.into_inner();
+        let request = self
+            .blocking(move |c| crate::streaming::requests::attach(c, req))
+            .await?;
+        ok(AttachResponse {
+            url: self.streaming.url(request),
+        })
     }
 
     async fn port_forward(
         &self,
-        _: Request<PortForwardRequest>,
+        req: Request<PortForwardRequest>,
     ) -> Result<Response<PortForwardResponse>, Status> {
-        Err(unimplemented("PortForward", STREAMING))
+        let req = req.into_inner();
+        let request = self
+            .blocking(move |c| crate::streaming::requests::port_forward(c, req))
+            .await?;
+        ok(PortForwardResponse {
+            url: self.streaming.url(request),
+        })
     }
 
     async fn container_stats(

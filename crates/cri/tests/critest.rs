@@ -14,28 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// Specs that fail today, each with why (a fragment of the spec's text, the reason).
-const KNOWN_FAILING: &[(&str, &str)] = &[
-    (
-        "runtime should support exec with tty=false",
-        "streaming (Exec) is the next issue",
-    ),
-    (
-        "runtime should support exec with tty=true",
-        "streaming (Exec) is the next issue",
-    ),
-    (
-        "runtime should support attach",
-        "streaming (Attach) is the next issue",
-    ),
-    (
-        "runtime should support portforward [Conformance]",
-        "streaming (PortForward) is the next issue",
-    ),
-    (
-        "runtime should support portforward in host network",
-        "streaming (PortForward) is the next issue",
-    ),
-];
+const KNOWN_FAILING: &[(&str, &str)] = &[];
 
 fn harness() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/critest")

@@ -163,7 +163,9 @@ pub fn enter(spec: &EnterSpec) -> Result<i32, StageError> {
         source,
     })?;
     let spawned = cmd.spawn();
-    drop((inherited, sealed));
+    // The command keeps its copies of the child's stream ends until dropped: with them
+    // open the relay would see no end of the output before its grace ran out.
+    drop((cmd, inherited, sealed));
     let relay = streams.start();
     let mut child = spawned.map_err(spawn_err)?;
     signals::forward_to(child.id() as i32);
