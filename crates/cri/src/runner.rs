@@ -8,23 +8,18 @@
 //! The spec is JSON written by [`start`]; this binary is the pod's stage as well
 //! (`/proc/self/exe`).
 
-use std::fs::File;
-use std::io::{BufRead, BufReader};
-use std::os::fd::{AsRawFd, FromRawFd};
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
 use serde::{Deserialize, Serialize};
 
 use rkt::firewall::ports::PortMapping;
 use rkt::isolation::cgroups::CgroupParent;
 use rkt::isolation::Isolators;
 use rkt::networking::{DnsOptions, HostsOptions, NetOptions, NetSelection};
-use rkt::pod::run::{run_new, RunOptions, StartedNotice};
+use rkt::pod::run::{run_new, RunOptions, RunnerSaid, StartedNotice};
 use rkt::pod::{PodSpec, PodStore};
 use rkt::podstore::manifest::PodMeta;
 
@@ -64,45 +59,24 @@ pub struct RunnerSpec {
 /// would hold it open for its pod's life, so this read would never end.
 pub fn start(spec: &RunnerSpec) -> anyhow::Result<String> {
     let json = serde_json::to_string(spec).context("cannot encode the sandbox's spec")?;
-    let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).context("cannot make a pipe")?;
-    let fd = write.as_raw_fd();
     let mut command = Command::new("/proc/self/exe");
     command
         .arg(RUNNER_COMMAND)
         .arg(json)
-        .env(NOTICE_FD_VAR, fd.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    // SAFETY: runs in the child between fork and exec, where only async-signal-safe calls
-    // are allowed: fcntl(2) is one, on the child's copy of a descriptor open in the parent.
-    unsafe {
-        command.pre_exec(move || {
-            if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let spawned = command.spawn().context("cannot start the sandbox's runner");
-    drop(write);
-    let mut child = spawned?;
-    // One line: "started UUID" or "error MESSAGE"; nothing when the runner ended first.
-    let mut said = String::new();
-    let read_result = BufReader::new(File::from(read)).read_line(&mut said);
+    let (mut child, said) = StartedNotice::spawn_runner(&mut command, NOTICE_FD_VAR)
+        .context("cannot start the sandbox's runner")?;
     // The runner goes on holding the pod; its exit is reaped by a thread of ours, so that
     // no zombie is left behind.
     std::thread::spawn(move || {
         let _ = child.wait();
     });
-    read_result.context("cannot read what the sandbox's runner said")?;
-    let said = said.trim_end();
-    if let Some(uuid) = said.strip_prefix("started ") {
-        return Ok(uuid.to_string());
-    }
-    match said.strip_prefix("error ") {
-        Some(message) => bail!("{message}"),
-        None => bail!("the sandbox's runner ended before the pod started"),
+    match said {
+        RunnerSaid::Started(uuid) => Ok(uuid),
+        RunnerSaid::Failed(message) => bail!("{message}"),
+        RunnerSaid::Nothing => bail!("the sandbox's runner ended before the pod started"),
     }
 }
 
@@ -132,20 +106,10 @@ pub fn main_from_args(mut args: impl Iterator<Item = std::ffi::OsString>) -> i32
 }
 
 fn take_notice() -> anyhow::Result<StartedNotice> {
-    let fd = std::env::var_os(NOTICE_FD_VAR).context("started by hand, not by the server")?;
-    // SAFETY: edition 2021; the process is still single-threaded here.
-    std::env::remove_var(NOTICE_FD_VAR);
-    let fd: i32 = fd
-        .to_str()
-        .and_then(|f| f.parse().ok())
-        .filter(|f| *f > 2)
-        .with_context(|| format!("{NOTICE_FD_VAR}={fd:?} is not a descriptor"))?;
-    fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))
-        .with_context(|| format!("{NOTICE_FD_VAR}={fd} is not open"))?;
-    // SAFETY: the server passed this descriptor for us alone; it is owned from here.
-    let file = unsafe { File::from_raw_fd(fd) };
+    let notice =
+        StartedNotice::from_env(NOTICE_FD_VAR)?.context("started by hand, not by the server")?;
     let _ = nix::unistd::setsid();
-    Ok(StartedNotice::new(file))
+    Ok(notice)
 }
 
 fn run(spec: &RunnerSpec, notice: StartedNotice) -> anyhow::Result<i32> {

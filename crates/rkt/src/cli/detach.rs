@@ -9,18 +9,14 @@
 //! prints the UUID (or the error) and returns, and the runner goes on holding the pod
 //! until its apps end or `rkt stop`.
 
-use std::fs::File;
-use std::io::Read;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::{Command, ExitCode, Stdio};
 
 use anyhow::{bail, Context};
 use clap::Args;
 
 use super::on_off::OnOff;
-use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
 
-use rkt::pod::run::StartedNotice;
+use rkt::pod::run::{RunnerSaid, StartedNotice};
 
 use super::pod_args::StdioArgs;
 
@@ -86,22 +82,11 @@ impl DetachArgs {
                 );
             }
         }
-        let Some(fd) = std::env::var_os(NOTICE_FD_VAR) else {
+        let Some(notice) = StartedNotice::from_env(NOTICE_FD_VAR)? else {
             return Ok(Role::Parent);
         };
-        // SAFETY: edition 2021; the process is still single-threaded here.
-        std::env::remove_var(NOTICE_FD_VAR);
-        let fd: i32 = fd
-            .to_str()
-            .and_then(|f| f.parse().ok())
-            .filter(|f| *f > 2)
-            .with_context(|| format!("{NOTICE_FD_VAR}={fd:?} is not a descriptor"))?;
-        fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))
-            .with_context(|| format!("{NOTICE_FD_VAR}={fd} is not open"))?;
-        // SAFETY: the parent passed this descriptor for us alone; it is owned from here.
-        let notice = unsafe { File::from_raw_fd(fd) };
         let _ = nix::unistd::setsid();
-        Ok(Role::Runner(StartedNotice::new(notice)))
+        Ok(Role::Runner(notice))
     }
 }
 
@@ -129,33 +114,19 @@ fn as_runner(
 /// In the parent: starts this command again as the detached runner and waits until it says
 /// the pod's apps run; prints the pod's UUID.
 fn start_runner() -> anyhow::Result<ExitCode> {
-    let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).context("cannot make a pipe")?;
-    // The runner's copy, without close-on-exec; no other thread starts processes here.
-    // SAFETY: dup(2) returns a new descriptor that nothing else owns.
-    let inherited =
-        unsafe { OwnedFd::from_raw_fd(nix::unistd::dup(write.as_raw_fd()).context("dup")?) };
-    drop(write);
-    let spawned = Command::new("/proc/self/exe")
-        .args(std::env::args_os().skip(1))
-        .env(NOTICE_FD_VAR, inherited.as_raw_fd().to_string())
+    let mut cmd = Command::new("/proc/self/exe");
+    cmd.args(std::env::args_os().skip(1))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .context("cannot start the detached runner");
-    drop(inherited);
-    let _runner = spawned?;
-    let mut said = String::new();
-    File::from(read)
-        .read_to_string(&mut said)
-        .context("cannot read what the detached runner said")?;
-    let said = said.trim_end();
-    if let Some(uuid) = said.strip_prefix("started ") {
-        super::output::print(&format!("{uuid}\n"))?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    match said.strip_prefix("error ") {
-        Some(message) => bail!("{message}"),
-        None => bail!("the detached runner ended before the pod started"),
+        .stderr(Stdio::null());
+    let (_runner, said) = StartedNotice::spawn_runner(&mut cmd, NOTICE_FD_VAR)
+        .context("cannot start the detached runner")?;
+    match said {
+        RunnerSaid::Started(uuid) => {
+            super::output::print(&format!("{uuid}\n"))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        RunnerSaid::Failed(message) => bail!("{message}"),
+        RunnerSaid::Nothing => bail!("the detached runner ended before the pod started"),
     }
 }

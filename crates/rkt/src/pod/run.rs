@@ -94,6 +94,75 @@ impl StartedNotice {
             let _ = file.write_all(format!("error {line}\n").as_bytes());
         }
     }
+
+    /// In a runner started by [`StartedNotice::spawn_runner`]: the notice named by the
+    /// environment variable `var` (removed from the environment), owned from here and
+    /// close-on-exec again; `None` when the variable is not set.
+    pub fn from_env(var: &str) -> std::io::Result<Option<StartedNotice>> {
+        use std::os::fd::FromRawFd;
+        let Some(value) = std::env::var_os(var) else {
+            return Ok(None);
+        };
+        // SAFETY: edition 2021; runners read it before they start any thread.
+        std::env::remove_var(var);
+        let bad = |what: &str| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{var}={value:?} {what}"),
+            )
+        };
+        let fd: i32 = value
+            .to_str()
+            .and_then(|f| f.parse().ok())
+            .filter(|f| *f > 2)
+            .ok_or_else(|| bad("is not a descriptor"))?;
+        nix::fcntl::fcntl(
+            fd,
+            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+        )
+        .map_err(|_| bad("is not open"))?;
+        // SAFETY: the parent passed this descriptor for this process alone; owned from here.
+        let file = unsafe { std::fs::File::from_raw_fd(fd) };
+        Ok(Some(StartedNotice::new(file)))
+    }
+
+    /// Spawns `cmd` as a runner that says on a notice pipe, named to it by the environment
+    /// variable `var` (inheritable in the runner alone, so that no process another thread
+    /// starts meanwhile holds it), when its pod's apps run; returns the runner and what it
+    /// said first.
+    pub fn spawn_runner(
+        cmd: &mut std::process::Command,
+        var: &str,
+    ) -> std::io::Result<(std::process::Child, RunnerSaid)> {
+        use std::io::BufRead;
+        use std::os::fd::AsRawFd;
+        let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+        cmd.env(var, write.as_raw_fd().to_string());
+        stage::inherit_in_child(cmd, vec![write.as_raw_fd()]);
+        let spawned = cmd.spawn();
+        drop(write);
+        let child = spawned?;
+        let mut said = String::new();
+        std::io::BufReader::new(std::fs::File::from(read)).read_line(&mut said)?;
+        let said = said.trim_end();
+        let said = match (said.strip_prefix("started "), said.strip_prefix("error ")) {
+            (Some(uuid), _) => RunnerSaid::Started(uuid.to_string()),
+            (None, Some(message)) => RunnerSaid::Failed(message.to_string()),
+            (None, None) => RunnerSaid::Nothing,
+        };
+        Ok((child, said))
+    }
+}
+
+/// What a runner said on its [`StartedNotice`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunnerSaid {
+    /// Its pod's apps run: the pod's UUID.
+    Started(String),
+    /// Why its pod did not start.
+    Failed(String),
+    /// Nothing: it ended first.
+    Nothing,
 }
 
 /// How a pod run ended.

@@ -386,7 +386,7 @@ impl Started {
 /// any child another thread spawns meanwhile (a multi-threaded server such as rkt-cri),
 /// which would hold the pipe open for its life. The caller keeps the descriptors open
 /// until the spawn returns.
-pub(crate) fn inherit_in_child(cmd: &mut Command, fds: Vec<RawFd>) {
+pub fn inherit_in_child(cmd: &mut Command, fds: Vec<RawFd>) {
     // SAFETY: runs in the child between fork and exec, where only async-signal-safe calls
     // are allowed: fcntl(2) is one, on the child's copies of descriptors open in the parent.
     unsafe {
