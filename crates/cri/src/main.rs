@@ -31,19 +31,13 @@ use clap::Parser;
 fn main() -> ExitCode {
     let mut args = std::env::args_os().skip(1);
     let status = match args.next() {
-        Some(cmd) if cmd == rkt::stage::INIT_COMMAND => rkt::stage::init::main_from_args(args),
-        Some(cmd) if cmd == rkt::stage::enter::ENTER_COMMAND => {
-            rkt::stage::enter::helper_main_from_args(args)
-        }
-        Some(cmd) if cmd == rkt::stage::sandbox::START_COMMAND => {
-            rkt::stage::sandbox::helper_main_from_args(args)
-        }
-        Some(cmd) if cmd == rkt::stage::app_logs::LOG_COMMAND => {
-            rkt::stage::app_logs::logger_main_from_args(args)
-        }
         Some(cmd) if cmd == runner::RUNNER_COMMAND => runner::main_from_args(args),
         Some(cmd) if cmd == exec::EXEC_COMMAND => exec::main_from_args(args),
-        _ => return serve(),
+        Some(cmd) => match rkt::stage::main_if_stage_command(&cmd, args) {
+            Some(status) => status,
+            None => return serve(),
+        },
+        None => return serve(),
     };
     ExitCode::from((status & 0xff) as u8)
 }

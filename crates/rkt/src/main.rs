@@ -13,18 +13,12 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let mut args = std::env::args_os().skip(1);
     let status = match args.next() {
-        Some(cmd) if cmd == rkt::stage::INIT_COMMAND => rkt::stage::init::main_from_args(args),
-        Some(cmd) if cmd == rkt::stage::enter::ENTER_COMMAND => {
-            rkt::stage::enter::helper_main_from_args(args)
-        }
-        Some(cmd) if cmd == rkt::stage::sandbox::START_COMMAND => {
-            rkt::stage::sandbox::helper_main_from_args(args)
-        }
-        Some(cmd) if cmd == rkt::stage::app_logs::LOG_COMMAND => {
-            rkt::stage::app_logs::logger_main_from_args(args)
-        }
         Some(cmd) if cmd == cli::reap::COMMAND => cli::reap::main_from_args(args),
-        _ => return cli::main(),
+        Some(cmd) => match rkt::stage::main_if_stage_command(&cmd, args) {
+            Some(status) => status,
+            None => return cli::main(),
+        },
+        None => return cli::main(),
     };
     ExitCode::from((status & 0xff) as u8)
 }

@@ -380,6 +380,26 @@ impl Started {
     }
 }
 
+/// The stage's own commands, which a binary serving as the stage (`rkt`, `rkt-cri`) runs
+/// when it is executed as one of them: `cmd` is its first argument, `args` the rest. `None`:
+/// `cmd` is none of them (the binary goes on with its own commands).
+pub fn main_if_stage_command(
+    cmd: &std::ffi::OsStr,
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Option<i32> {
+    if cmd == INIT_COMMAND {
+        Some(init::main_from_args(args))
+    } else if cmd == enter::ENTER_COMMAND {
+        Some(enter::helper_main_from_args(args))
+    } else if cmd == sandbox::START_COMMAND {
+        Some(sandbox::helper_main_from_args(args))
+    } else if cmd == app_logs::LOG_COMMAND {
+        Some(app_logs::logger_main_from_args(args))
+    } else {
+        None
+    }
+}
+
 /// Has the child `cmd` spawns keep `fds` (close-on-exec in this process) across its exec,
 /// under the same numbers (passed on its command line). The flag is cleared in the child
 /// alone, between fork and exec: a copy without it in this process would be inherited by
