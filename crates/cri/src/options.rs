@@ -145,17 +145,11 @@ impl Config {
         for warning in &paths.warnings {
             eprintln!("rkt-cri: warning: {warning}");
         }
-        let mut net_plugin_dirs: Vec<PathBuf> = Vec::new();
-        for dir in &args.net_plugin_dir {
-            if !dir.as_os_str().is_empty() && !net_plugin_dirs.contains(dir) {
-                net_plugin_dirs.push(dir.clone());
-            }
-        }
-        let overrides = DirOverrides {
-            data: args.dir.clone(),
-            net_conf_dir: args.net_conf_dir.clone(),
-            net_plugin_dirs,
-        };
+        let overrides = DirOverrides::new(
+            args.dir.clone(),
+            args.net_conf_dir.clone(),
+            &args.net_plugin_dir,
+        );
         let dirs = resolve(&config_dirs, &paths, &overrides, &cwd)?;
         rkt::networking::admission::set_limit(dirs.net_operations.value);
         Ok(Config {

@@ -246,18 +246,11 @@ impl GlobalArgs {
     pub fn effective_dirs(&self, net: &NetDirArgs) -> anyhow::Result<EffectiveDirs> {
         let dirs = self.config_dirs()?;
         let paths = self.load_paths(&dirs)?;
-        // A directory given twice is searched (and shown) once, where it was first given.
-        let mut net_plugin_dirs: Vec<PathBuf> = Vec::new();
-        for dir in &net.net_plugin_dir {
-            if !dir.as_os_str().is_empty() && !net_plugin_dirs.contains(dir) {
-                net_plugin_dirs.push(dir.clone());
-            }
-        }
-        let overrides = DirOverrides {
-            data: self.dir.clone(),
-            net_conf_dir: net.net_conf_dir.clone(),
-            net_plugin_dirs,
-        };
+        let overrides = DirOverrides::new(
+            self.dir.clone(),
+            net.net_conf_dir.clone(),
+            &net.net_plugin_dir,
+        );
         let effective = resolve(&dirs, &paths, &overrides, &current_dir()?)?;
         rkt::networking::admission::set_limit(effective.net_operations.value);
         self.debug(format_args!(

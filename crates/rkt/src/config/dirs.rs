@@ -39,6 +39,28 @@ pub struct DirOverrides {
     pub net_plugin_dirs: Vec<PathBuf>,
 }
 
+impl DirOverrides {
+    /// The flags' overrides; a plugin directory given twice is searched (and shown) once,
+    /// where it was first given, and an empty one not at all.
+    pub fn new(
+        data: Option<PathBuf>,
+        net_conf_dir: Option<PathBuf>,
+        plugin_dirs: &[PathBuf],
+    ) -> DirOverrides {
+        let mut net_plugin_dirs: Vec<PathBuf> = Vec::new();
+        for dir in plugin_dirs {
+            if !dir.as_os_str().is_empty() && !net_plugin_dirs.contains(dir) {
+                net_plugin_dirs.push(dir.clone());
+            }
+        }
+        DirOverrides {
+            data,
+            net_conf_dir,
+            net_plugin_dirs,
+        }
+    }
+}
+
 /// The directories in effect, each with the place it was set.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EffectiveDirs {
