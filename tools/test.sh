@@ -9,8 +9,10 @@
 #   docker-registry, skopeo, umoci, busybox-static: the image tests build their images from
 #     busybox-static and serve them on loopback;
 #   dnsmasq-base: the DHCP server of the multi-host tests;
-#   libapr1, libaprutil1: apache2's libraries, which critest's offline harness
-#     (../shared/critest, run by crates/cri/tests/critest.rs) copies into its httpd image.
+#   libapr1, libaprutil1, curl, util-linux, python3: critest's offline harness
+#     (../shared/critest, run by crates/cri/tests/critest.rs) copies apache2's libraries
+#     into its httpd image, builds its images with python3, checks its registry with curl
+#     and uses util-linux's unshare, nsenter and ipcs.
 # Installing needs root; so do many tests, which skip themselves without it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +20,8 @@ cd "$(dirname "$0")/.."
 say() { printf 'test.sh: %s\n' "$*"; }
 
 packages=(containernetworking-plugins iptables iproute2 golang-go golang-github-appc-cni-dev gcc libc6-dev
-    docker-registry skopeo umoci busybox-static dnsmasq-base ca-certificates libapr1 libaprutil1)
+    docker-registry skopeo umoci busybox-static dnsmasq-base ca-certificates libapr1 libaprutil1
+    curl util-linux python3)
 missing=()
 if command -v dpkg-query >/dev/null; then
     for p in "${packages[@]}"; do
