@@ -729,8 +729,13 @@ pub fn start(config: &Config, id: &str) -> Result<(), Status> {
             "container {id} has exited: a CRI container is not started again"
         )));
     }
-    let _ = config;
-    apps::start(&c.sandbox.pod, &c.app, Path::new("/proc/self/exe")).map_err(app_err)?;
+    apps::start(
+        &c.sandbox.pod,
+        &c.app,
+        Path::new("/proc/self/exe"),
+        config.spawner.as_ref(),
+    )
+    .map_err(app_err)?;
     Ok(())
 }
 

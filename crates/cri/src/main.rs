@@ -21,6 +21,7 @@ mod runner;
 mod runtime_info;
 mod sandbox;
 mod server;
+mod spawner;
 mod stats;
 mod streaming;
 
@@ -31,15 +32,29 @@ use clap::Parser;
 fn main() -> ExitCode {
     let mut args = std::env::args_os().skip(1);
     let status = match args.next() {
-        Some(cmd) if cmd == runner::RUNNER_COMMAND => runner::main_from_args(args),
-        Some(cmd) if cmd == exec::EXEC_COMMAND => exec::main_from_args(args),
-        Some(cmd) => match rkt::stage::main_if_stage_command(&cmd, args) {
+        Some(cmd) if cmd == spawner::SPAWNER_COMMAND => spawner::main(),
+        Some(cmd) => match helper_command(&cmd, args) {
             Some(status) => status,
             None => return serve(),
         },
         None => return serve(),
     };
     ExitCode::from((status & 0xff) as u8)
+}
+
+/// Runs this binary's hidden command `cmd` (a sandbox's runner, the exec helper, the
+/// stage's commands) with `args`, executed or forked by the spawner; `None`: `cmd` is none.
+fn helper_command(
+    cmd: &std::ffi::OsStr,
+    args: impl Iterator<Item = std::ffi::OsString>,
+) -> Option<i32> {
+    if cmd == runner::RUNNER_COMMAND {
+        Some(runner::main_from_args(args))
+    } else if cmd == exec::EXEC_COMMAND {
+        Some(exec::main_from_args(args))
+    } else {
+        rkt::stage::main_if_stage_command(cmd, args)
+    }
 }
 
 fn serve() -> ExitCode {

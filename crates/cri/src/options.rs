@@ -96,6 +96,8 @@ pub struct Config {
     pub net_name: Option<String>,
     /// Each CNI plugin call's limit.
     pub plugin_timeout: Duration,
+    /// What starts the pods' runners and log monitors.
+    pub spawner: std::sync::Arc<crate::spawner::Spawner>,
 }
 
 impl Config {
@@ -159,6 +161,7 @@ impl Config {
             streaming_address,
             net_name: args.net_name.clone(),
             plugin_timeout: cni::api::DEFAULT_TIMEOUT,
+            spawner: Default::default(),
         })
     }
 

@@ -1,7 +1,7 @@
-//! The process that holds one pod sandbox: `rkt-cri sandbox-runner SPEC`, started by the
-//! server for each RunPodSandbox, as `rkt app sandbox` starts its detached runner. It runs
-//! in a session of its own with its streams on `/dev/null`, so it outlives the server (a
-//! restart, a crash, `kill -9`); it calls the library's `pod::run::run_new` with no app, tells
+//! The process that holds one pod sandbox: `rkt-cri sandbox-runner SPEC`, started for each
+//! RunPodSandbox by the server's spawner ([`crate::spawner`], which forks it), as `rkt app
+//! sandbox` starts its detached runner. It runs in a session of its own with its streams on
+//! `/dev/null`, so it outlives the server (a restart, a crash, `kill -9`); it calls the library's `pod::run::run_new` with no app, tells
 //! the server the pod's UUID once the pod runs (or why it did not start) on a pipe, then
 //! holds the pod (records its apps' exits) until StopPodSandbox stops it.
 //!
@@ -9,7 +9,6 @@
 //! (`/proc/self/exe`).
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
@@ -22,6 +21,7 @@ use rkt::networking::{DnsOptions, HostsOptions, NetOptions, NetSelection};
 use rkt::pod::run::{run_new, RunOptions, RunnerSaid, StartedNotice};
 use rkt::pod::{PodSpec, PodStore};
 use rkt::podstore::manifest::PodMeta;
+use rkt::stage::launch::{Launch, Launcher};
 
 /// The hidden command. The library knows a process running it for a pod's runner
 /// (`rkt::pod::control::RUNNER_COMMANDS`): StopPodSandbox of a pod still starting stops
@@ -51,28 +51,13 @@ pub struct RunnerSpec {
     pub net_operations: usize,
 }
 
-/// Starts the runner for `spec` and waits until it says the pod runs: returns its UUID.
-///
-/// The runner's end of the notice pipe is inheritable in the runner only (made so between
-/// fork and exec): the server starts runners from many threads at once, and a copy
-/// inheritable in the server would be inherited by every runner started meanwhile, which
-/// would hold it open for its pod's life, so this read would never end.
-pub fn start(spec: &RunnerSpec) -> anyhow::Result<String> {
+/// Starts the runner for `spec` by `launcher` (the server's spawner) and waits until it
+/// says the pod runs: returns its UUID.
+pub fn start(launcher: &dyn Launcher, spec: &RunnerSpec) -> anyhow::Result<String> {
     let json = serde_json::to_string(spec).context("cannot encode the sandbox's spec")?;
-    let mut command = Command::new("/proc/self/exe");
-    command
-        .arg(RUNNER_COMMAND)
-        .arg(json)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let (mut child, said) = StartedNotice::spawn_runner(&mut command, NOTICE_FD_VAR)
-        .context("cannot start the sandbox's runner")?;
-    // The runner goes on holding the pod; its exit is reaped by a thread of ours, so that
-    // no zombie is left behind.
-    std::thread::spawn(move || {
-        let _ = child.wait();
-    });
+    let (_pid, said) =
+        StartedNotice::launch_runner(launcher, Launch::new([RUNNER_COMMAND, &json]), NOTICE_FD_VAR)
+            .context("cannot start the sandbox's runner")?;
     match said {
         RunnerSaid::Started(uuid) => Ok(uuid),
         RunnerSaid::Failed(message) => bail!("{message}"),

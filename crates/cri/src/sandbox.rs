@@ -222,7 +222,7 @@ pub fn run(config: &Config, req: proto::RunPodSandboxRequest) -> Result<String, 
         plugin_timeout_ms: config.plugin_timeout.as_millis() as u64,
         net_operations: dirs.net_operations.value,
     };
-    let uuid = runner::start(&spec).map_err(|e| internal(&e))?;
+    let uuid = runner::start(config.spawner.as_ref(), &spec).map_err(|e| internal(&e))?;
     if !sysctls.is_empty() {
         let store = PodStore::new(config.pods_dir());
         let set = store

@@ -14,6 +14,7 @@ use rkt::pod::apps;
 use rkt::pod::run::run_new;
 use rkt::pod::{PodSpec, PodStatus};
 use rkt::podstore::manifest::parse_user_meta;
+use rkt::stage::launch::Exec;
 use rkt::podstore::{AppLog, AttachModes};
 
 use super::detach::{dispatch, DetachArgs};
@@ -310,7 +311,8 @@ pub fn run(global: &GlobalArgs, args: &AppCommandArgs) -> anyhow::Result<ExitCod
         AppCommand::Add(a) => add(global, a),
         AppCommand::Start(a) => {
             let pod = pod(global, &a.uuid)?;
-            apps::start(&pod, &a.app, std::path::Path::new("/proc/self/exe"))?;
+            let exe = std::path::Path::new("/proc/self/exe");
+            apps::start(&pod, &a.app, exe, &Exec(exe.to_path_buf()))?;
             Ok(ExitCode::SUCCESS)
         }
         AppCommand::Stop(a) => {

@@ -24,6 +24,7 @@ use crate::podstore::store::{write_atomic_manifest, Pod};
 use crate::podstore::time::Timestamp;
 use crate::podstore::{App, PodError, PodManifest, Volume};
 use crate::stage::app_logs::{log_path, start_copier, LogStreams, MonitorSpec};
+use crate::stage::launch::Launcher;
 use crate::stage::sandbox::{start_app, unmount_in_pod, AppStart};
 use crate::stage::StageError;
 
@@ -285,8 +286,14 @@ pub fn add_with_volumes(
 }
 
 /// `rkt app start`: starts app `name` (created or exited) of the running sandbox `pod`
-/// from the `rkt` binary `exe`; does nothing when it runs. Returns its PID in the pod.
-pub fn start(pod: &Pod, name: &str, exe: &Path) -> Result<i32, AppError> {
+/// from the `rkt` binary `exe`, its log monitor (if any) by `monitors`; does nothing when
+/// it runs. Returns its PID in the pod.
+pub fn start(
+    pod: &Pod,
+    name: &str,
+    exe: &Path,
+    monitors: &dyn Launcher,
+) -> Result<i32, AppError> {
     let lock = AppsLock::lock(&pod.dir)?;
     let (manifest, state, init_pid) = running_sandbox(pod)?;
     let index = index_of(pod, &manifest, name)?;
@@ -352,7 +359,7 @@ pub fn start(pod: &Pod, name: &str, exe: &Path) -> Result<i32, AppError> {
     let attach_dir = crate::attach::attach_dir(&pod.dir);
     let log = log_file(&pod.dir, app);
     let pipes =
-        start_copier(exe, (&pod.dir, &log), (&attach_dir, name), monitor).map_err(start_err)?;
+        start_copier(monitors, (&pod.dir, &log), (&attach_dir, name), monitor).map_err(start_err)?;
     let app_dir = app_dir(&pod.dir, name);
     let spec = AppStart {
         exe,

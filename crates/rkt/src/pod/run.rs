@@ -134,7 +134,6 @@ impl StartedNotice {
         cmd: &mut std::process::Command,
         var: &str,
     ) -> std::io::Result<(std::process::Child, RunnerSaid)> {
-        use std::io::BufRead;
         use std::os::fd::AsRawFd;
         let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
         cmd.env(var, write.as_raw_fd().to_string());
@@ -142,15 +141,36 @@ impl StartedNotice {
         let spawned = cmd.spawn();
         drop(write);
         let child = spawned?;
-        let mut said = String::new();
-        std::io::BufReader::new(std::fs::File::from(read)).read_line(&mut said)?;
-        let said = said.trim_end();
-        let said = match (said.strip_prefix("started "), said.strip_prefix("error ")) {
-            (Some(uuid), _) => RunnerSaid::Started(uuid.to_string()),
-            (None, Some(message)) => RunnerSaid::Failed(message.to_string()),
-            (None, None) => RunnerSaid::Nothing,
-        };
-        Ok((child, said))
+        Ok((child, RunnerSaid::read(read)?))
+    }
+
+    /// [`StartedNotice::spawn_runner`] for a runner started by `launcher` (its standard
+    /// streams on `/dev/null`): returns its PID and what it said first.
+    pub fn launch_runner(
+        launcher: &dyn stage::launch::Launcher,
+        mut launch: stage::launch::Launch,
+        var: &str,
+    ) -> std::io::Result<(u32, RunnerSaid)> {
+        use std::os::fd::AsRawFd;
+        let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+        launch
+            .env
+            .push((var.into(), write.as_raw_fd().to_string().into()));
+        launch.fds.push(write.as_raw_fd());
+        let launched = launcher.launch(&launch);
+        drop(write);
+        let pid = launched?;
+        Ok((pid, RunnerSaid::read(read)?))
+    }
+}
+
+/// Returns the allocator's free memory to the system (glibc's `malloc_trim`; nothing
+/// elsewhere).
+fn release_free_memory() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: malloc_trim only walks and trims the allocator's own free lists.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
@@ -163,6 +183,23 @@ pub enum RunnerSaid {
     Failed(String),
     /// Nothing: it ended first.
     Nothing,
+}
+
+impl RunnerSaid {
+    /// The first line on the read end of a notice pipe (end of file: [`RunnerSaid::Nothing`]).
+    fn read(pipe: std::os::fd::OwnedFd) -> std::io::Result<RunnerSaid> {
+        use std::io::BufRead;
+        let mut said = String::new();
+        std::io::BufReader::new(std::fs::File::from(pipe)).read_line(&mut said)?;
+        let said = said.trim_end();
+        Ok(
+            match (said.strip_prefix("started "), said.strip_prefix("error ")) {
+                (Some(uuid), _) => RunnerSaid::Started(uuid.to_string()),
+                (None, Some(message)) => RunnerSaid::Failed(message.to_string()),
+                (None, None) => RunnerSaid::Nothing,
+            },
+        )
+    }
 }
 
 /// How a pod run ended.
@@ -659,6 +696,9 @@ fn run_locked(
             seen
         })
     });
+    // From here the runner only waits, for as long as the pod lives: what its start freed
+    // goes back to the system rather than staying in its heap.
+    release_free_memory();
     let waited = stage.wait();
     if let Some(thread) = sandbox_reporter {
         let _ = thread.join();

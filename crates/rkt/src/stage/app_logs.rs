@@ -17,6 +17,7 @@ use nix::fcntl::OFlag;
 use nix::unistd::pipe2;
 
 use super::init::AppLogFds;
+use super::launch::{Launch, Launcher};
 use super::StageError;
 use crate::logs::writer::{copy_pipe, LogFile};
 use crate::logs::{LogConfig, LogStream};
@@ -198,11 +199,11 @@ fn copy(fd: &OwnedFd, path: &Path) -> Result<OwnedFd, StageError> {
     })
 }
 
-/// Makes the app's monitored streams (pipes, or a terminal) and starts their monitor (the
-/// `rkt` binary `exe`, normally `/proc/self/exe`): its log at `path`, its attach socket for
-/// app `name` in `attach_dir`. Nothing when no stream is monitored.
+/// Makes the app's monitored streams (pipes, or a terminal) and starts their monitor
+/// (`rkt stage1-log`, by `launcher`): its log at `path`, its attach socket for app `name`
+/// in `attach_dir`. Nothing when no stream is monitored.
 pub fn start_copier(
-    exe: &Path,
+    launcher: &dyn Launcher,
     (pod_dir, path): (&Path, &Path),
     (attach_dir, name): (&Path, &str),
     spec: MonitorSpec,
@@ -276,46 +277,51 @@ pub fn start_copier(
         pipe2(OFlag::O_CLOEXEC).map_err(sys("make the ready pipe of", path))?;
     let ready = Some(ready_write);
     let fd = |f: &Option<OwnedFd>| f.as_ref().map_or(-1, AsRawFd::as_raw_fd).to_string();
-    let flag = |b: bool| if b { "1" } else { "0" };
-    let mut command = std::process::Command::new(exe);
-    // Inheritable in the monitor alone (made so between fork and exec).
-    let kept = monitor.iter().chain([&ready]).flatten();
-    super::inherit_in_child(&mut command, kept.map(AsRawFd::as_raw_fd).collect());
-    let spawned = command
-        .arg(LOG_COMMAND)
-        .arg("--log")
-        .arg(path)
-        .args(["--split", &spec.log.config.split.to_string()])
-        .args(["--max-size", &spec.log.config.max_size.to_string()])
-        .args(["--max-files", &spec.log.config.max_files.to_string()])
-        .args(["--log-stdout", flag(spec.log.stdout)])
-        .args(["--log-stderr", flag(spec.log.stderr)])
-        .args(["--stdin-fd", &fd(&monitor[0])])
-        .args(["--stdout-fd", &fd(&monitor[1])])
-        .args(["--stderr-fd", &fd(&monitor[2])])
-        .arg("--attach-dir")
-        .arg(attach_dir)
-        .arg("--pod-dir")
-        .arg(pod_dir)
-        .args(["--name", name])
-        .args(["--attach-stdin", flag(attach.stdin)])
-        .args(["--attach-stdout", flag(attach.stdout)])
-        .args(["--attach-stderr", flag(attach.stderr)])
-        .args(["--tty", flag(attach.tty)])
-        .args(["--ready-fd", &fd(&ready)])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn();
+    let flag = |b: bool| if b { "1" } else { "0" }.to_string();
+    let mut launch = Launch::new([LOG_COMMAND, "--log"]);
+    launch.args.push(path.into());
+    for (name, value) in [
+        ("--split", spec.log.config.split.to_string()),
+        ("--max-size", spec.log.config.max_size.to_string()),
+        ("--max-files", spec.log.config.max_files.to_string()),
+        ("--log-stdout", flag(spec.log.stdout)),
+        ("--log-stderr", flag(spec.log.stderr)),
+        ("--stdin-fd", fd(&monitor[0])),
+        ("--stdout-fd", fd(&monitor[1])),
+        ("--stderr-fd", fd(&monitor[2])),
+    ] {
+        launch.args.extend([name.into(), value.into()]);
+    }
+    launch.args.extend(["--attach-dir".into(), attach_dir.into()]);
+    launch.args.extend(["--pod-dir".into(), pod_dir.into()]);
+    for (name, value) in [
+        ("--name", name.to_string()),
+        ("--attach-stdin", flag(attach.stdin)),
+        ("--attach-stdout", flag(attach.stdout)),
+        ("--attach-stderr", flag(attach.stderr)),
+        ("--tty", flag(attach.tty)),
+        ("--ready-fd", fd(&ready)),
+    ] {
+        launch.args.extend([name.into(), value.into()]);
+    }
+    // Inherited by the monitor alone.
+    launch.fds = monitor
+        .iter()
+        .chain([&ready])
+        .flatten()
+        .map(AsRawFd::as_raw_fd)
+        .collect();
+    let launched = launcher.launch(&launch);
     drop((monitor, ready));
     // Ready (or gone): end of file on the pipe. Not waited for beyond that: it ends with
-    // the app's streams, and init or the caller's parent reaps it.
+    // the app's streams, and whoever is its parent then reaps it.
     let _ = std::io::Read::read(&mut File::from(ready_read), &mut [0u8]);
-    let child = spawned.map_err(|source| StageError::Spawn {
-        exe: exe.to_path_buf(),
+    let pid = launched.map_err(|source| StageError::Io {
+        what: "start the log monitor of",
+        path: path.to_path_buf(),
         source,
     })?;
-    pipes.copier = i32::try_from(child.id()).ok();
+    pipes.copier = i32::try_from(pid).ok();
     Ok(pipes)
 }
 

@@ -28,6 +28,7 @@ mod apps;
 pub mod enter;
 pub mod env;
 pub mod init;
+pub mod launch;
 pub mod mounts;
 pub mod sandbox;
 pub mod sealed_exe;
