@@ -198,13 +198,29 @@ impl Server {
         self.cgroup.processes()
     }
 
-    /// Waits until the server is the only process left in its cgroups (every shim, runner,
-    /// init and copier of its pods gone); fails after `limit`.
+    /// Whether `pid` is the server or a process of its own that lives as long as it does
+    /// (rkt-cri's spawner, its child), rather than one of a pod's.
+    fn is_own(&self, pid: u32) -> bool {
+        if pid == self.pid {
+            return true;
+        }
+        let parent = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| {
+                let rest = s.rsplit_once(')')?.1.to_string();
+                rest.split_whitespace().nth(1)?.parse::<u32>().ok()
+            });
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        parent == Some(self.pid) && cmdline.split(|b| *b == 0).nth(1) == Some(b"spawner")
+    }
+
+    /// Waits until only the server's own processes are left in its cgroups (every shim,
+    /// runner, init and copier of its pods gone); fails after `limit`.
     pub fn wait_quiet(&self, limit: Duration) -> Result<(), BenchError> {
         let start = Instant::now();
         loop {
             let procs = self.processes();
-            if procs.iter().all(|p| *p == self.pid) {
+            if procs.iter().all(|p| self.is_own(*p)) {
                 return Ok(());
             }
             crate::proc::check_interrupt()?;

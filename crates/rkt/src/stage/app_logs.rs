@@ -454,7 +454,7 @@ pub fn logger_main_from_args(args: impl IntoIterator<Item = std::ffi::OsString>)
     // Listening (or not attachable): `rkt app start` may return.
     // SAFETY: the descriptor was passed for this process alone; closing it is the signal.
     drop(ready_fd.map(|fd| unsafe { File::from_raw_fd(fd) }));
-    let outputs: Vec<_> = [
+    let mut outputs: Vec<_> = [
         (
             stdout,
             LogStream::Stdout,
@@ -464,12 +464,24 @@ pub fn logger_main_from_args(args: impl IntoIterator<Item = std::ffi::OsString>)
     ]
     .into_iter()
     .filter_map(|(file, stream, logged)| Some((file?, stream, logged)))
-    .map(|(file, stream, logged)| {
-        let (log, hub) = (log.clone().filter(|_| logged), hub.clone());
-        std::thread::spawn(move || monitor_output(file, stream, log.as_deref(), &hub))
-    })
     .collect();
-    let failed = outputs.into_iter().any(|t| !matches!(t.join(), Ok(true)));
+    // The last stream is copied on this thread, each other one on a thread of its own (a
+    // thread fewer to keep for the app's whole life).
+    let last = outputs.pop();
+    let others: Vec<_> = outputs
+        .into_iter()
+        .map(|(file, stream, logged)| {
+            let (log, hub) = (log.clone().filter(|_| logged), hub.clone());
+            std::thread::spawn(move || monitor_output(file, stream, log.as_deref(), &hub))
+        })
+        .collect();
+    let mut failed = last.is_some_and(|(file, stream, logged)| {
+        let log = log.clone().filter(|_| logged);
+        !monitor_output(file, stream, log.as_deref(), &hub)
+    });
+    for t in others {
+        failed |= !matches!(t.join(), Ok(true));
+    }
     hub.close_all(std::time::Duration::from_secs(2));
     if let Some(inode) = socket {
         crate::attach::unlisten(&attach_dir, &name, inode);
