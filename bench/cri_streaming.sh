@@ -5,9 +5,10 @@
 # nginx through `crictl port-forward`), all inside the offline critest harness's network
 # namespace (../shared/critest: its registry, images and containerd configuration).
 # Run as root: bench/cri_streaming.sh (N=20 execs per kind; the release rkt-cri is built).
-# Also the same exec round trip without crictl's process start: bench/execbench (Go, the
-# gRPC, CRI API and client-go of crictl, built offline inside cri-tools' source tree)
-# repeats Exec + the SPDY stream in one process and prints the median.
+# Also the same exec round trip without crictl's process start: `criclient exec-rtt`
+# (bench/criclient, Go, the gRPC, CRI API and client-go of crictl, built offline inside
+# cri-tools' source tree by bench/criclient/build.sh) repeats Exec + the SPDY stream in one
+# process and prints the median.
 # A measurement script, not a scenario of rkt-bench: the CRI scenarios with a containerd
 # of their own live there (branch cri-bench); this one can move in once they have landed.
 set -u
@@ -17,16 +18,8 @@ RKT_CRI=${RKT_CRI:-$repo/target/release/rkt-cri}
 cd "${RKT_SHARED_DIR:-$repo/../shared}/critest" || exit 1
 CRICTL=/tmp/critest-bin/crictl
 N=${N:-20}
-EXECBENCH=$repo/target/execbench/execbench
-if [ ! -x "$EXECBENCH" ] || [ "$repo/bench/execbench/main.go" -nt "$EXECBENCH" ]; then
-  src=$(mktemp -d)
-  tar -xzf ../cri-tools/cri-tools-1.26.1.tar.gz -C "$src" &&
-    mkdir -p "$src/cri-tools-1.26.1/cmd/execbench" &&
-    cp "$repo/bench/execbench/main.go" "$src/cri-tools-1.26.1/cmd/execbench/" &&
-    (cd "$src/cri-tools-1.26.1" && mkdir -p "$(dirname "$EXECBENCH")" &&
-      env GOFLAGS=-mod=vendor GOPROXY=off go build -o "$EXECBENCH" ./cmd/execbench) || exit 1
-  rm -rf "$src"
-fi
+CRICLIENT=$repo/target/bench/criclient
+RKT_SHARED_DIR=$(cd .. && pwd) sh "$repo/bench/criclient/build.sh" "$CRICLIENT" || exit 1
 ./registry.sh start >/dev/null && { ./netns.sh exec python3 images.py check >/dev/null 2>&1 || { python3 images.py build && ./netns.sh exec python3 images.py push; }; } && ./containerd.sh config >/dev/null || exit 1
 ./containerd.sh start >/dev/null || exit 1
 ./netns.sh exec $RKT_CRI --listen=unix:///tmp/rt.sock --dir=/tmp/ctd-rkt --local-config=/tmp/ctd-etc --net-conf-dir=/tmp/ctd-etc/net.d >/dev/null 2>/dev/null &
@@ -52,7 +45,7 @@ for ep in unix:///tmp/ctd-run/containerd.sock unix:///tmp/rt.sock; do
   exs=$(( (t1-t0)/N/1000000 ))
   t0=$(date +%s%N); for i in $(seq $N); do $C version >/dev/null; done; t1=$(date +%s%N)
   ver=$(( (t1-t0)/N/1000000 ))
-  one=$(./netns.sh exec "$EXECBENCH" -endpoint "$ep" -container "$B" -n "$N")
+  one=$(./netns.sh exec "$CRICLIENT" exec-rtt -endpoint "$ep" -container "$B" -n "$N")
   ./netns.sh exec $CRICTL --runtime-endpoint $ep port-forward $P 18080:80 >/dev/null 2>&1 &
   PF=$!
   sleep 2

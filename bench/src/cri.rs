@@ -1,18 +1,23 @@
 //! Scenarios 11 to 13: the CRI server `rkt-cri` against Debian's containerd 1.6 with its CRI
-//! plugin and runc, side by side in one run, both driven by the same client (`crictl` of
-//! cri-tools 1.26.1), with the same images from the same registry and the same CNI
-//! configuration, in the world of [`crate::cri_world`]:
+//! plugin and runc, side by side in one run, both driven by the same clients, with the same
+//! images from the same registry and the same CNI configuration, in the world of
+//! [`crate::cri_world`]. The clients: one long-lived `criclient` per runtime with one gRPC
+//! connection ([`crate::cri_client`]), as kubelet is, and `crictl` of cri-tools 1.26.1, one
+//! process per command, whose own start (about 20 ms each) is the client's cost:
 //!
-//! * 11, a pod's whole life: `crictl runp`, `create --no-pull`, `start`, then `stop`, `rm`,
-//!   `stopp`, `rmp`, each a crictl process, the runtimes alternating cycle by cycle. Wall time
-//!   is the client's (the seven crictl runs; whether the container's process runs is looked
-//!   at in between, untimed); CPU time is that of the runtime's whole cgroup tree from the
-//!   first command until every process of the pod is gone. A third variant, seven
-//!   `crictl version` runs, shows the client's own share of the wall time.
-//! * 12, `--cri-pods` (50) pods at once: as many threads each run `crictl run` (one process
-//!   sending RunPodSandbox, CreateContainer and StartContainer in turn) for a pod of its own;
-//!   throughput is pods over the time until the last StartContainer returned.
-//!   Then the pods are stopped and removed at once (timed, for information).
+//! * 11, a pod's whole life: RunPodSandbox, CreateContainer, StartContainer, then
+//!   StopContainer, RemoveContainer, StopPodSandbox, RemovePodSandbox, the variants
+//!   alternating cycle by cycle. Through the one-process client (the target's variant) the
+//!   wall time is that of the seven RPCs as the client saw them; through crictl (for
+//!   information) that of seven processes, `runp`, `create --no-pull`, `start`, `stop`,
+//!   `rm`, `stopp`, `rmp`, beside a fifth variant, seven `crictl version` runs, the client's
+//!   own floor. Whether the container's process runs is looked at in between, untimed; CPU
+//!   time is that of the runtime's whole cgroup tree from the first RPC until every process
+//!   of the pod is gone.
+//! * 12, `--cri-pods` (50) pods at once: the one-process client sends RunPodSandbox,
+//!   CreateContainer and StartContainer in turn for each pod, all pods in goroutines
+//!   released together; throughput is pods over the time until the last StartContainer
+//!   returned. Then the pods are stopped and removed at once (timed, for information).
 //! * 13, memory with those pods running: the proportional set size (PSS, from
 //!   `/proc/PID/smaps_rollup`) and RSS of every process in the runtime's cgroups (the server,
 //!   containerd's shims and pause processes, rkt-cri's sandbox runners, pod inits and log
@@ -27,7 +32,26 @@ use crate::error::BenchError;
 use crate::proc::check_interrupt;
 use crate::stats::Series;
 
-pub const CLIENT_FLOOR: &str = "client floor: 7 × crictl version";
+pub const CLIENT_FLOOR: &str = "crictl's own floor: 7 × crictl version";
+
+/// Which client drives a variant of scenario 11.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Client {
+    /// One `criclient serve` for the whole run, one gRPC connection (as kubelet).
+    #[default]
+    OneProcess,
+    /// One `crictl` process per command.
+    Crictl,
+}
+
+impl Client {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Client::OneProcess => "one-process client",
+            Client::Crictl => "crictl",
+        }
+    }
+}
 
 /// How long the pods of scenario 13 run before their memory is read.
 const MEMORY_SETTLE: Duration = Duration::from_secs(15);
@@ -42,16 +66,18 @@ fn scenario(message: String) -> BenchError {
     }
 }
 
-/// Scenario 11's figures for one runtime.
+/// Scenario 11's figures for one runtime through one client.
 #[derive(Debug, Default)]
 pub struct CycleRuntime {
     pub label: String,
     pub version: String,
-    /// The whole cycle's wall time (the seven crictl runs) and the runtime's CPU time.
+    pub client: Client,
+    /// The whole cycle's wall time (the seven RPCs or crictl runs) and the runtime's CPU
+    /// time.
     pub whole: Series,
-    /// `runp` + `create` + `start` alone (wall).
+    /// RunPodSandbox + CreateContainer + StartContainer alone (wall).
     pub up: Series,
-    /// `stop` + `rm` + `stopp` + `rmp` alone (wall).
+    /// StopContainer + RemoveContainer + StopPodSandbox + RemovePodSandbox alone (wall).
     pub down: Series,
 }
 
@@ -62,7 +88,7 @@ pub struct ManyRound {
     pub start: Duration,
     /// The runtime's CPU time meanwhile.
     pub start_cpu: Duration,
-    /// The client's (every crictl's) CPU time meanwhile.
+    /// The one-process client's CPU time meanwhile.
     pub client_cpu: Duration,
     /// Stopping and removing them all at once.
     pub stop: Duration,
@@ -119,8 +145,10 @@ pub struct CriResult {
 }
 
 impl CriResult {
-    pub fn cycle(&self, label: &str) -> Option<&CycleRuntime> {
-        self.cycles.iter().find(|c| c.label == label)
+    pub fn cycle(&self, label: &str, client: Client) -> Option<&CycleRuntime> {
+        self.cycles
+            .iter()
+            .find(|c| c.label == label && c.client == client)
     }
 
     pub fn many_of(&self, label: &str) -> Option<&ManyRuntime> {
@@ -158,59 +186,84 @@ fn wait_running(server: &Server, n: usize, limit: Duration) -> Result<usize, Ben
     }
 }
 
-/// One pod's whole life against `server`: (whole, up, down, cpu).
+/// One pod's whole life against `server` through `client`: (whole, up, down, cpu).
 fn cycle(
     world: &World,
     server: &Server,
+    client: Client,
 ) -> Result<(Duration, Duration, Duration, Duration), BenchError> {
     let (pod_cfg, ctr_cfg) = world.configs(server)?;
     let cpu0 = server.cgroup.usage();
-    let t0 = Instant::now();
-    let pod = world.crictl_id(server, &["runp", &pod_cfg])?;
-    let ctr = world.crictl_id(server, &["create", "--no-pull", &pod, &ctr_cfg, &pod_cfg])?;
-    world.crictl(server, &["start", &ctr])?;
-    let up = t0.elapsed();
+    let (pod, ctr, up) = match client {
+        Client::OneProcess => {
+            let u = server.client()?.up(&pod_cfg, &ctr_cfg)?;
+            let (Some(pod), Some(ctr)) = (u.pod, u.ctr) else {
+                return Err(scenario(format!("{}: up gave no IDs", server.label)));
+            };
+            (pod, ctr, u.took)
+        }
+        Client::Crictl => {
+            let t0 = Instant::now();
+            let pod = world.crictl_id(server, &["runp", &pod_cfg])?;
+            let ctr =
+                world.crictl_id(server, &["create", "--no-pull", &pod, &ctr_cfg, &pod_cfg])?;
+            world.crictl(server, &["start", &ctr])?;
+            (pod, ctr, t0.elapsed())
+        }
+    };
     // The container's process must run now (untimed look).
     wait_running(server, 1, Duration::from_secs(2))?;
-    let t1 = Instant::now();
-    world.crictl(server, &["stop", "--timeout", "0", &ctr])?;
-    world.crictl(server, &["rm", &ctr])?;
-    world.crictl(server, &["stopp", &pod])?;
-    world.crictl(server, &["rmp", &pod])?;
-    let down = t1.elapsed();
+    let down = match client {
+        Client::OneProcess => server.client()?.down(&pod, &ctr)?,
+        Client::Crictl => {
+            let t1 = Instant::now();
+            world.crictl(server, &["stop", "--timeout", "0", &ctr])?;
+            world.crictl(server, &["rm", &ctr])?;
+            world.crictl(server, &["stopp", &pod])?;
+            world.crictl(server, &["rmp", &pod])?;
+            t1.elapsed()
+        }
+    };
     server.wait_quiet(QUIET_LIMIT)?;
     let cpu = server.cgroup.usage().saturating_sub(cpu0);
     Ok((up + down, up, down, cpu))
 }
 
-/// Scenario 11: `warmup` unrecorded cycles each, then `iterations` rounds, the order of
-/// the runtimes and the client floor turning each round.
+/// Scenario 11: `warmup` unrecorded cycles of each variant (every runtime through each
+/// client), then `iterations` rounds, the order of the variants and crictl's floor turning
+/// each round.
 pub fn cycles(
     world: &World,
     warmup: usize,
     iterations: usize,
 ) -> Result<(Vec<CycleRuntime>, Series), BenchError> {
-    let mut out: Vec<CycleRuntime> = world
-        .servers
+    let variants: Vec<(usize, Client)> = [Client::OneProcess, Client::Crictl]
+        .into_iter()
+        .flat_map(|c| (0..world.servers.len()).map(move |i| (i, c)))
+        .collect();
+    let mut out: Vec<CycleRuntime> = variants
         .iter()
-        .map(|s| CycleRuntime {
-            label: s.label.to_string(),
-            version: s.version.clone(),
-            whole: Series {
-                label: format!(
-                    "{}: runp + create + start + stop + rm + stopp + rmp",
-                    s.label
+        .map(|&(i, client)| {
+            let s = &world.servers[i];
+            let (up, down) = match client {
+                Client::OneProcess => (
+                    "RunPodSandbox + CreateContainer + StartContainer",
+                    "StopContainer + RemoveContainer + StopPodSandbox + RemovePodSandbox",
                 ),
+                Client::Crictl => ("runp + create + start", "stop + rm + stopp + rmp"),
+            };
+            let series = |what: String| Series {
+                label: format!("{} ({}): {what}", s.label, client.describe()),
                 ..Series::default()
-            },
-            up: Series {
-                label: format!("{}: runp + create + start", s.label),
-                ..Series::default()
-            },
-            down: Series {
-                label: format!("{}: stop + rm + stopp + rmp", s.label),
-                ..Series::default()
-            },
+            };
+            CycleRuntime {
+                label: s.label.to_string(),
+                version: s.version.clone(),
+                client,
+                whole: series(format!("{up} + {down}")),
+                up: series(up.to_string()),
+                down: series(down.to_string()),
+            }
         })
         .collect();
     let mut floor = Series {
@@ -230,22 +283,22 @@ pub fn cycles(
         Ok(t.elapsed())
     };
     for _ in 0..warmup {
-        for s in &world.servers {
+        for &(i, client) in &variants {
             check_interrupt()?;
-            cycle(world, s)?;
+            cycle(world, &world.servers[i], client)?;
         }
         client_floor()?;
     }
-    let n = world.servers.len() + 1;
+    let n = variants.len() + 1;
     for round in 0..iterations {
         for k in 0..n {
             check_interrupt()?;
             let idx = (round + k) % n;
-            if idx == world.servers.len() {
+            let Some(&(i, client)) = variants.get(idx) else {
                 floor.samples.push(client_floor()?);
                 continue;
-            }
-            let (whole, up, down, cpu) = cycle(world, &world.servers[idx])?;
+            };
+            let (whole, up, down, cpu) = cycle(world, &world.servers[i], client)?;
             let c = &mut out[idx];
             c.whole.samples.push(whole);
             c.whole.cpu.push(cpu);
@@ -254,32 +307,6 @@ pub fn cycles(
         }
     }
     Ok((out, floor))
-}
-
-/// Runs `f(i)` for `0..n` on `n` threads released together; returns each result.
-fn at_once<T: Send>(
-    n: usize,
-    f: impl Fn(usize) -> Result<T, BenchError> + Sync,
-) -> Vec<Result<T, BenchError>> {
-    let barrier = std::sync::Barrier::new(n);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..n)
-            .map(|i| {
-                let (f, barrier) = (&f, &barrier);
-                s.spawn(move || {
-                    barrier.wait();
-                    f(i)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(scenario("a client thread panicked".into())))
-            })
-            .collect()
-    })
 }
 
 /// The role of process `pid` of `server`, or `None` for a container's own process.
@@ -370,24 +397,26 @@ fn many_round(
     if measure_memory {
         round.idle = Some(memory(server));
     }
+    let client = server.client()?;
     let cpu0 = server.cgroup.usage();
-    let t0 = Instant::now();
-    let client0 = crate::stats::children_cpu();
-    let results = at_once(pods, |i| {
-        let (pod_cfg, ctr_cfg) = &configs[i];
-        // One crictl per pod: `run` sends RunPodSandbox, CreateContainer and StartContainer
-        // in turn on one connection, and prints the container's ID.
-        world.crictl_id(server, &["run", "--no-pull", ctr_cfg, pod_cfg])
-    });
-    round.start = t0.elapsed();
+    let client0 = client.cpu();
+    // One goroutine per pod in the one client, released together, each sending
+    // RunPodSandbox, CreateContainer and StartContainer in turn on the one connection.
+    let up = client.up_many(&configs)?;
+    round.start = up.took;
     round.start_cpu = server.cgroup.usage().saturating_sub(cpu0);
-    round.client_cpu = crate::stats::children_cpu().saturating_sub(client0);
+    round.client_cpu = client.cpu().saturating_sub(client0);
     let mut started = 0;
-    for r in results {
-        match r {
-            Ok(_) => started += 1,
-            Err(e) => round.errors.push(cni::error::chain(&e)),
+    let mut ids = Vec::new();
+    for p in up.pods {
+        match p.error {
+            None => started += 1,
+            Some(e) => round.errors.push(match &p.pod {
+                Some(pod) => format!("pod {pod}: {e}"),
+                None => e,
+            }),
         }
+        ids.extend(p.pod);
     }
     round.running = wait_running(server, started, Duration::from_secs(5))
         .unwrap_or_else(|_| running_sleeps(server));
@@ -397,24 +426,10 @@ fn many_round(
         std::thread::sleep(MEMORY_SETTLE);
         round.memory = Some(memory(server));
     }
-    let ids: Vec<String> = String::from_utf8_lossy(&world.crictl(server, &["pods", "-q"])?.stdout)
-        .lines()
-        .map(|l| l.trim().to_string())
-        .filter(|l| !l.is_empty())
-        .collect();
     let cpu1 = server.cgroup.usage();
-    let t1 = Instant::now();
-    let stopped = at_once(ids.len(), |i| {
-        world.crictl(server, &["stopp", &ids[i]])?;
-        world.crictl(server, &["rmp", &ids[i]])?;
-        Ok(())
-    });
-    round.stop = t1.elapsed();
-    for r in stopped {
-        if let Err(e) = r {
-            round.errors.push(cni::error::chain(&e));
-        }
-    }
+    let (stop, errors) = client.down_many(&ids)?;
+    round.stop = stop;
+    round.errors.extend(errors);
     // Pods that failed half-way, if any, go too (untimed).
     world.remove_all(server)?;
     round.stop_cpu = server.cgroup.usage().saturating_sub(cpu1);

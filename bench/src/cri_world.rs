@@ -8,15 +8,18 @@
 //! `cpuacct` cgroup of its own ([`CpuCgroup`]) that is also the `cgroup_parent` of its pods:
 //! everything a runtime runs (the server, containerd's shims and runc, rkt-cri's sandbox
 //! runners, the pods' inits, log copiers and CNI plugins) is counted there, and nothing else
-//! (the client, crictl, runs outside the cgroups).
+//! (the clients run outside the cgroups). Each server has its one-process client
+//! ([`CriClient`], `criclient serve`, kept for the run, in the namespace); `crictl` runs
+//! beside it for the pulls, the versions, scenario 11's crictl variant and the cleanup.
 //!
-//! On drop (also after a failure or Ctrl-C): every pod of each server is stopped and removed
-//! (`crictl rmp -fa`), the servers get SIGTERM (SIGKILL after 10 s), any process left in a
-//! server's cgroups is killed by its PID, the registry is stopped, whatever is still mounted
-//! below the temporary directory is unmounted, the namespace is dropped (with it the bridge,
-//! the veths and the loopback registry), and the temporary directory is removed unless
-//! something is still mounted below it. [`World::close`] does the same and says what it had
-//! to clean up that the runtimes should have.
+//! On drop (also after a failure or Ctrl-C): each server's client is stopped and reaped,
+//! every pod of each server is stopped and removed (`crictl rmp -fa`), the servers get
+//! SIGTERM (SIGKILL after 10 s), any process left in a server's cgroups is killed by its
+//! PID, the registry is stopped, whatever is still mounted below the temporary directory is
+//! unmounted, the namespace is dropped (with it the bridge, the veths and the loopback
+//! registry), and the temporary directory is removed unless something is still mounted below
+//! it. [`World::close`] does the same and says what it had to clean up that the runtimes
+//! should have.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -28,6 +31,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::cpu_cgroup::CpuCgroup;
+use crate::cri_client::CriClient;
 use crate::error::BenchError;
 use crate::proc::check;
 
@@ -69,6 +73,8 @@ fn scenario(message: String) -> BenchError {
 pub struct CriTools {
     pub rkt_cri: PathBuf,
     pub crictl: PathBuf,
+    /// The one-process client, built by bench/criclient/build.sh.
+    pub criclient: PathBuf,
     /// The harness's OCI layout (`images.py build`), with `pause:3.6` and busybox.
     pub layout: PathBuf,
     pub cni_bin: PathBuf,
@@ -190,9 +196,18 @@ pub struct Server {
     pub log: PathBuf,
     /// `crictl version`'s runtime name and version.
     pub version: String,
+    /// Its one-process client, once started.
+    client: Option<CriClient>,
 }
 
 impl Server {
+    /// The server's one-process client.
+    pub fn client(&self) -> Result<&CriClient, BenchError> {
+        self.client
+            .as_ref()
+            .ok_or_else(|| scenario(format!("{}: no criclient started", self.label)))
+    }
+
     /// Every process in the server's cgroups (the server itself included).
     pub fn processes(&self) -> Vec<u32> {
         self.cgroup.processes()
@@ -236,6 +251,14 @@ impl Server {
     }
 }
 
+/// A short name of `kind` for files.
+fn tag(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Containerd => "ctd",
+        Kind::RktCri => "rkt",
+    }
+}
+
 /// The namespace, the registry, the configuration and the two servers.
 pub struct World {
     work: Option<tempfile::TempDir>,
@@ -260,6 +283,12 @@ impl World {
             "crictl",
             &tools.crictl,
             "build it: ../shared/cri-tools/build /tmp/critest-bin",
+        )?;
+        need(
+            "criclient",
+            &tools.criclient,
+            "build it: bench/criclient/build.sh target/bench/criclient (needs golang-go and \
+             ../shared/cri-tools/cri-tools-1.26.1.tar.gz; bench/run does it for 11 to 13)",
         )?;
         need(
             "the critest harness's OCI layout",
@@ -318,6 +347,10 @@ impl World {
             };
             let version = format!("{} {}", field("RuntimeName:"), field("RuntimeVersion:"));
             world.servers[i].version = version;
+        }
+        for i in 0..world.servers.len() {
+            let client = world.start_client(&tools.criclient, &world.servers[i])?;
+            world.servers[i].client = Some(client);
         }
         Ok(world)
     }
@@ -479,6 +512,7 @@ impl World {
             cgroup,
             log,
             version: String::new(),
+            client: None,
         };
         let start = Instant::now();
         loop {
@@ -587,6 +621,15 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         self.spawn_server(Kind::RktCri, cmd, cgroup, socket, d("rkt-cri.log"))
     }
 
+    /// Starts `criclient serve` for `server`, inside the namespace, outside the servers'
+    /// cgroups, its stderr into `criclient-<tag>.log` of the temporary directory.
+    fn start_client(&self, program: &Path, server: &Server) -> Result<CriClient, BenchError> {
+        let mut cmd = Command::new(program);
+        self.netns().enter(&mut cmd);
+        let log = self.dir.join(format!("criclient-{}.log", tag(server.kind)));
+        CriClient::spawn(cmd, server.label, &server.socket, log)
+    }
+
     /// `crictl ARGS` against `server`, inside the namespace, outside the servers' cgroups.
     pub fn crictl(&self, server: &Server, args: &[&str]) -> Result<Output, BenchError> {
         let endpoint = format!("unix://{}", server.socket.display());
@@ -640,11 +683,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     /// each time) and returns their paths.
     pub fn configs(&self, server: &Server) -> Result<(String, String), BenchError> {
         let n = self.counter.fetch_add(1, Ordering::SeqCst);
-        let tag = match server.kind {
-            Kind::Containerd => "ctd",
-            Kind::RktCri => "rkt",
-        };
-        let name = format!("bench-{tag}-{n}");
+        let name = format!("bench-{}-{n}", tag(server.kind));
         let logs = self.dir.join("logs").join(&name);
         std::fs::create_dir_all(&logs).map_err(|e| BenchError::io(&logs, e))?;
         let pod = serde_json::json!({
@@ -689,6 +728,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         }
         self.closed = true;
         let mut left = Vec::new();
+        for s in &mut self.servers {
+            // The client first: it exits when its stdin closes, or is killed.
+            drop(s.client.take());
+        }
         for i in 0..self.servers.len() {
             let s = &self.servers[i];
             if let Err(e) = self.crictl(s, &["rmp", "-fa"]) {

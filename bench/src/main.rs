@@ -8,13 +8,14 @@
 //! umoci), [`image_start`] (scenario 8, a pod from a stored image against `--rootfs`),
 //! [`app_start`] (scenario 9, an app into a running sandbox against a whole pod),
 //! [`log_throughput`] (scenario 10, an app's log against podman's conmon), [`cpu_cgroup`]
-//! (CPU time of whole process trees), [`cri_world`] and [`cri`] (scenarios 11 to 13,
-//! `rkt-cri` against containerd).
+//! (CPU time of whole process trees), [`cri_world`], [`cri_client`] and [`cri`] (scenarios
+//! 11 to 13, `rkt-cri` against containerd; the one-process CRI client).
 
 mod app_start;
 mod busy;
 mod cpu_cgroup;
 mod cri;
+mod cri_client;
 mod cri_world;
 mod cycle;
 mod error;
@@ -51,11 +52,13 @@ use workspace::{Tools, Workspace, NOOP_NET, PTP_NET};
 (not in the default set), \
 10 log throughput: 1 GiB of lines through rkt's log copiers vs podman's conmon (k8s-file) \
 (not in the default set; needs busybox-static, podman and runc for the peer). \
-11 a CRI pod's life (runp, create, start, stop, rm, stopp, rmp through crictl): rkt-cri vs containerd 1.6 + runc, \
-12 --cri-pods pods at once through the CRI, rkt-cri vs containerd, \
+11 a CRI pod's life (RunPodSandbox, CreateContainer, StartContainer, StopContainer, RemoveContainer, \
+StopPodSandbox, RemovePodSandbox) through one long-lived client process with one gRPC connection, as kubelet, \
+and for information through crictl (a process per command, its own floor beside): rkt-cri vs containerd 1.6 + runc, \
+12 --cri-pods pods at once through the CRI (the one-process client, a goroutine per pod), rkt-cri vs containerd, \
 13 memory of the runtime with those pods running (PSS and RSS), rkt-cri vs containerd \
-(11 to 13 not in the default set; need containerd, runc, docker-registry, skopeo, crictl and the \
-critest harness's images, see docs/PERFORMANCE.md). \
+(11 to 13 not in the default set; need containerd, runc, docker-registry, skopeo, crictl, the \
+critest harness's images and --criclient, built with golang-go by bench/criclient/build.sh, see docs/PERFORMANCE.md). \
 bench/run builds everything and runs this."
 )]
 struct Cli {
@@ -115,10 +118,15 @@ struct Cli {
     /// The rkt-cri binary (scenarios 11 to 13).
     #[arg(long, default_value = "target/release/rkt-cri")]
     rkt_cri: PathBuf,
-    /// The crictl binary that drives both CRI runtimes (cri-tools 1.26.1, built by
-    /// ../shared/cri-tools/build DIR).
+    /// The crictl binary (cri-tools 1.26.1, built by ../shared/cri-tools/build DIR) that
+    /// pulls the images, reads the versions, drives scenario 11's crictl variant and
+    /// cleans up, against both CRI runtimes.
     #[arg(long, default_value = "/tmp/critest-bin/crictl")]
     crictl: PathBuf,
+    /// The one-process CRI client of scenarios 11 and 12 (bench/criclient, built by
+    /// `bench/criclient/build.sh OUT`; bench/run builds it when 11 to 13 are asked for).
+    #[arg(long, default_value = "target/bench/criclient")]
+    criclient: PathBuf,
     /// The critest harness's OCI layout holding pause:3.6 and busybox:1.29-2 (built by
     /// `python3 ../shared/critest/images.py build`), pushed to the scenarios' own registry.
     #[arg(long, default_value = "/tmp/critest-images/oci")]
@@ -268,6 +276,7 @@ fn cri_scenarios(cli: &Cli) -> Result<cri::CriResult, BenchError> {
     let tools = cri_world::CriTools {
         rkt_cri: absolute(&cli.rkt_cri),
         crictl: absolute(&cli.crictl),
+        criclient: absolute(&cli.criclient),
         layout: absolute(&cli.cri_images),
         cni_bin: absolute(&cli.cni_bin),
     };
