@@ -85,8 +85,11 @@ struct Conn {
 enum Failure {
     /// The spawner answered that it could not fork it.
     Refused(std::io::Error),
-    /// The spawner is gone (or never answered): start another and ask again.
-    Gone(std::io::Error),
+    /// The spawner is gone, the request not sent: start another and ask again.
+    Unsent(std::io::Error),
+    /// The spawner ended with the request sent, unanswered: another is started for the
+    /// next request, but this one is not asked again (it may have been forked).
+    Lost(std::io::Error),
 }
 
 impl Spawner {
@@ -134,8 +137,12 @@ impl Launcher for Spawner {
             match c.ask(&request, &launch.fds) {
                 Ok(pid) => return Ok(pid),
                 Err(Failure::Refused(e)) => return Err(e),
-                Err(Failure::Gone(e)) => {
+                Err(Failure::Lost(e)) => {
                     // Dropping it closes our end (a live spawner then ends) and reaps it.
+                    *conn = None;
+                    return Err(e);
+                }
+                Err(Failure::Unsent(e)) => {
                     *conn = None;
                     last = Some(e);
                 }
@@ -172,11 +179,8 @@ impl Conn {
     }
 
     fn ask(&self, request: &[u8], fds: &[RawFd]) -> Result<u32, Failure> {
-        let gone = |e: std::io::Error| {
-            Failure::Gone(std::io::Error::new(
-                e.kind(),
-                format!("the spawner (PID {}): {e}", self.child.id()),
-            ))
+        let about = |e: std::io::Error| {
+            std::io::Error::new(e.kind(), format!("the spawner (PID {}): {e}", self.child.id()))
         };
         let rights = [ControlMessage::ScmRights(fds)];
         let cmsgs: &[ControlMessage] = if fds.is_empty() { &[] } else { &rights };
@@ -187,17 +191,20 @@ impl Conn {
             MsgFlags::MSG_NOSIGNAL,
             None,
         )
-        .map_err(|e| gone(e.into()))?;
+        .map_err(|e| Failure::Unsent(about(e.into())))?;
         let mut buf = [0u8; 4096];
         let n = nix::sys::socket::recv(self.socket.as_raw_fd(), &mut buf, MsgFlags::empty())
-            .map_err(|e| gone(e.into()))?;
+            .map_err(|e| Failure::Lost(about(e.into())))?;
         if n == 0 {
-            return Err(gone(std::io::ErrorKind::UnexpectedEof.into()));
+            return Err(Failure::Lost(about(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "ended before it answered",
+            ))));
         }
         match serde_json::from_slice::<Answer>(&buf[..n]) {
             Ok(Answer::Forked(pid)) => Ok(pid),
             Ok(Answer::Failed(why)) => Err(Failure::Refused(std::io::Error::other(why))),
-            Err(e) => Err(gone(std::io::Error::other(e))),
+            Err(e) => Err(Failure::Lost(about(std::io::Error::other(e)))),
         }
     }
 }

@@ -8,6 +8,9 @@
 //!   on a host port;
 //! - the server restarted (SIGTERM, and kill -9) while pods run: they run on and are listed
 //!   again, then stopped and removed; SIGTERM during RPCs ends the server, leaving nothing;
+//!   its spawner ends with it each time;
+//! - the pods' runners and log monitors forked by the spawner, showing their own command
+//!   lines; the spawner killed -9, started again by the next pod;
 //! - the server killed -9 during RunPodSandbox and during CreateContainer, at several
 //!   moments, started again, `crictl rmp -fa`: the leak checker finds nothing; the same
 //!   during StartContainer, StopPodSandbox and RemovePodSandbox;
@@ -363,6 +366,86 @@ fn a_restarted_server_finds_its_running_pods() {
     node.ok(&["rmp", pod_id]);
     assert_eq!(node.ok(&["pods", "-q"]), "");
 
+    node.terminate();
+    net.assert_empty_and_remove();
+    node.assert_clean(&guard, &seen);
+}
+
+/// The arguments of process `pid` (its `/proc/PID/cmdline`, empty ones dropped).
+fn args_of(pid: u32) -> Vec<String> {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .unwrap_or_default()
+        .split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect()
+}
+
+#[test]
+fn pods_helpers_are_forked_by_a_spawner_that_comes_back() {
+    let Some(crictl) = ready("pods_helpers_are_forked_by_a_spawner_that_comes_back") else {
+        return;
+    };
+    let _serial = serial();
+    let images = tempfile::tempdir().unwrap();
+    let registry = registry(images.path());
+    let mut node = Node::new(&crictl, &registry.addr);
+    let net = Net::new(node.work.path(), "spawner");
+    net.write(&node.path("net.d"), "10-spawner.conflist");
+    let guard = Guard::new(node.leak_ctx(&[&net]));
+    node.start();
+    node.ok(&["pull", IMAGE]);
+    let spawner = node.spawner_pid().expect("the server's spawner runs");
+    assert_eq!(args_of(spawner)[1..], ["spawner"], "{:?}", args_of(spawner));
+
+    let mut seen = Vec::new();
+    for name in ["first", "second"] {
+        let pod = node.pod_config(name, json!({}));
+        let ctr = node.container_config(
+            &format!("{name}-talk"),
+            &["sh", "-c", &format!("echo {name}; exec sleep 100000")],
+            json!({}),
+        );
+        let pod_id = node.ok(&["runp", &pod]);
+        let ctr_id = node.ok(&["create", "--no-pull", &pod_id, &ctr, &pod]);
+        node.ok(&["start", &ctr_id]);
+        seen.push(uuid_of(&pod_id));
+        // The pod's runner and the container's log monitor are the spawner's children, and
+        // show their own command lines, as executed ones would.
+        let spawner = node.spawner_pid().expect("the server's spawner runs");
+        let helpers: Vec<Vec<String>> = children_of(spawner)
+            .into_iter()
+            .map(args_of)
+            .filter(|a| a.iter().any(|x| x.contains(uuid_of(&pod_id).as_str())))
+            .collect();
+        let roles: Vec<&str> = helpers.iter().map(|a| a[1].as_str()).collect();
+        assert!(
+            roles.contains(&"sandbox-runner") && roles.contains(&"stage1-log"),
+            "the pod's helpers under the spawner: {helpers:?}"
+        );
+        let out = wait_for("the container's log", PATIENCE, || {
+            let out = node.crictl(&["logs", &ctr_id]);
+            (String::from_utf8_lossy(&out.stdout) == format!("{name}\n")).then_some(out)
+        });
+        assert!(out.status.success());
+        if name == "first" {
+            // The spawner killed: the next pod's start brings up another.
+            nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(spawner as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            )
+            .unwrap();
+        }
+    }
+    let again = node.spawner_pid().expect("a spawner runs again");
+    assert_ne!(again, spawner, "a new spawner");
+    // The first pod, whose helpers lost their parent, runs on: its container's log is
+    // whole and the pod stops and goes like the other.
+    assert_eq!(node.pod_ids().len(), 2);
+    for pod_id in node.pod_ids() {
+        node.ok(&["stopp", &pod_id]);
+        node.ok(&["rmp", &pod_id]);
+    }
     node.terminate();
     net.assert_empty_and_remove();
     node.assert_clean(&guard, &seen);

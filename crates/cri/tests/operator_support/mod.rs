@@ -333,17 +333,31 @@ impl Node {
         self.server.as_ref().map(Child::id)
     }
 
-    /// Kills the server with SIGKILL (nothing else: its pods' runners live on).
+    /// The server's spawner (`rkt-cri spawner`, its child that forks the pods' runners and
+    /// log monitors), when it runs.
+    pub fn spawner_pid(&self) -> Option<u32> {
+        let server = self.server_pid()?;
+        children_of(server).into_iter().find(|pid| {
+            fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.split(|b| *b == 0).nth(1) == Some(b"spawner"))
+        })
+    }
+
+    /// Kills the server with SIGKILL (nothing else: its pods' runners live on); its
+    /// spawner must end on its own.
     pub fn kill_9(&mut self) {
+        let spawner = self.spawner_pid();
         if let Some(mut child) = self.server.take() {
             let _ = child.kill();
             let _ = child.wait();
         }
+        assert_gone("the spawner of a server killed -9", spawner);
     }
 
     /// Stops the server as a service manager does (SIGTERM), waiting for it to end (a
     /// server still running after [`PATIENCE`] is killed and the test fails).
     pub fn terminate(&mut self) {
+        let spawner = self.spawner_pid();
         let Some(mut child) = self.server.take() else {
             return;
         };
@@ -365,6 +379,7 @@ impl Node {
             status.success(),
             "rkt-cri ended with {status} after SIGTERM"
         );
+        assert_gone("the spawner of a server stopped by SIGTERM", spawner);
     }
 
     /// What the server wrote to stderr so far.
@@ -567,6 +582,49 @@ impl Node {
         let procs = wait_for_none("the pods' processes to end", || self.processes(seen));
         assert!(procs.is_empty(), "processes left: {procs:#?}");
         guard.check();
+    }
+}
+
+/// The PIDs whose parent is `parent`.
+pub fn children_of(parent: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let ppid = fs::read_to_string(entry.path().join("stat"))
+            .ok()
+            .and_then(|s| {
+                let rest = s.rsplit_once(')')?.1.to_string();
+                rest.split_whitespace().nth(1)?.parse::<u32>().ok()
+            });
+        if ppid == Some(parent) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Asserts that process `pid` (if any) ends within 10 s (a zombie counts as ended).
+fn assert_gone(what: &str, pid: Option<u32>) {
+    let Some(pid) = pid else { return };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let state = fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim().chars().next()));
+        if matches!(state, None | Some(Some('Z'))) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what} (PID {pid}) still runs 10 s later"
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

@@ -164,16 +164,6 @@ impl StartedNotice {
     }
 }
 
-/// Returns the allocator's free memory to the system (glibc's `malloc_trim`; nothing
-/// elsewhere).
-fn release_free_memory() {
-    #[cfg(target_env = "gnu")]
-    // SAFETY: malloc_trim only walks and trims the allocator's own free lists.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
 /// What a runner said on its [`StartedNotice`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RunnerSaid {
@@ -698,7 +688,7 @@ fn run_locked(
     });
     // From here the runner only waits, for as long as the pod lives: what its start freed
     // goes back to the system rather than staying in its heap.
-    release_free_memory();
+    stage::launch::release_idle_memory();
     let waited = stage.wait();
     if let Some(thread) = sandbox_reporter {
         let _ = thread.join();

@@ -468,6 +468,7 @@ pub fn logger_main_from_args(args: impl IntoIterator<Item = std::ffi::OsString>)
     // The last stream is copied on this thread, each other one on a thread of its own (a
     // thread fewer to keep for the app's whole life).
     let last = outputs.pop();
+    super::launch::release_idle_memory();
     let others: Vec<_> = outputs
         .into_iter()
         .map(|(file, stream, logged)| {
