@@ -143,7 +143,7 @@ impl Cri {
             f(&config)
         })
         .await
-            .map_err(|e| Status::internal(format!("the request's thread failed: {e}")))?
+        .map_err(|e| Status::internal(format!("the request's thread failed: {e}")))?
     }
 
     /// Runs `f` on a blocking thread, holding the lock of the pod `id` (a sandbox or

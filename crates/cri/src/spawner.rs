@@ -112,7 +112,11 @@ impl Launcher for Spawner {
             )));
         }
         let request = Request {
-            args: launch.args.iter().map(|a| a.as_encoded_bytes().to_vec()).collect(),
+            args: launch
+                .args
+                .iter()
+                .map(|a| a.as_encoded_bytes().to_vec())
+                .collect(),
             env: launch
                 .env
                 .iter()
@@ -169,7 +173,10 @@ impl Conn {
             .stdout(Stdio::null());
         rkt::stage::inherit_in_child(&mut command, vec![theirs.as_raw_fd()]);
         let child = command.spawn().map_err(|e| {
-            std::io::Error::new(e.kind(), format!("cannot start rkt-cri {SPAWNER_COMMAND}: {e}"))
+            std::io::Error::new(
+                e.kind(),
+                format!("cannot start rkt-cri {SPAWNER_COMMAND}: {e}"),
+            )
         })?;
         drop(theirs);
         Ok(Conn {
@@ -180,7 +187,10 @@ impl Conn {
 
     fn ask(&self, request: &[u8], fds: &[RawFd]) -> Result<u32, Failure> {
         let about = |e: std::io::Error| {
-            std::io::Error::new(e.kind(), format!("the spawner (PID {}): {e}", self.child.id()))
+            std::io::Error::new(
+                e.kind(),
+                format!("the spawner (PID {}): {e}", self.child.id()),
+            )
         };
         let rights = [ControlMessage::ScmRights(fds)];
         let cmsgs: &[ControlMessage] = if fds.is_empty() { &[] } else { &rights };
@@ -213,10 +223,8 @@ impl Drop for Conn {
     fn drop(&mut self) {
         // Our end closes first (the spawner then ends on its own); a spawner that does not
         // answer is killed rather than waited for.
-        let _ = nix::sys::socket::shutdown(
-            self.socket.as_raw_fd(),
-            nix::sys::socket::Shutdown::Both,
-        );
+        let _ =
+            nix::sys::socket::shutdown(self.socket.as_raw_fd(), nix::sys::socket::Shutdown::Both);
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -340,8 +348,11 @@ fn take_socket() -> Result<OwnedFd, String> {
         .ok()
         .filter(|fd| *fd > 2)
         .ok_or_else(|| format!("{SOCKET_FD_VAR}={value:?} is not a descriptor"))?;
-    nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC))
-        .map_err(|e| format!("{SOCKET_FD_VAR}={fd}: {e}"))?;
+    nix::fcntl::fcntl(
+        fd,
+        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+    )
+    .map_err(|e| format!("{SOCKET_FD_VAR}={fd}: {e}"))?;
     // SAFETY: the server passed this descriptor for this process alone; owned from here.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
@@ -363,10 +374,17 @@ fn receive(socket: &OwnedFd, buf: &mut [u8]) -> Result<Option<(usize, Vec<OwnedF
         }
     };
     let mut fds = Vec::new();
-    for cmsg in msg.cmsgs().map_err(|e| format!("cannot read a request: {e}"))? {
+    for cmsg in msg
+        .cmsgs()
+        .map_err(|e| format!("cannot read a request: {e}"))?
+    {
         if let ControlMessageOwned::ScmRights(received) = cmsg {
             // SAFETY: SCM_RIGHTS made these descriptors in this process; owned from here.
-            fds.extend(received.into_iter().map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }));
+            fds.extend(
+                received
+                    .into_iter()
+                    .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
+            );
         }
     }
     let (n, truncated) = (
@@ -435,12 +453,14 @@ fn place(numbers: &[RawFd], received: Vec<OwnedFd>) -> Result<(), String> {
         .write(true)
         .open("/dev/null")
         .map_err(|e| format!("cannot open /dev/null: {e}"))?;
-    for (target, fd) in [0, 1, 2]
-        .into_iter()
-        .map(|n| (n, null.as_raw_fd()))
-        .chain(numbers.iter().copied().zip(moved.iter().map(AsRawFd::as_raw_fd)))
-    {
-        nix::unistd::dup2(fd, target).map_err(|e| format!("cannot place descriptor {target}: {e}"))?;
+    for (target, fd) in [0, 1, 2].into_iter().map(|n| (n, null.as_raw_fd())).chain(
+        numbers
+            .iter()
+            .copied()
+            .zip(moved.iter().map(AsRawFd::as_raw_fd)),
+    ) {
+        nix::unistd::dup2(fd, target)
+            .map_err(|e| format!("cannot place descriptor {target}: {e}"))?;
     }
     drop((null, moved));
     rkt::stage::stdio::close_inherited(numbers);

@@ -14,8 +14,8 @@ use rkt::pod::apps;
 use rkt::pod::run::run_new;
 use rkt::pod::{PodSpec, PodStatus};
 use rkt::podstore::manifest::parse_user_meta;
-use rkt::stage::launch::Exec;
 use rkt::podstore::{AppLog, AttachModes};
+use rkt::stage::launch::Exec;
 
 use super::detach::{dispatch, DetachArgs};
 use super::on_off::OnOff;

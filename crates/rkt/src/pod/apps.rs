@@ -288,12 +288,7 @@ pub fn add_with_volumes(
 /// `rkt app start`: starts app `name` (created or exited) of the running sandbox `pod`
 /// from the `rkt` binary `exe`, its log monitor (if any) by `monitors`; does nothing when
 /// it runs. Returns its PID in the pod.
-pub fn start(
-    pod: &Pod,
-    name: &str,
-    exe: &Path,
-    monitors: &dyn Launcher,
-) -> Result<i32, AppError> {
+pub fn start(pod: &Pod, name: &str, exe: &Path, monitors: &dyn Launcher) -> Result<i32, AppError> {
     let lock = AppsLock::lock(&pod.dir)?;
     let (manifest, state, init_pid) = running_sandbox(pod)?;
     let index = index_of(pod, &manifest, name)?;
@@ -358,8 +353,8 @@ pub fn start(
     };
     let attach_dir = crate::attach::attach_dir(&pod.dir);
     let log = log_file(&pod.dir, app);
-    let pipes =
-        start_copier(monitors, (&pod.dir, &log), (&attach_dir, name), monitor).map_err(start_err)?;
+    let pipes = start_copier(monitors, (&pod.dir, &log), (&attach_dir, name), monitor)
+        .map_err(start_err)?;
     let app_dir = app_dir(&pod.dir, name);
     let spec = AppStart {
         exe,

@@ -292,7 +292,9 @@ pub fn start_copier(
     ] {
         launch.args.extend([name.into(), value.into()]);
     }
-    launch.args.extend(["--attach-dir".into(), attach_dir.into()]);
+    launch
+        .args
+        .extend(["--attach-dir".into(), attach_dir.into()]);
     launch.args.extend(["--pod-dir".into(), pod_dir.into()]);
     for (name, value) in [
         ("--name", name.to_string()),

@@ -59,7 +59,10 @@ impl Launcher for Exec {
             .stderr(Stdio::null());
         super::inherit_in_child(&mut command, launch.fds.clone());
         let child = command.spawn().map_err(|e| {
-            std::io::Error::new(e.kind(), format!("cannot execute {}: {e}", self.0.display()))
+            std::io::Error::new(
+                e.kind(),
+                format!("cannot execute {}: {e}", self.0.display()),
+            )
         })?;
         Ok(child.id())
     }
