@@ -413,10 +413,16 @@ fn pods_helpers_are_forked_by_a_spawner_that_comes_back() {
         // The pod's runner and the container's log monitor are the spawner's children, and
         // show their own command lines, as executed ones would.
         let spawner = node.spawner_pid().expect("the server's spawner runs");
+        // The runner names the pod in its spec (the pod's CRI name), the monitor its
+        // directory (the pod's UUID).
+        let runner_mark = format!("\"io.rkt.cri/name\":\"{name}\"");
         let helpers: Vec<Vec<String>> = children_of(spawner)
             .into_iter()
             .map(args_of)
-            .filter(|a| a.iter().any(|x| x.contains(uuid_of(&pod_id).as_str())))
+            .filter(|a| {
+                a.iter()
+                    .any(|x| x.contains(uuid_of(&pod_id).as_str()) || x.contains(&runner_mark))
+            })
             .collect();
         let roles: Vec<&str> = helpers.iter().map(|a| a[1].as_str()).collect();
         assert!(
