@@ -51,13 +51,46 @@ const MAX_FDS: usize = 16;
 /// The longest request (a runner's spec carries the pod's labels and annotations).
 const MAX_REQUEST: usize = 1 << 20;
 
-/// A process to fork, as sent: arguments and variables as bytes, descriptor numbers in the
+/// A process to fork, as sent: its arguments and variables, descriptor numbers in the
 /// order of the message's `SCM_RIGHTS`.
 #[derive(Debug, Serialize, Deserialize)]
 struct Request {
-    args: Vec<Vec<u8>>,
-    env: Vec<(Vec<u8>, Vec<u8>)>,
+    args: Vec<Word>,
+    env: Vec<(Word, Word)>,
     fds: Vec<RawFd>,
+}
+
+/// An argument or variable: text as a JSON string (a sandbox's spec is an argument of up
+/// to the pod's annotations' size, and a string keeps it about that size), other bytes as
+/// a list of numbers.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+enum Word {
+    Text(String),
+    Bytes(Vec<u8>),
+}
+
+impl Word {
+    fn of(word: &std::ffi::OsStr) -> Word {
+        match word.to_str() {
+            Some(text) => Word::Text(text.to_string()),
+            None => Word::Bytes(word.as_encoded_bytes().to_vec()),
+        }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            Word::Text(text) => text.as_bytes(),
+            Word::Bytes(bytes) => bytes,
+        }
+    }
+
+    fn into_os_string(self) -> OsString {
+        match self {
+            Word::Text(text) => text.into(),
+            Word::Bytes(bytes) => OsString::from_vec(bytes),
+        }
+    }
 }
 
 /// The answer: the child's PID, or why there is none.
@@ -112,15 +145,11 @@ impl Launcher for Spawner {
             )));
         }
         let request = Request {
-            args: launch
-                .args
-                .iter()
-                .map(|a| a.as_encoded_bytes().to_vec())
-                .collect(),
+            args: launch.args.iter().map(|a| Word::of(a)).collect(),
             env: launch
                 .env
                 .iter()
-                .map(|(k, v)| (k.as_encoded_bytes().to_vec(), v.as_encoded_bytes().to_vec()))
+                .map(|(k, v)| (Word::of(k), Word::of(v)))
                 .collect(),
             fds: launch.fds.clone(),
         };
@@ -164,6 +193,14 @@ impl Conn {
             None,
             SockFlag::SOCK_CLOEXEC,
         )?;
+        // Room for a request of MAX_REQUEST in one message (a datagram must fit the
+        // sender's buffer, 208 KiB by default): root may raise it beyond the system's
+        // limit; should that fail, larger requests are refused with EMSGSIZE.
+        let _ = nix::sys::socket::setsockopt(
+            &ours,
+            nix::sys::socket::sockopt::SndBufForce,
+            &(2 * MAX_REQUEST),
+        );
         let mut command = Command::new("/proc/self/exe");
         command
             .arg(SPAWNER_COMMAND)
@@ -408,17 +445,14 @@ fn child(socket: &OwnedFd, request: Request, fds: Vec<OwnedFd>) -> ! {
     let _ = nix::unistd::close(socket.as_raw_fd());
     let code = match place(&request.fds, fds) {
         Ok(()) => {
-            for (key, value) in &request.env {
+            for (key, value) in request.env {
                 // SAFETY: edition 2021; this process has one thread.
-                std::env::set_var(
-                    OsString::from_vec(key.clone()),
-                    OsString::from_vec(value.clone()),
-                );
+                std::env::set_var(key.into_os_string(), value.into_os_string());
             }
             let mut title: Vec<&[u8]> = vec![b"/proc/self/exe"];
-            title.extend(request.args.iter().map(Vec::as_slice));
+            title.extend(request.args.iter().map(Word::as_bytes));
             retitle(&title);
-            let mut args = request.args.into_iter().map(OsString::from_vec);
+            let mut args = request.args.into_iter().map(Word::into_os_string);
             match args.next() {
                 Some(cmd) => crate::helper_command(&cmd, args).unwrap_or_else(|| {
                     eprintln!("rkt-cri {SPAWNER_COMMAND}: no command {cmd:?}");

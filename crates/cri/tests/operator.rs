@@ -399,8 +399,16 @@ fn pods_helpers_are_forked_by_a_spawner_that_comes_back() {
     assert_eq!(args_of(spawner)[1..], ["spawner"], "{:?}", args_of(spawner));
 
     let mut seen = Vec::new();
+    // The second pod carries 300 KiB of annotations (kubectl's last-applied-configuration
+    // can be that large): its runner's spec goes to the spawner in one message, larger
+    // than a socket's default buffer and than one argument of an executed process.
+    let large = "x".repeat(300 * 1024);
     for name in ["first", "second"] {
-        let pod = node.pod_config(name, json!({}));
+        let extra = match name {
+            "second" => json!({"annotations": {"operator.test/large": large}}),
+            _ => json!({}),
+        };
+        let pod = node.pod_config(name, extra);
         let ctr = node.container_config(
             &format!("{name}-talk"),
             &["sh", "-c", &format!("echo {name}; exec sleep 100000")],
@@ -411,22 +419,20 @@ fn pods_helpers_are_forked_by_a_spawner_that_comes_back() {
         node.ok(&["start", &ctr_id]);
         seen.push(uuid_of(&pod_id));
         // The pod's runner and the container's log monitor are the spawner's children, and
-        // show their own command lines, as executed ones would.
+        // show their own command lines, as executed ones would: the monitor names the
+        // pod's directory; the runner, whose spec is cut in `ps` (the annotations come
+        // first), is the one runner of this spawner (the first pod's, or the second's,
+        // started by the spawner that replaced the first).
         let spawner = node.spawner_pid().expect("the server's spawner runs");
-        // The runner names the pod in its spec (the pod's CRI name), the monitor its
-        // directory (the pod's UUID).
-        let runner_mark = format!("\"io.rkt.cri/name\":\"{name}\"");
-        let helpers: Vec<Vec<String>> = children_of(spawner)
-            .into_iter()
-            .map(args_of)
-            .filter(|a| {
-                a.iter()
-                    .any(|x| x.contains(uuid_of(&pod_id).as_str()) || x.contains(&runner_mark))
-            })
-            .collect();
-        let roles: Vec<&str> = helpers.iter().map(|a| a[1].as_str()).collect();
-        assert!(
-            roles.contains(&"sandbox-runner") && roles.contains(&"stage1-log"),
+        let helpers: Vec<Vec<String>> = children_of(spawner).into_iter().map(args_of).collect();
+        let runners = helpers.iter().filter(|a| a[1] == "sandbox-runner").count();
+        let monitors = helpers
+            .iter()
+            .filter(|a| a[1] == "stage1-log" && a.iter().any(|x| x.contains(&uuid_of(&pod_id))))
+            .count();
+        assert_eq!(
+            (runners, monitors),
+            (1, 1),
             "the pod's helpers under the spawner: {helpers:?}"
         );
         let out = wait_for("the container's log", PATIENCE, || {
@@ -444,6 +450,17 @@ fn pods_helpers_are_forked_by_a_spawner_that_comes_back() {
         }
     }
     let again = node.spawner_pid().expect("a spawner runs again");
+    let second = node
+        .pod_ids()
+        .into_iter()
+        .find(|id| node.json(&["inspectp", id])["status"]["metadata"]["name"] == "second")
+        .expect("the second pod");
+    let annotations = &node.json(&["inspectp", &second])["status"]["annotations"];
+    assert_eq!(
+        annotations["operator.test/large"].as_str().map(str::len),
+        Some(300 * 1024),
+        "the large annotation, kept whole"
+    );
     assert_ne!(again, spawner, "a new spawner");
     // The first pod, whose helpers lost their parent, runs on: its container's log is
     // whole and the pod stops and goes like the other.
