@@ -1,9 +1,10 @@
 //! The process that holds one pod sandbox: `rkt-cri sandbox-runner SPEC`, started for each
 //! RunPodSandbox by the server's spawner ([`crate::spawner`], which forks it), as `rkt app
-//! sandbox` starts its detached runner. It runs in a session of its own with its streams on
-//! `/dev/null`, so it outlives the server (a restart, a crash, `kill -9`); it calls the library's `pod::run::run_new` with no app, tells
-//! the server the pod's UUID once the pod runs (or why it did not start) on a pipe, then
-//! holds the pod (records its apps' exits) until StopPodSandbox stops it.
+//! sandbox` starts its detached runner. It runs in a session of its own with its streams
+//! on `/dev/null`, so it outlives the server (a restart, a crash, `kill -9`); it calls the
+//! library's `pod::run::run_new` with no app, tells the server the pod's UUID once the pod
+//! runs (or why it did not start) on a pipe, then holds the pod (records its apps' exits)
+//! until StopPodSandbox stops it.
 //!
 //! The spec is JSON written by [`start`]; this binary is the pod's stage as well
 //! (`/proc/self/exe`).

@@ -83,10 +83,11 @@ pub fn by_uuid(config: &Config, id: &str) -> Result<Option<Sandbox>, Status> {
         return Ok(None);
     };
     let store = PodStore::new(config.pods_dir());
-    let Ok(pod) = store.lookup(&uuid) else {
-        return Ok(None);
-    };
-    Ok(load(pod))
+    match store.lookup(&uuid) {
+        Ok(pod) => Ok(load(pod)),
+        Err(rkt::podstore::PodError::NotFound { .. }) => Ok(None),
+        Err(e) => Err(lib(e)),
+    }
 }
 
 fn load(pod: Pod) -> Option<Sandbox> {

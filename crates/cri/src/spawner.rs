@@ -16,7 +16,7 @@
 //! it could not fork. The child places the descriptors under their numbers, closes every
 //! other one, puts its standard streams on `/dev/null`, sets the variables, writes its
 //! arguments where `/proc/PID/cmdline` reads them (so `ps`, and the checks that identify a
-//! runner or a log monitor by its command line, see what an executed one would show), and
+//! runner or a log monitor by its command line, see its arguments, followed by NULs), and
 //! runs the hidden command as `main` would. The spawner ignores `SIGCHLD`, so the kernel
 //! reaps what it forked; it ends when the server's end of the socket closes, and what it
 //! started goes on (each helper leads a session of its own).
@@ -28,6 +28,7 @@ use std::os::unix::ffi::OsStringExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 
+use nix::errno::Errno;
 use nix::sys::signal::{signal, SigHandler, Signal};
 use nix::sys::socket::{
     recvmsg, sendmsg, socketpair, AddressFamily, ControlMessage, ControlMessageOwned, MsgFlags,
@@ -238,7 +239,17 @@ impl Conn {
             MsgFlags::MSG_NOSIGNAL,
             None,
         )
-        .map_err(|e| Failure::Unsent(about(e.into())))?;
+        .map_err(|e| match e {
+            // The spawner is gone: another one is asked.
+            Errno::EPIPE | Errno::ECONNRESET | Errno::ENOTCONN => Failure::Unsent(about(e.into())),
+            Errno::EMSGSIZE => Failure::Refused(std::io::Error::other(format!(
+                "a request of {} bytes does not fit the spawner's socket (raising its buffer \
+                 to {} bytes needs CAP_NET_ADMIN)",
+                request.len(),
+                2 * MAX_REQUEST
+            ))),
+            e => Failure::Refused(about(e.into())),
+        })?;
         let mut buf = [0u8; 4096];
         let n = nix::sys::socket::recv(self.socket.as_raw_fd(), &mut buf, MsgFlags::empty())
             .map_err(|e| Failure::Lost(about(e.into())))?;
@@ -258,8 +269,8 @@ impl Conn {
 
 impl Drop for Conn {
     fn drop(&mut self) {
-        // Our end closes first (the spawner then ends on its own); a spawner that does not
-        // answer is killed rather than waited for.
+        // The spawner is killed (it holds nothing of the pods: what it forked leads
+        // sessions of its own and goes on) and reaped.
         let _ =
             nix::sys::socket::shutdown(self.socket.as_raw_fd(), nix::sys::socket::Shutdown::Both);
         let _ = self.child.kill();
@@ -469,10 +480,22 @@ fn child(socket: &OwnedFd, request: Request, fds: Vec<OwnedFd>) -> ! {
     std::process::exit(code)
 }
 
-/// Puts `received[i]` under number `numbers[i]`, inheritable, the standard streams on
-/// `/dev/null`, and closes every other descriptor.
+/// Puts the standard streams on `/dev/null` and `received[i]` under number `numbers[i]`,
+/// inheritable, and closes every other descriptor.
 fn place(numbers: &[RawFd], received: Vec<OwnedFd>) -> Result<(), String> {
-    // Out of the way first: a received descriptor may sit on another one's number.
+    // The streams first, their descriptor closed again, so that it never sits on a
+    // number a received descriptor is placed on.
+    let null = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+        .map_err(|e| format!("cannot open /dev/null: {e}"))?;
+    for target in 0..3 {
+        nix::unistd::dup2(null.as_raw_fd(), target)
+            .map_err(|e| format!("cannot put descriptor {target} on /dev/null: {e}"))?;
+    }
+    drop(null);
+    // Out of the way next: a received descriptor may sit on another one's number.
     let above = numbers.iter().copied().max().unwrap_or(2).max(2) + 1;
     let mut moved = Vec::new();
     for fd in received {
@@ -482,27 +505,19 @@ fn place(numbers: &[RawFd], received: Vec<OwnedFd>) -> Result<(), String> {
         // SAFETY: fcntl returned a new descriptor that nothing else owns.
         moved.push(unsafe { OwnedFd::from_raw_fd(high) });
     }
-    let null = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/null")
-        .map_err(|e| format!("cannot open /dev/null: {e}"))?;
-    for (target, fd) in [0, 1, 2].into_iter().map(|n| (n, null.as_raw_fd())).chain(
-        numbers
-            .iter()
-            .copied()
-            .zip(moved.iter().map(AsRawFd::as_raw_fd)),
-    ) {
-        nix::unistd::dup2(fd, target)
+    for (target, fd) in numbers.iter().copied().zip(&moved) {
+        nix::unistd::dup2(fd.as_raw_fd(), target)
             .map_err(|e| format!("cannot place descriptor {target}: {e}"))?;
     }
-    drop((null, moved));
+    drop(moved);
     rkt::stage::stdio::close_inherited(numbers);
     Ok(())
 }
 
 /// Writes `args` where the kernel reads this process's command line (the place of the
-/// arguments it was executed with), cut to fit, the rest zeroed.
+/// arguments it was executed with), cut to fit, the rest zeroed: `/proc/PID/cmdline` then
+/// shows them followed by NULs up to the spawner's length (empty arguments to a reader
+/// that splits on NUL; shortening the area needs `CAP_SYS_RESOURCE`, which root may lack).
 fn retitle(args: &[&[u8]]) {
     let Some((start, end)) = args_area() else {
         return;
@@ -517,8 +532,9 @@ fn retitle(args: &[&[u8]]) {
     title.truncate(room.saturating_sub(1));
     title.resize(room, 0);
     // SAFETY: [start, end) is this process's argument area, mapped writable on its stack
-    // and read by nothing in this process after `main` started (the commands run take
-    // their arguments as values).
+    // and read by nothing in this process after `main` copied it: the commands run take
+    // their arguments as values, and none calls `std::env::args` (which would read the
+    // spawner's pointers into this area, now pointing into the new title).
     unsafe { std::ptr::copy_nonoverlapping(title.as_ptr(), start as *mut u8, room) };
 }
 

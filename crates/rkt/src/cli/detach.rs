@@ -9,7 +9,7 @@
 //! prints the UUID (or the error) and returns, and the runner goes on holding the pod
 //! until its apps end or `rkt stop`.
 
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use clap::Args;
@@ -17,6 +17,7 @@ use clap::Args;
 use super::on_off::OnOff;
 
 use rkt::pod::run::{RunnerSaid, StartedNotice};
+use rkt::stage::launch::{Exec, Launch};
 
 use super::pod_args::StdioArgs;
 
@@ -114,12 +115,9 @@ fn as_runner(
 /// In the parent: starts this command again as the detached runner and waits until it says
 /// the pod's apps run; prints the pod's UUID.
 fn start_runner() -> anyhow::Result<ExitCode> {
-    let mut cmd = Command::new("/proc/self/exe");
-    cmd.args(std::env::args_os().skip(1))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let (_runner, said) = StartedNotice::spawn_runner(&mut cmd, NOTICE_FD_VAR)
+    let exe = Exec("/proc/self/exe".into());
+    let launch = Launch::new(std::env::args_os().skip(1));
+    let (_runner, said) = StartedNotice::launch_runner(&exe, launch, NOTICE_FD_VAR)
         .context("cannot start the detached runner")?;
     match said {
         RunnerSaid::Started(uuid) => {

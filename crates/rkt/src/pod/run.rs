@@ -95,7 +95,7 @@ impl StartedNotice {
         }
     }
 
-    /// In a runner started by [`StartedNotice::spawn_runner`]: the notice named by the
+    /// In a runner started by [`StartedNotice::launch_runner`]: the notice named by the
     /// environment variable `var` (removed from the environment), owned from here and
     /// close-on-exec again; `None` when the variable is not set.
     pub fn from_env(var: &str) -> std::io::Result<Option<StartedNotice>> {
@@ -126,31 +126,19 @@ impl StartedNotice {
         Ok(Some(StartedNotice::new(file)))
     }
 
-    /// Spawns `cmd` as a runner that says on a notice pipe, named to it by the environment
-    /// variable `var` (inheritable in the runner alone, so that no process another thread
-    /// starts meanwhile holds it), when its pod's apps run; returns the runner and what it
-    /// said first.
-    pub fn spawn_runner(
-        cmd: &mut std::process::Command,
-        var: &str,
-    ) -> std::io::Result<(std::process::Child, RunnerSaid)> {
-        use std::os::fd::AsRawFd;
-        let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
-        cmd.env(var, write.as_raw_fd().to_string());
-        stage::inherit_in_child(cmd, vec![write.as_raw_fd()]);
-        let spawned = cmd.spawn();
-        drop(write);
-        let child = spawned?;
-        Ok((child, RunnerSaid::read(read)?))
-    }
-
-    /// [`StartedNotice::spawn_runner`] for a runner started by `launcher` (its standard
-    /// streams on `/dev/null`): returns its PID and what it said first.
+    /// Starts `launch` by `launcher` as a runner (its standard streams on `/dev/null`) that
+    /// says on a notice pipe, named to it by the environment variable `var` and inherited
+    /// by it alone, when its pod's apps run; returns its PID (when the launcher told it)
+    /// and what it said first.
+    ///
+    /// A launcher that failed after all may have started it (a fork server that died
+    /// before it answered): what the runner says is read either way, so that a pod that
+    /// runs is never reported as failed (and started again by a retrying caller).
     pub fn launch_runner(
         launcher: &dyn stage::launch::Launcher,
         mut launch: stage::launch::Launch,
         var: &str,
-    ) -> std::io::Result<(u32, RunnerSaid)> {
+    ) -> std::io::Result<(Option<u32>, RunnerSaid)> {
         use std::os::fd::AsRawFd;
         let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
         launch
@@ -159,8 +147,12 @@ impl StartedNotice {
         launch.fds.push(write.as_raw_fd());
         let launched = launcher.launch(&launch);
         drop(write);
-        let pid = launched?;
-        Ok((pid, RunnerSaid::read(read)?))
+        let said = RunnerSaid::read(read)?;
+        match (launched, said) {
+            (Ok(pid), said) => Ok((Some(pid), said)),
+            (Err(e), RunnerSaid::Nothing) => Err(e),
+            (Err(_), said) => Ok((None, said)),
+        }
     }
 }
 

@@ -1,11 +1,11 @@
 //! How rkt starts a helper process of its own that outlives its caller: a pod's runner
-//! (`rkt app sandbox --detach`, rkt-cri's sandbox runner) or an app's log monitor
-//! ([`super::app_logs`]). The caller describes the process ([`Launch`]: its arguments, the
-//! variables it needs and the descriptors it inherits) and a [`Launcher`] starts it. rkt's
-//! own commands execute the binary ([`Exec`]); a long-running server that starts many of
-//! them (rkt-cri) can instead fork them from a small process of its own that was executed
-//! once, so that they share that process's relocated pages rather than each paying for its
-//! own copy.
+//! (`rkt run --detach`, `rkt app sandbox --detach`, rkt-cri's sandbox runner) or an app's
+//! log monitor ([`super::app_logs`]). The caller describes the process ([`Launch`]: its
+//! arguments, the variables it needs and the descriptors it inherits) and a [`Launcher`]
+//! starts it. rkt's own commands execute the binary ([`Exec`]); a long-running server that
+//! starts many of them (rkt-cri) can instead fork them from a small process of its own
+//! that was executed once, so that they share that process's relocated pages rather than
+//! each paying for its own copy.
 
 use std::ffi::OsString;
 use std::os::fd::RawFd;
