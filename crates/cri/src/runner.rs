@@ -56,7 +56,7 @@ pub struct RunnerSpec {
 /// says the pod runs: returns its UUID.
 pub fn start(launcher: &dyn Launcher, spec: &RunnerSpec) -> anyhow::Result<String> {
     let json = serde_json::to_string(spec).context("cannot encode the sandbox's spec")?;
-    let (_pid, said) = StartedNotice::launch_runner(
+    let said = StartedNotice::launch_runner(
         launcher,
         Launch::new([RUNNER_COMMAND, &json]),
         NOTICE_FD_VAR,

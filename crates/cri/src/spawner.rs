@@ -387,22 +387,9 @@ impl Drop for RequestBuffer {
 }
 
 fn take_socket() -> Result<OwnedFd, String> {
-    let value = std::env::var(SOCKET_FD_VAR)
-        .map_err(|_| format!("started by hand ({SOCKET_FD_VAR} is not set), not by rkt-cri"))?;
-    // SAFETY: edition 2021; this process has one thread.
-    std::env::remove_var(SOCKET_FD_VAR);
-    let fd: RawFd = value
-        .parse()
-        .ok()
-        .filter(|fd| *fd > 2)
-        .ok_or_else(|| format!("{SOCKET_FD_VAR}={value:?} is not a descriptor"))?;
-    nix::fcntl::fcntl(
-        fd,
-        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
-    )
-    .map_err(|e| format!("{SOCKET_FD_VAR}={fd}: {e}"))?;
-    // SAFETY: the server passed this descriptor for this process alone; owned from here.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    rkt::stage::launch::take_inherited(SOCKET_FD_VAR)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("started by hand ({SOCKET_FD_VAR} is not set), not by rkt-cri"))
 }
 
 /// The next request and its descriptors; `None` once the server's end is closed.

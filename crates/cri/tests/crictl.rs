@@ -28,6 +28,27 @@ fn crictl_path() -> Option<PathBuf> {
     path.is_file().then_some(path)
 }
 
+/// What every test here starts from: its work directory, a loopback registry holding
+/// busybox (reached as the mirror of `mirror.test`) and a server; `None` (the test skips,
+/// saying why) without root, the image tools or crictl.
+fn setup(test: &str) -> Option<(tempfile::TempDir, image_common::Registry, Server)> {
+    if !image_common::ready(test, &["umoci", "skopeo", "docker-registry"]) {
+        return None;
+    }
+    let Some(crictl) = crictl_path() else {
+        eprintln!(
+            "skipping {test}: no crictl (build it with ../shared/cri-tools/build \
+             /tmp/critest-bin, or set $CRICTL)"
+        );
+        return None;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let layout = image_common::busybox_layout(work.path());
+    let (registry, _) = image_common::registry_with(&layout);
+    let server = Server::start(work.path(), crictl, &registry.addr);
+    Some((work, registry, server))
+}
+
 /// A server on a socket of its own, with its own data and configuration directories.
 struct Server {
     child: Option<Child>,
@@ -133,23 +154,10 @@ fn write(path: &Path, text: &str) -> String {
 
 #[test]
 fn crictl_drives_pods_containers_and_images() {
-    if !image_common::ready(
-        "crictl_drives_pods_containers_and_images",
-        &["umoci", "skopeo", "docker-registry"],
-    ) {
-        return;
-    }
-    let Some(crictl) = crictl_path() else {
-        eprintln!(
-            "skipping crictl_drives_pods_containers_and_images: no crictl (build it with \
-             ../shared/cri-tools/build /tmp/critest-bin, or set $CRICTL)"
-        );
+    let Some((work, registry, mut server)) = setup("crictl_drives_pods_containers_and_images")
+    else {
         return;
     };
-    let work = tempfile::tempdir().unwrap();
-    let layout = image_common::busybox_layout(work.path());
-    let (registry, _) = image_common::registry_with(&layout);
-    let mut server = Server::start(work.path(), crictl, &registry.addr);
 
     // info: the runtime is ready; the network is not until a configuration is written, and
     // one written now is seen without a restart.
@@ -298,17 +306,9 @@ fn uuid_of(id: &str) -> String {
 #[test]
 fn killed_during_run_pod_sandbox_and_create_container_then_removed_leaves_nothing() {
     let test = "killed_during_run_pod_sandbox_and_create_container_then_removed_leaves_nothing";
-    if !image_common::ready(test, &["umoci", "skopeo", "docker-registry"]) {
-        return;
-    }
-    let Some(crictl) = crictl_path() else {
-        eprintln!("skipping {test}: no crictl (see crictl_drives_pods_containers_and_images)");
+    let Some((work, registry, mut server)) = setup(test) else {
         return;
     };
-    let work = tempfile::tempdir().unwrap();
-    let layout = image_common::busybox_layout(work.path());
-    let (registry, _) = image_common::registry_with(&layout);
-    let mut server = Server::start(work.path(), crictl, &registry.addr);
     let mut guard = leak_check::Guard::new(leak_check::Ctx::new(work.path().join("data")));
     let image = "mirror.test/test/busybox:v1";
     server.ok(&["pull", image]);
@@ -383,17 +383,9 @@ fn killed_during_run_pod_sandbox_and_create_container_then_removed_leaves_nothin
 #[test]
 fn a_container_of_its_own_pid_namespace_is_its_pid_1() {
     let test = "a_container_of_its_own_pid_namespace_is_its_pid_1";
-    if !image_common::ready(test, &["umoci", "skopeo", "docker-registry"]) {
-        return;
-    }
-    let Some(crictl) = crictl_path() else {
-        eprintln!("skipping {test}: no crictl");
+    let Some((work, registry, server)) = setup(test) else {
         return;
     };
-    let work = tempfile::tempdir().unwrap();
-    let layout = image_common::busybox_layout(work.path());
-    let (registry, _) = image_common::registry_with(&layout);
-    let server = Server::start(work.path(), crictl, &registry.addr);
     let image = "mirror.test/test/busybox:v1";
     server.ok(&["pull", image]);
     let pod = write(
@@ -451,17 +443,9 @@ fn a_container_of_its_own_pid_namespace_is_its_pid_1() {
 #[test]
 fn a_pod_in_the_hosts_pid_namespace_sees_the_hosts_processes() {
     let test = "a_pod_in_the_hosts_pid_namespace_sees_the_hosts_processes";
-    if !image_common::ready(test, &["umoci", "skopeo", "docker-registry"]) {
-        return;
-    }
-    let Some(crictl) = crictl_path() else {
-        eprintln!("skipping {test}: no crictl");
+    let Some((work, registry, server)) = setup(test) else {
         return;
     };
-    let work = tempfile::tempdir().unwrap();
-    let layout = image_common::busybox_layout(work.path());
-    let (registry, _) = image_common::registry_with(&layout);
-    let server = Server::start(work.path(), crictl, &registry.addr);
     let image = "mirror.test/test/busybox:v1";
     server.ok(&["pull", image]);
     let mut bystander = Command::new("sleep").arg("300").spawn().unwrap();

@@ -489,29 +489,12 @@ fn a_server_stopped_during_rpcs_ends_and_leaves_nothing() {
 
     // SIGTERM (a service manager's stop or restart) while RunPodSandboxes are under way:
     // the server ends (within PATIENCE, else the test fails), each RPC answered or cut.
-    let configs: Vec<String> = (0..PODS)
-        .map(|i| node.pod_config(&format!("busy{i}"), json!({})))
-        .collect();
-    let children: Vec<_> = configs
-        .iter()
-        .map(|c| {
-            node.crictl_command(&["runp", c])
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
+    let children = node.runp_at_once("busy", PODS);
     soon("a pod's directory", || !node.stored_pods().is_empty());
     let t = Instant::now();
     node.terminate();
     let stop_wall = t.elapsed();
-    let answered: Vec<String> = children
-        .into_iter()
-        .map(|c| c.wait_with_output().unwrap())
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .collect();
+    let answered = answered_ids(children);
 
     // Started again, it lists every pod an answered RPC named; rmp -fa removes them all.
     node.start();
@@ -669,28 +652,12 @@ fn a_server_killed_during_many_run_pod_sandboxes_leaves_nothing() {
     node.start();
 
     // Twenty RunPodSandboxes at once, the server killed once about half the pods exist.
-    let configs: Vec<String> = (0..PODS)
-        .map(|i| node.pod_config(&format!("crowd{i}"), json!({})))
-        .collect();
-    let children: Vec<_> = configs
-        .iter()
-        .map(|c| {
-            node.crictl_command(&["runp", c])
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
+    let children = node.runp_at_once("crowd", PODS);
     soon("half the pods' directories", || {
         node.stored_pods().len() >= PODS / 2
     });
     node.kill_9();
-    let answered = children
-        .into_iter()
-        .map(|c| c.wait_with_output().unwrap())
-        .filter(|o| o.status.success())
-        .count();
+    let answered = answered_ids(children).len();
     node.start();
     let stored = node.stored_pods();
     guard.remember();

@@ -387,6 +387,25 @@ impl Node {
         fs::read_to_string(self.path("server.log")).unwrap_or_default()
     }
 
+    /// `crictl runp` of `n` new pods (`PREFIX0`, `PREFIX1`, …) at once, a crictl each,
+    /// their IDs on their stdout.
+    pub fn runp_at_once(&self, prefix: &str, n: usize) -> Vec<Child> {
+        // Every configuration written first, so that the crictls start together.
+        let configs: Vec<String> = (0..n)
+            .map(|i| self.pod_config(&format!("{prefix}{i}"), json!({})))
+            .collect();
+        configs
+            .iter()
+            .map(|config| {
+                self.crictl_command(&["runp", config])
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect()
+    }
+
     /// `crictl` against this node's socket.
     pub fn crictl_command(&self, args: &[&str]) -> Command {
         let endpoint = format!("unix://{}", self.socket.display());
@@ -583,6 +602,16 @@ impl Node {
         assert!(procs.is_empty(), "processes left: {procs:#?}");
         guard.check();
     }
+}
+
+/// The IDs printed by those of `children` (from [`Node::runp_at_once`]) that succeeded.
+pub fn answered_ids(children: Vec<Child>) -> Vec<String> {
+    children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .collect()
 }
 
 /// The PIDs whose parent is `parent`.

@@ -117,7 +117,7 @@ fn as_runner(
 fn start_runner() -> anyhow::Result<ExitCode> {
     let exe = Exec("/proc/self/exe".into());
     let launch = Launch::new(std::env::args_os().skip(1));
-    let (_runner, said) = StartedNotice::launch_runner(&exe, launch, NOTICE_FD_VAR)
+    let said = StartedNotice::launch_runner(&exe, launch, NOTICE_FD_VAR)
         .context("cannot start the detached runner")?;
     match said {
         RunnerSaid::Started(uuid) => {

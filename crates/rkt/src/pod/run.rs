@@ -99,37 +99,12 @@ impl StartedNotice {
     /// environment variable `var` (removed from the environment), owned from here and
     /// close-on-exec again; `None` when the variable is not set.
     pub fn from_env(var: &str) -> std::io::Result<Option<StartedNotice>> {
-        use std::os::fd::FromRawFd;
-        let Some(value) = std::env::var_os(var) else {
-            return Ok(None);
-        };
-        // SAFETY: edition 2021; runners read it before they start any thread.
-        std::env::remove_var(var);
-        let bad = |what: &str| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("{var}={value:?} {what}"),
-            )
-        };
-        let fd: i32 = value
-            .to_str()
-            .and_then(|f| f.parse().ok())
-            .filter(|f| *f > 2)
-            .ok_or_else(|| bad("is not a descriptor"))?;
-        nix::fcntl::fcntl(
-            fd,
-            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
-        )
-        .map_err(|_| bad("is not open"))?;
-        // SAFETY: the parent passed this descriptor for this process alone; owned from here.
-        let file = unsafe { std::fs::File::from_raw_fd(fd) };
-        Ok(Some(StartedNotice::new(file)))
+        Ok(stage::launch::take_inherited(var)?.map(|fd| StartedNotice::new(fd.into())))
     }
 
     /// Starts `launch` by `launcher` as a runner (its standard streams on `/dev/null`) that
     /// says on a notice pipe, named to it by the environment variable `var` and inherited
-    /// by it alone, when its pod's apps run; returns its PID (when the launcher told it)
-    /// and what it said first.
+    /// by it alone, when its pod's apps run; returns what it said first.
     ///
     /// A launcher that failed after all may have started it (a fork server that died
     /// before it answered): what the runner says is read either way, so that a pod that
@@ -138,7 +113,7 @@ impl StartedNotice {
         launcher: &dyn stage::launch::Launcher,
         mut launch: stage::launch::Launch,
         var: &str,
-    ) -> std::io::Result<(Option<u32>, RunnerSaid)> {
+    ) -> std::io::Result<RunnerSaid> {
         use std::os::fd::AsRawFd;
         let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
         launch
@@ -149,9 +124,8 @@ impl StartedNotice {
         drop(write);
         let said = RunnerSaid::read(read)?;
         match (launched, said) {
-            (Ok(pid), said) => Ok((Some(pid), said)),
             (Err(e), RunnerSaid::Nothing) => Err(e),
-            (Err(_), said) => Ok((None, said)),
+            (_, said) => Ok(said),
         }
     }
 }

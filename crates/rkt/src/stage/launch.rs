@@ -8,7 +8,7 @@
 //! each paying for its own copy.
 
 use std::ffi::OsString;
-use std::os::fd::RawFd;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
@@ -34,6 +34,36 @@ impl Launch {
             ..Launch::default()
         }
     }
+}
+
+/// In a helper: the descriptor its launcher passed under the number the environment
+/// variable `var` names (a [`Launch`]'s `env` and `fds`), removed from the environment and
+/// owned from here, close-on-exec again; `None` when the variable is not set. Called before
+/// the helper starts any thread.
+pub fn take_inherited(var: &str) -> std::io::Result<Option<OwnedFd>> {
+    let Some(value) = std::env::var_os(var) else {
+        return Ok(None);
+    };
+    // SAFETY: edition 2021; the caller has started no thread yet.
+    std::env::remove_var(var);
+    let bad = |what: &str| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{var}={value:?} {what}"),
+        )
+    };
+    let fd: RawFd = value
+        .to_str()
+        .and_then(|f| f.parse().ok())
+        .filter(|f| *f > 2)
+        .ok_or_else(|| bad("is not a descriptor"))?;
+    nix::fcntl::fcntl(
+        fd,
+        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+    )
+    .map_err(|_| bad("is not open"))?;
+    // SAFETY: the launcher passed this descriptor for this process alone; owned from here.
+    Ok(Some(unsafe { OwnedFd::from_raw_fd(fd) }))
 }
 
 /// Starts helper processes. The caller keeps the descriptors of a [`Launch`] open until
