@@ -442,23 +442,13 @@ fn enter_sees_the_pods_rootfs() {
 fn sigint_during_network_setup_aborts_the_start_and_tears_down() {
     test_kit::require_root!();
     let mut world = World::new(support::RKT);
-    let plugins = world.path("plugins");
-    let confs = world.path("confs");
-    fs::create_dir_all(&plugins).unwrap();
-    fs::create_dir_all(&confs).unwrap();
-    std::os::unix::fs::symlink(support::test_plugin(), plugins.join("slowplug")).unwrap();
-    let log = world.path("calls.jsonl");
-    let name = format!("slow-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
-    let conf = serde_json::json!({
-        "cniVersion": "1.0.0",
-        "name": name,
-        "type": "slowplug",
-        "testPlugin": {"log": log, "ADD": {"sleep_ms": 4000}}
-    });
-    fs::write(confs.join("10-slow.conf"), conf.to_string()).unwrap();
+    let pod_support::SlowNet {
+        name,
+        log,
+        conf_flag,
+        plugin_flag,
+    } = pod_support::slow_net(&world, 4000);
     let _g = leaks::Guard::new(world.leak_ctx().network(&name).plugin_log(&log));
-    let conf_flag = format!("--net-conf-dir={}", confs.display());
-    let plugin_flag = format!("--net-plugin-dir={}", plugins.display());
     let net_flag = format!("--net={name}");
     let (uuid, index) =
         world.spawn_run(&[&conf_flag, &plugin_flag, &net_flag, "--", "sleep", "1000"]);

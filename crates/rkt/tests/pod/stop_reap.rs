@@ -216,28 +216,18 @@ fn after_sigkill_of_the_runner_the_app_is_gone_and_the_next_list_releases_the_po
 fn prepared_pods_and_pods_still_starting_are_not_taken_for_dead() {
     test_kit::require_root!();
     let world = World::new(support::RKT);
-    let plugins = world.path("plugins");
-    let confs = world.path("confs");
-    fs::create_dir_all(&plugins).unwrap();
-    fs::create_dir_all(&confs).unwrap();
-    std::os::unix::fs::symlink(support::test_plugin(), plugins.join("slowplug")).unwrap();
-    let log = world.path("calls.jsonl");
-    let name = format!("slow-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
-    let conf = serde_json::json!({
-        "cniVersion": "1.0.0",
-        "name": name,
-        "type": "slowplug",
-        "testPlugin": {"log": log, "ADD": {"sleep_ms": 1500}}
-    });
-    fs::write(confs.join("10-slow.conf"), conf.to_string()).unwrap();
+    let pod_support::SlowNet {
+        name,
+        log,
+        conf_flag,
+        plugin_flag,
+    } = pod_support::slow_net(&world, 1500);
     let _g = leaks::Guard::new(world.leak_ctx().network(&name).plugin_log(&log));
 
     let out = world.rkt(&["prepare", "--", "sleep", "1000"]).run();
     out.assert_success();
     let prepared = out.stdout().trim().to_string();
 
-    let conf_flag = format!("--net-conf-dir={}", confs.display());
-    let plugin_flag = format!("--net-plugin-dir={}", plugins.display());
     let file = world.path("uuid-slow");
     let save = format!("--uuid-file-save={}", file.display());
     let net = format!("--net={name}");

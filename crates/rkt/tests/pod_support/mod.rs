@@ -181,3 +181,37 @@ pub fn held_port() -> HeldPort {
         _socket: socket,
     }
 }
+
+/// A network of its own whose plugin (the test plugin, as `slowplug`) takes `sleep_ms` to
+/// ADD, configured in directories of `world`'s: to catch a pod while its network is being
+/// set up. Its name, the plugin's call log, and the `--net-conf-dir` and `--net-plugin-dir`
+/// flags that reach it.
+pub struct SlowNet {
+    pub name: String,
+    pub log: PathBuf,
+    pub conf_flag: String,
+    pub plugin_flag: String,
+}
+
+pub fn slow_net(world: &World, sleep_ms: u64) -> SlowNet {
+    let plugins = world.path("plugins");
+    let confs = world.path("confs");
+    fs::create_dir_all(&plugins).unwrap();
+    fs::create_dir_all(&confs).unwrap();
+    std::os::unix::fs::symlink(crate::support::test_plugin(), plugins.join("slowplug")).unwrap();
+    let log = world.path("calls.jsonl");
+    let name = format!("slow-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    let conf = serde_json::json!({
+        "cniVersion": "1.0.0",
+        "name": name,
+        "type": "slowplug",
+        "testPlugin": {"log": log, "ADD": {"sleep_ms": sleep_ms}}
+    });
+    fs::write(confs.join("10-slow.conf"), conf.to_string()).unwrap();
+    SlowNet {
+        name,
+        log,
+        conf_flag: format!("--net-conf-dir={}", confs.display()),
+        plugin_flag: format!("--net-plugin-dir={}", plugins.display()),
+    }
+}
