@@ -17,7 +17,10 @@
 //! abandoned — the timeout passed, or [`InterruptibleExec`]'s caller was interrupted — the
 //! whole group is killed and the call returns only once no process of it can run again, so
 //! nothing the call started can write a lease or a rule after the caller moved on to the
-//! DEL that undoes it. A terminal's Ctrl-C reaches the runtime, not the plugins: the runtime
+//! DEL that undoes it. An interrupted plugin is first given a short grace to finish on its
+//! own ([`INTERRUPT_GRACE`]): one killed between creating a record and writing it (the
+//! reference `host-local` creates its lease file, then writes the container's ID into it)
+//! would leave a record its DEL cannot recognise, an address lost for good. A terminal's Ctrl-C reaches the runtime, not the plugins: the runtime
 //! decides what to abandon.
 
 use std::io::{Read, Write};
@@ -49,6 +52,12 @@ const PIPE_GRACE: Duration = Duration::from_millis(100);
 
 /// How often a running plugin's caller is asked whether it was interrupted.
 const INTERRUPT_POLL: Duration = Duration::from_millis(20);
+
+/// How long an interrupted plugin may still run to finish by itself before it is killed.
+/// The reference plugins take a few milliseconds once they hold their locks; one that is
+/// still waiting (for a lock, a DHCP lease, a slow network) when the grace ends has usually
+/// made nothing yet.
+pub const INTERRUPT_GRACE: Duration = Duration::from_millis(500);
 
 /// How long the processes of a killed plugin's group are awaited before giving up on them
 /// (a process in uninterruptible sleep, e.g. on a hung NFS server, cannot die at once).
@@ -96,9 +105,9 @@ pub enum ExecError {
         /// The limit it exceeded.
         timeout: Duration,
     },
-    /// The caller was interrupted while the plugin ran; it was killed, with every process
-    /// it started.
-    #[error("plugin {} was killed because the runtime was interrupted", plugin.display())]
+    /// The caller was interrupted before or while the plugin ran; a running plugin was given
+    /// the grace to finish, then killed with every process it started that still ran.
+    #[error("plugin {} was abandoned because the runtime was interrupted", plugin.display())]
     Interrupted {
         /// The plugin's binary.
         plugin: PathBuf,
@@ -202,17 +211,20 @@ impl Exec for RawExec {
         env: &[(String, String)],
         timeout: Duration,
     ) -> Result<Vec<u8>, ExecError> {
-        run_plugin(plugin, stdin, env, timeout, &|| false)
+        run_plugin(plugin, stdin, env, timeout, &|| false, Duration::ZERO)
     }
 }
 
 /// [`RawExec`] that also gives up when `interrupted` says so: the caller was told to stop
-/// (rkt's SIGINT or SIGTERM during a pod's start). The plugin's process group is then killed
-/// and reaped, and the call fails with [`ExecError::Interrupted`]. `interrupted` is asked
-/// before the plugin starts and every 20 ms while it runs.
+/// (rkt's SIGINT or SIGTERM during a pod's start). A plugin that is running then gets the
+/// grace ([`INTERRUPT_GRACE`] unless [`with_grace`](Self::with_grace) says otherwise) to
+/// end by itself; its process group is then killed and reaped, and the call fails with
+/// [`ExecError::Interrupted`] either way. `interrupted` is asked before the plugin starts
+/// (an interrupted caller starts none) and every 20 ms while it runs.
 #[derive(Clone)]
 pub struct InterruptibleExec {
     interrupted: Arc<dyn Fn() -> bool + Send + Sync>,
+    grace: Duration,
 }
 
 impl InterruptibleExec {
@@ -220,13 +232,23 @@ impl InterruptibleExec {
     pub fn new(interrupted: impl Fn() -> bool + Send + Sync + 'static) -> Self {
         InterruptibleExec {
             interrupted: Arc::new(interrupted),
+            grace: INTERRUPT_GRACE,
         }
+    }
+
+    /// How long a plugin that is running when the caller is interrupted may still run to
+    /// finish by itself (never past the call's timeout). Zero kills it at once.
+    pub fn with_grace(mut self, grace: Duration) -> Self {
+        self.grace = grace;
+        self
     }
 }
 
 impl std::fmt::Debug for InterruptibleExec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("InterruptibleExec").finish_non_exhaustive()
+        f.debug_struct("InterruptibleExec")
+            .field("grace", &self.grace)
+            .finish_non_exhaustive()
     }
 }
 
@@ -243,7 +265,7 @@ impl Exec for InterruptibleExec {
                 plugin: plugin.to_path_buf(),
             });
         }
-        run_plugin(plugin, stdin, env, timeout, &*self.interrupted)
+        run_plugin(plugin, stdin, env, timeout, &*self.interrupted, self.grace)
     }
 }
 
@@ -254,6 +276,7 @@ fn run_plugin(
     env: &[(String, String)],
     timeout: Duration,
     interrupted: &dyn Fn() -> bool,
+    grace: Duration,
 ) -> Result<Vec<u8>, ExecError> {
     let deadline = Instant::now() + timeout;
     let mut child = spawn_retrying(plugin, env)?;
@@ -295,9 +318,13 @@ fn run_plugin(
         }
         match exited.recv_timeout(left.min(INTERRUPT_POLL)) {
             Err(mpsc::RecvTimeoutError::Timeout) if interrupted() => {
+                // Whether it ends within the grace or not, the call is abandoned: the group
+                // is killed below all the same, for what the plugin left running.
+                let left = deadline.saturating_duration_since(Instant::now());
+                let _ = exited.recv_timeout(grace.min(left));
                 break Some(ExecError::Interrupted {
                     plugin: plugin.to_path_buf(),
-                })
+                });
             }
             Err(mpsc::RecvTimeoutError::Timeout) => continue,
             _ => break None,

@@ -265,7 +265,7 @@ fn a_plugin_killed_by_the_timeout_takes_its_children() {
     let p = scripted(
         &w,
         "allocating",
-        json!({"spawn": {"delay_ms": 700, "write": lease}, "sleep_ms": 30000}),
+        json!({"spawn": {"delay_ms": 1500, "write": lease}, "sleep_ms": 30000}),
     );
     let started = std::time::Instant::now();
     let err = run(&p, json!({}), Duration::from_millis(300)).unwrap_err();
@@ -288,7 +288,8 @@ fn a_plugin_killed_by_the_timeout_takes_its_children() {
     assert!(lease.exists());
 }
 
-/// An interrupted caller gets its call back at once, the plugin and its children killed.
+/// An interrupted caller gets its call back once the grace has passed, the plugin that
+/// would not end and its children killed.
 #[test]
 fn an_interrupted_call_kills_the_plugin_and_its_children() {
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -298,7 +299,7 @@ fn an_interrupted_call_kills_the_plugin_and_its_children() {
     let p = scripted(
         &w,
         "allocating",
-        json!({"spawn": {"delay_ms": 700, "write": lease}, "sleep_ms": 30000}),
+        json!({"spawn": {"delay_ms": 1500, "write": lease}, "sleep_ms": 30000}),
     );
     let flag = Arc::new(AtomicBool::new(false));
     let exec = cni::invoke::InterruptibleExec::new({
@@ -324,7 +325,13 @@ fn an_interrupted_call_kills_the_plugin_and_its_children() {
         "{:?}",
         started.elapsed()
     );
-    std::thread::sleep(Duration::from_millis(1200));
+    // Killed at the end of the grace, before its child wrote.
+    assert!(
+        started.elapsed() >= cni::invoke::INTERRUPT_GRACE,
+        "{:?}",
+        started.elapsed()
+    );
+    std::thread::sleep(Duration::from_millis(1500));
     assert!(!lease.exists());
 
     // Already interrupted: the plugin does not even start.
@@ -340,4 +347,55 @@ fn an_interrupted_call_kills_the_plugin_and_its_children() {
         calm.exec_plugin(&ok, b"{}", &add_env(), LONG).unwrap(),
         b"{}\n"
     );
+}
+
+/// A plugin interrupted in the middle of its work that ends within the grace is let finish
+/// it (an IPAM plugin killed between creating its lease file and writing the container's
+/// ID into it leaves a lease no DEL releases); the call is abandoned all the same.
+#[test]
+fn an_interrupted_plugin_that_ends_within_the_grace_finishes_its_work() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let w = World::new();
+    let lease = w.tmp.path().join("lease");
+    let p = scripted(
+        &w,
+        "quick",
+        json!({"spawn": {"delay_ms": 150, "write": lease}, "sleep_ms": 250, "stdout": "{}\n"}),
+    );
+    // Runs the plugin through `exec`, interrupted 50 ms after it started.
+    let run_interrupted = |grace: Duration| {
+        let flag = Arc::new(AtomicBool::new(false));
+        let exec = cni::invoke::InterruptibleExec::new({
+            let flag = flag.clone();
+            move || flag.load(Ordering::SeqCst)
+        })
+        .with_grace(grace);
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            flag.store(true, Ordering::SeqCst);
+        });
+        let started = std::time::Instant::now();
+        let err = exec.exec_plugin(&p, b"{}", &add_env(), LONG).unwrap_err();
+        setter.join().unwrap();
+        assert!(matches!(err, ExecError::Interrupted { .. }), "{err:?}");
+        started.elapsed()
+    };
+
+    let took = run_interrupted(cni::invoke::INTERRUPT_GRACE);
+    assert!(
+        lease.exists(),
+        "the plugin was killed before its child wrote"
+    );
+    assert!(
+        took < cni::invoke::INTERRUPT_GRACE,
+        "the call waited for more than the plugin: {took:?}"
+    );
+
+    // Without a grace, the same plugin is killed before its child writes.
+    std::fs::remove_file(&lease).unwrap();
+    run_interrupted(Duration::ZERO);
+    std::thread::sleep(Duration::from_millis(400));
+    assert!(!lease.exists(), "the plugin's child wrote after the call");
+    assert_eq!(w.calls().len(), 2, "both calls ran the plugin");
 }

@@ -61,14 +61,15 @@ fn a_timed_out_add_leaves_nothing_written_after_its_rollback() {
     );
 }
 
-/// SIGTERM to a runner whose ADD is running abandons the ADD at once: the plugin and its
-/// child are killed, the DEL follows, rkt exits long before the plugin timeout.
+/// SIGTERM to a runner whose ADD is running abandons the ADD: the plugin, which does not
+/// end within the grace, and its child are killed, the DEL follows, rkt exits long before
+/// the plugin timeout.
 #[test]
 fn sigterm_during_add_kills_the_plugin_and_its_children_before_the_del() {
     test_kit::require_root!();
     let lab = Lab::new();
     let lease = lab.path("lease");
-    let net = allocating_net(&lab, &lease, 1500);
+    let net = allocating_net(&lab, &lease, 2500);
     let _g = Guard::new(lab.ctx(&[&net]));
     let run = run_in_add(&lab, &net);
     let sent = Instant::now();
@@ -87,7 +88,7 @@ fn sigterm_during_add_kills_the_plugin_and_its_children_before_the_del() {
     assert_ne!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("interrupted"), "{err}");
     assert_eq!(lab.call_lines(), ["ADD alloc eth0", "DEL alloc eth0"]);
-    std::thread::sleep(Duration::from_millis(2000));
+    std::thread::sleep(Duration::from_millis(3000));
     assert!(
         !lease.exists(),
         "the interrupted ADD's child wrote after the DEL"
@@ -427,24 +428,49 @@ fn gc_reports_a_dead_runners_failed_teardown_once() {
 }
 
 /// gc right after `rkt run` was killed during an ADD: the orphaned plugin (and the child it
-/// started) is killed before the DEL, so nothing it would have written appears after gc.
+/// started), still running after the grace, is killed before the DEL, so nothing it would have written appears after gc.
 #[test]
 fn gc_kills_a_dead_runners_orphaned_plugin_before_its_del() {
     test_kit::require_root!();
     let lab = Lab::new();
     let lease = lab.path("lease");
-    let net = allocating_net(&lab, &lease, 1500);
+    let net = allocating_net(&lab, &lease, 2500);
     let _g = Guard::new(lab.ctx(&[&net]));
     let run = run_in_add(&lab, &net);
     kill_9(run);
     let gc = lab.gc();
     assert_eq!(gc.status.code(), Some(0), "{}", stderr(&gc));
     assert!(lab.call_lines().contains(&"DEL alloc eth0".to_string()));
-    std::thread::sleep(Duration::from_millis(2000));
+    std::thread::sleep(Duration::from_millis(3000));
     assert!(
         !lease.exists(),
         "the orphaned ADD's child wrote after gc's DEL"
     );
+    assert!(lab.pods().is_empty());
+}
+
+/// gc right after `rkt run` was killed during an ADD that is about to end: the orphaned
+/// plugin is let finish (its child writes the "lease" 250 ms in, the plugin ends at 300 ms)
+/// rather than killed half-way, then DELed. Killed at once, it would have left the lease
+/// half-made, as `host-local` leaves an empty lease file no DEL releases.
+#[test]
+fn gc_lets_a_dead_runners_plugin_that_is_about_to_end_finish_before_its_del() {
+    test_kit::require_root!();
+    let lab = Lab::new();
+    let lease = lab.path("lease");
+    let net = lab.net("alloc");
+    lab.plugin(
+        "alloc",
+        json!({"ADD": {"spawn": {"delay_ms": 250, "write": lease}, "sleep_ms": 300}}),
+    );
+    lab.conflist("10-alloc.conflist", &net, &["alloc"]);
+    let _g = Guard::new(lab.ctx(&[&net]));
+    let run = run_in_add(&lab, &net);
+    kill_9(run);
+    let gc = lab.gc();
+    assert_eq!(gc.status.code(), Some(0), "{}", stderr(&gc));
+    assert!(lease.exists(), "gc killed the plugin before it finished");
+    assert_eq!(lab.call_lines(), ["ADD alloc eth0", "DEL alloc eth0"]);
     assert!(lab.pods().is_empty());
 }
 

@@ -112,8 +112,10 @@ fn cni_config(att: &Attachment) -> cni::api::CniConfig {
 
 /// ADDs `list` for the attachment, running its plugins from `binaries` (as planning
 /// resolved them) and no others. A SIGINT or SIGTERM to rkt meanwhile (`rkt stop` of a
-/// starting pod, Ctrl-C) abandons the ADD: the running plugin is killed with everything it
-/// started before this returns, so the rollback DEL that follows undoes all of it.
+/// starting pod, Ctrl-C) abandons the ADD: the running plugin gets the library's grace to
+/// finish ([`cni::invoke::INTERRUPT_GRACE`], so it is not cut between creating a record and
+/// writing it), then is killed with everything it started before this returns, so the
+/// rollback DEL that follows undoes all of it.
 pub fn add(
     list: &NetworkConfigList,
     binaries: &BTreeMap<String, PathBuf>,

@@ -123,22 +123,29 @@ pub fn release_pod(pod: &Pod, state: &PodState, plugin_timeout: Duration) -> Vec
 
 /// Kills the process groups of every plugin still running for container `uuid` (found by
 /// `CNI_CONTAINERID=<uuid>` in its environment, which plugins pass on to the IPAM plugins
-/// they start), and waits, at most 10 s, until none of their members can run again.
+/// they start), and waits, at most 10 s, until none of their members can run again. They
+/// are first given [`cni::invoke::INTERRUPT_GRACE`] to end by themselves, as an interrupted
+/// ADD gives its plugin: one killed between creating a record and writing it leaves a
+/// record its DEL does not recognise.
 pub fn kill_orphaned_plugins(uuid: &str) {
+    use std::time::{Duration, Instant};
     let needle = format!("CNI_CONTAINERID={uuid}");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let groups = plugin_groups(&needle);
-        if groups.is_empty() || std::time::Instant::now() >= deadline {
-            return;
-        }
+    let graced = Instant::now() + cni::invoke::INTERRUPT_GRACE;
+    let mut groups = plugin_groups(&needle);
+    while !groups.is_empty() && Instant::now() < graced {
+        std::thread::sleep(Duration::from_millis(10));
+        groups = plugin_groups(&needle);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !groups.is_empty() && Instant::now() < deadline {
         for pgid in groups {
             // Never our own group (a plugin is always the leader of a group of its own).
             if pgid > 1 && pgid != nix::unistd::getpgrp().as_raw() {
                 let _ = nix::sys::signal::killpg(Pid::from_raw(pgid), Signal::SIGKILL);
             }
         }
-        std::thread::sleep(std::time::Duration::from_millis(10));
+        std::thread::sleep(Duration::from_millis(10));
+        groups = plugin_groups(&needle);
     }
 }
 

@@ -3,8 +3,8 @@
 //! A pod is `running` from the moment its runner creates it, while the runner still sets up
 //! its networks and before there is an init to signal. `rkt stop` of such a pod signals the
 //! runner itself (found as the holder of the pod's lock in `/proc/locks`): the runner
-//! abandons the start — the plugin it runs is killed with its children, a start still
-//! queued for its turn gives up — and tears down what it set up.
+//! abandons the start — the plugin it runs is let finish for a moment, then killed with its
+//! children; a start still queued for its turn gives up — and tears down what it set up.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
