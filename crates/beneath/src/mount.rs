@@ -7,7 +7,7 @@
 //! or, by descriptor, from `fstatvfs(2)`: a remount replaces the per-mount flags, so the
 //! ones it had are given again.
 
-use std::ffi::{CString, OsString};
+use std::ffi::{CStr, CString, OsString};
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
@@ -119,16 +119,26 @@ fn mount_setattr(
     } else {
         flags
     };
-    let attr = attr.mount_attr();
+    sys_mount_setattr(dirfd, path, flags, &attr.mount_attr())
+}
+
+/// The mount_setattr(2) system call itself. `dirfd` is AT_FDCWD or a descriptor the
+/// caller borrows for the call.
+fn sys_mount_setattr(
+    dirfd: libc::c_int,
+    path: &CStr,
+    flags: libc::c_uint,
+    attr: &MountAttr,
+) -> io::Result<()> {
     // SAFETY: a NUL-terminated path and a mount_attr of the size passed, both alive for the
-    // call; `dirfd` is AT_FDCWD or a descriptor the caller borrows to us.
+    // call; the kernel only reads them.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_mount_setattr,
             dirfd,
             path.as_ptr(),
             flags,
-            &attr as *const MountAttr,
+            attr as *const MountAttr,
             std::mem::size_of::<MountAttr>(),
         )
     };
@@ -349,23 +359,7 @@ pub fn set_propagation(
     if recursive {
         flags |= AT_RECURSIVE;
     }
-    // SAFETY: an empty NUL-terminated path and a mount_attr of the size passed, alive for
-    // the call; `fd` is borrowed for it.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_mount_setattr,
-            fd.as_raw_fd(),
-            c"".as_ptr(),
-            flags,
-            &attr as *const MountAttr,
-            std::mem::size_of::<MountAttr>(),
-        )
-    };
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
+    sys_mount_setattr(fd.as_raw_fd(), c"", flags, &attr)
 }
 
 /// The peer-group relations of a mount, from `/proc/self/mountinfo`'s optional fields.

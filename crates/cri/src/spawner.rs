@@ -527,9 +527,8 @@ fn retitle(args: &[&[u8]]) {
 
 /// `arg_start` and `arg_end` of `/proc/self/stat` (fields 48 and 49).
 fn args_area() -> Option<(usize, usize)> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let (start, end) = (fields.get(45)?.parse().ok()?, fields.get(46)?.parse().ok()?);
+    let stat = rkt::procfs::Stat::of_self()?;
+    let (start, end) = (stat.number(48)?, stat.number(49)?);
     (start < end).then_some((start, end))
 }
 

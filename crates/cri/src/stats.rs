@@ -45,15 +45,9 @@ fn usage(pid: i32) -> (u64, u64) {
         .ok()
         .flatten()
         .unwrap_or(4096) as u64;
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command's closing parenthesis: state is field 3, utime 14.
-    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-    let fields: Vec<u64> = rest
-        .split_whitespace()
-        .skip(1)
-        .map(|f| f.parse().unwrap_or(0))
-        .collect();
-    let field = |n: usize| fields.get(n - 4).copied().unwrap_or(0);
+    let stat = rkt::procfs::Stat::of(pid);
+    // utime, stime, cutime and cstime are fields 14 to 17.
+    let field = |n: usize| stat.as_ref().and_then(|s| s.number::<u64>(n)).unwrap_or(0);
     let cpu = (field(14) + field(15) + field(16) + field(17)) * 1_000_000_000 / ticks;
     let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).unwrap_or_default();
     let rss = statm

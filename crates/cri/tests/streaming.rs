@@ -275,20 +275,12 @@ fn open_fds(pid: u32) -> usize {
 
 /// `rkt-cri exec-in` children of `pid` still there.
 fn helpers_of(pid: u32) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        let ppid = stat
-            .rsplit(')')
-            .next()
-            .and_then(|s| s.split_whitespace().nth(1))
-            .unwrap_or("");
-        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        if ppid == pid.to_string() && cmdline.windows(7).any(|w| w == b"exec-in") {
-            found.push(String::from_utf8_lossy(&cmdline).into_owned());
-        }
-    }
-    found
+    rkt::procfs::children(pid as i32)
+        .into_iter()
+        .map(|child| std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default())
+        .filter(|cmdline| cmdline.windows(7).any(|w| w == b"exec-in"))
+        .map(|cmdline| String::from_utf8_lossy(&cmdline).into_owned())
+        .collect()
 }
 
 /// A TCP port free on the host now.

@@ -47,6 +47,7 @@ pub mod networking;
 pub mod pending_signal;
 pub mod pod;
 pub mod podstore;
+pub mod procfs;
 pub mod security;
 pub mod stage;
 pub mod trust;

@@ -542,18 +542,11 @@ impl Node {
         let me = std::process::id();
         let server = self.server_pid();
         let mut found = Vec::new();
-        for entry in fs::read_dir("/proc").unwrap().flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|p| p.parse::<u32>().ok())
-            else {
-                continue;
-            };
+        for pid in rkt::procfs::pids().map(|pid| pid as u32) {
             if pid == me || Some(pid) == server {
                 continue;
             }
-            let Ok(raw) = fs::read(entry.path().join("cmdline")) else {
+            let Ok(raw) = fs::read(format!("/proc/{pid}/cmdline")) else {
                 continue;
             };
             let cmdline = String::from_utf8_lossy(&raw).replace('\0', " ");
@@ -616,26 +609,8 @@ pub fn answered_ids(children: Vec<Child>) -> Vec<String> {
 
 /// The PIDs whose parent is `parent`.
 pub fn children_of(parent: u32) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let ppid = fs::read_to_string(entry.path().join("stat"))
-            .ok()
-            .and_then(|s| {
-                let rest = s.rsplit_once(')')?.1.to_string();
-                rest.split_whitespace().nth(1)?.parse::<u32>().ok()
-            });
-        if ppid == Some(parent) {
-            found.push(pid);
-        }
-    }
-    found
+    let children = rkt::procfs::children(parent as i32);
+    children.into_iter().map(|pid| pid as u32).collect()
 }
 
 /// Asserts that process `pid` (if any) ends within 10 s (a zombie counts as ended).

@@ -221,24 +221,17 @@ fn holder(protocol: Protocol, addr: SocketAddr) -> String {
 }
 
 /// The process (PID and command name) with a descriptor of the socket `inode`.
-fn process_of(inode: u64) -> Option<(u32, String)> {
+fn process_of(inode: u64) -> Option<(i32, String)> {
     let link = format!("socket:[{inode}]");
-    for entry in fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(fds) = fs::read_dir(entry.path().join("fd")) else {
+    for pid in crate::procfs::pids() {
+        let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
             continue;
         };
         let has = fds
             .flatten()
             .any(|fd| fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == link.as_str()));
         if has {
-            let comm = fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+            let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
             return Some((pid, comm.trim().to_string()));
         }
     }

@@ -151,15 +151,8 @@ pub fn kill_orphaned_plugins(uuid: &str) {
 
 /// The process groups of live (not zombie) processes whose environment holds `needle`.
 fn plugin_groups(needle: &str) -> Vec<i32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
     let mut groups = Vec::new();
-    for entry in dir.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.parse::<i32>().ok()) else {
-            continue;
-        };
+    for pid in crate::procfs::pids() {
         let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
             continue;
         };
@@ -169,20 +162,10 @@ fn plugin_groups(needle: &str) -> Vec<i32> {
         {
             continue;
         }
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        if let (Some(state), Some(pgrp)) = (fields.first(), fields.get(2)) {
-            if *state != "Z" && *state != "X" {
-                if let Ok(pgrp) = pgrp.parse() {
-                    if !groups.contains(&pgrp) {
-                        groups.push(pgrp);
-                    }
-                }
+        let stat = crate::procfs::Stat::of(pid);
+        if let Some(pgrp) = stat.filter(|s| s.alive()).and_then(|s| s.pgrp()) {
+            if !groups.contains(&pgrp) {
+                groups.push(pgrp);
             }
         }
     }

@@ -134,26 +134,11 @@ fn parse_lock_line(line: &str, ino: u64) -> Option<i32> {
 /// (its `NSpid` line in `/proc/<pid>/status` ends in 1), or a host-PID sandbox's init
 /// (rkt's stage, a subreaper).
 pub fn is_pid_namespace_init(pid: i32) -> bool {
-    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
-        return false;
-    };
+    let ids = crate::procfs::ns_pids(pid);
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     let stage = cmdline.split(|b| *b == 0).nth(1) == Some(crate::stage::INIT_COMMAND.as_bytes());
-    if stage
-        && status
-            .lines()
-            .any(|l| l.starts_with("NSpid:") && l.split_whitespace().count() == 2)
-    {
-        return true;
-    }
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("NSpid:"))
-        .map(|ids| {
-            let ids: Vec<&str> = ids.split_whitespace().collect();
-            ids.len() >= 2 && ids.last() == Some(&"1")
-        })
-        .unwrap_or(false)
+    // A host-PID sandbox's init is the stage in our own PID namespace: one PID.
+    (stage && ids.len() == 1) || (ids.len() >= 2 && ids.last() == Some(&1))
 }
 
 /// Waits until the pod is no longer prepared or running (its runner released it), or until

@@ -54,45 +54,15 @@ pub fn app_host_pid(init_pid: i32, pod_pid: i32) -> Option<i32> {
                 .filter_map(|c| c.parse().ok())
                 .collect(),
             // A kernel without CONFIG_PROC_CHILDREN: every process whose parent it is.
-            Err(_) => children_by_scan(init_pid),
+            Err(_) => crate::procfs::children(init_pid),
         };
     // The pod's namespace is the init's innermost: a child's PID there is at the init's
     // depth of its `NSpid` (an app in a PID namespace of its own has one more, its 1).
-    let ns_pids = |pid: i32| -> Vec<i32> {
-        std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .unwrap_or_default()
-            .lines()
-            .find_map(|l| l.strip_prefix("NSpid:"))
-            .map(|ids| {
-                ids.split_whitespace()
-                    .filter_map(|i| i.parse().ok())
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    use crate::procfs::ns_pids;
     let depth = ns_pids(init_pid).len().checked_sub(1)?;
     children
         .into_iter()
         .find(|child| ns_pids(*child).get(depth) == Some(&pod_pid))
-}
-
-/// The processes whose parent is `pid`, from each `/proc/<pid>/status`.
-fn children_by_scan(pid: i32) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|child| {
-            std::fs::read_to_string(format!("/proc/{child}/status"))
-                .unwrap_or_default()
-                .lines()
-                .find_map(|l| l.strip_prefix("PPid:"))
-                .and_then(|p| p.trim().parse::<i32>().ok())
-                == Some(pid)
-        })
-        .collect()
 }
 
 /// The hidden command `rkt enter` starts its helper with.

@@ -167,25 +167,9 @@ fn signal_pod(host_pid: bool, signal: Signal) {
 
 /// The descendants of process `root`, from each process's parent in `/proc/<pid>/stat`.
 fn descendants(root: i32) -> Vec<i32> {
-    let mut parent_of = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        // After the command's closing parenthesis: state, then the parent.
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<i32>().ok());
-        if let Some(ppid) = ppid {
-            parent_of.push((pid, ppid));
-        }
-    }
+    let parent_of: Vec<(i32, i32)> = crate::procfs::pids()
+        .filter_map(|pid| Some((pid, crate::procfs::Stat::of(pid)?.ppid()?)))
+        .collect();
     let mut found = vec![root];
     let mut i = 0;
     while i < found.len() {
@@ -826,12 +810,7 @@ fn app_process(
 fn join_namespaces(init_pid: i32) -> Result<(), StageError> {
     // The recorded PID must still be a PID namespace's init (the sandbox's), not a process
     // that took the number after the sandbox ended.
-    let status = std::fs::read_to_string(format!("/proc/{init_pid}/status")).unwrap_or_default();
-    let in_pod = status
-        .lines()
-        .find_map(|l| l.strip_prefix("NSpid:"))
-        .and_then(|ids| ids.split_whitespace().last())
-        == Some("1");
+    let in_pod = crate::procfs::ns_pids(init_pid).last() == Some(&1);
     // A host-PID sandbox's init is no namespace's init: it started this helper.
     let started_us = nix::unistd::getppid().as_raw() == init_pid;
     if !in_pod && !started_us {
