@@ -9,8 +9,9 @@
 # (bench/criclient, Go, the gRPC, CRI API and client-go of crictl, built offline inside
 # cri-tools' source tree by bench/criclient/build.sh) repeats Exec + the SPDY stream in one
 # process and prints the median.
-# A measurement script, not a scenario of rkt-bench: the CRI scenarios with a containerd
-# of their own live there (branch cri-bench); this one can move in once they have landed.
+# A measurement script, not a scenario of rkt-bench (whose scenarios 11 to 13 start a
+# containerd of their own): it uses the critest harness's fixed paths (/tmp/rt.sock,
+# /tmp/ctd-*), so it must not run while critest or crates/cri/tests/critest.rs does.
 set -u
 repo=$(cd "$(dirname "$0")/.." && pwd)
 RKT_CRI=${RKT_CRI:-$repo/target/release/rkt-cri}

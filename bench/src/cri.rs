@@ -93,8 +93,10 @@ pub struct ManyRound {
     /// Stopping and removing them all at once.
     pub stop: Duration,
     pub stop_cpu: Duration,
-    /// Pods that failed to come up (their errors).
+    /// Pods that failed to come up or to go (their errors).
     pub errors: Vec<String>,
+    /// Containers started without an error that were not running 5 s later.
+    pub not_running: usize,
     /// Containers found running.
     pub running: usize,
     /// The memory of the runtime's processes with the pods running (scenario 13).
@@ -420,6 +422,7 @@ fn many_round(
     }
     round.running = wait_running(server, started, Duration::from_secs(5))
         .unwrap_or_else(|_| running_sleeps(server));
+    round.not_running = started.saturating_sub(round.running);
     if measure_memory {
         // The steady state: start-up work done, idle threads gone (tokio's blocking
         // threads after 10 s), Go's collector run.

@@ -324,7 +324,7 @@ impl World {
         world.write_config(tools)?;
         world.start_registry(&registry_bin)?;
         world.push_images(&skopeo, &tools.layout)?;
-        let ctd = world.start_containerd(&containerd, &runc)?;
+        let ctd = world.start_containerd(&containerd, &runc, &tools.cni_bin)?;
         world.servers.push(ctd);
         let rkt = world.start_rkt_cri(&tools.rkt_cri, &tools.cni_bin)?;
         world.servers.push(rkt);
@@ -535,7 +535,12 @@ impl World {
         }
     }
 
-    fn start_containerd(&self, containerd: &Path, runc: &Path) -> Result<Server, BenchError> {
+    fn start_containerd(
+        &self,
+        containerd: &Path,
+        runc: &Path,
+        cni_bin: &Path,
+    ) -> Result<Server, BenchError> {
         let d = |n: &str| self.dir.join(n);
         let run = d("ctd-run");
         std::fs::create_dir_all(&run).map_err(|e| BenchError::io(&run, e))?;
@@ -579,7 +584,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   SystemdCgroup = false
 
 [plugins."io.containerd.grpc.v1.cri".cni]
-  bin_dir = "/usr/lib/cni"
+  bin_dir = "{cni_bin}"
   conf_dir = "{net}"
   max_conf_num = 1
 
@@ -590,6 +595,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             state = d("ctd-state").display(),
             sock = socket.display(),
             runc = runc.display(),
+            cni_bin = cni_bin.display(),
             net = self.etc().join("net.d").display(),
             certs = self.etc().join("certs.d").display(),
         );

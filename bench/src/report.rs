@@ -8,7 +8,9 @@ use std::time::Duration;
 use crate::error::BenchError;
 use crate::rss::Peaks;
 use crate::scenarios::{ManyResult, ScaleResult};
-use crate::stats::{fmt_duration, median_ci, median_diff_ci, median_f64, ratio, Series};
+use crate::stats::{
+    fmt_duration, median_ci, median_diff_ci, median_f64, ratio, verdict_interval, Series,
+};
 
 /// The markers in docs/PERFORMANCE.md between which the latest report goes.
 pub const BEGIN: &str = "<!-- bench:results:begin -->";
@@ -120,7 +122,7 @@ fn render_busy_targets(out: &mut String, b: &crate::busy::BusyResult) {
     for l in &b.loads {
         let (rkt, libcni, floor) = medians3(&l.series);
         let r = median_f64(&l.ratio);
-        let (lo, hi) = median_ci(&l.ratio).unwrap_or((r, r));
+        let (lo, hi) = verdict_interval(&l.ratio);
         let _ = writeln!(
             out,
             "| 6 | busy host, {} other pods: pod cycle vs scripted libcni (floor {}; {} rounds) | rkt run {} / libcni {}; per round {r:.3}× [{lo:.3}, {hi:.3}] | {:.2}× | ≤ 1.0× | {} |",
@@ -253,14 +255,16 @@ fn ratio_ci(values: &[f64]) -> String {
     let m = median_f64(values);
     match median_ci(values) {
         Some((lo, hi)) => format!("{m:.2}× [{lo:.2}, {hi:.2}]"),
-        None => format!("{m:.2}×"),
+        None => {
+            let (lo, hi) = verdict_interval(values);
+            format!("{m:.2}× (rounds {lo:.2} to {hi:.2})")
+        }
     }
 }
 
 /// The verdict for a per-round ratio against an upper `limit`.
 fn ratio_holds(values: &[f64], limit: f64) -> &'static str {
-    let m = median_f64(values);
-    let (lo, hi) = median_ci(values).unwrap_or((m, m));
+    let (lo, hi) = verdict_interval(values);
     holds_ci(lo, hi, limit)
 }
 
@@ -397,8 +401,7 @@ fn per_round_ratio(a: &[f64], b: &[f64]) -> Vec<f64> {
 
 /// The verdict for a per-round ratio against a lower `limit`.
 fn ratio_holds_min(values: &[f64], limit: f64) -> &'static str {
-    let m = median_f64(values);
-    let (lo, hi) = median_ci(values).unwrap_or((m, m));
+    let (lo, hi) = verdict_interval(values);
     if lo >= limit {
         "yes"
     } else if hi < limit {
@@ -481,11 +484,11 @@ fn render_cri_targets(out: &mut String, c: &crate::cri::CriResult) {
             .rounds
             .iter()
             .chain(&ctd.rounds)
-            .map(|r| r.errors.len())
+            .map(|r| r.errors.len() + r.not_running)
             .sum();
         let _ = writeln!(
             out,
-            "| 12 | pods that failed (both runtimes, every round) | {errors} | — | none | {} |",
+            "| 12 | pods that failed to come up, to run or to go (both runtimes, every round) | {errors} | — | none | {} |",
             holds(errors == 0)
         );
         if c.memory_measured {
@@ -584,7 +587,7 @@ fn render_cri_details(out: &mut String, c: &crate::cri::CriResult) {
                 fmt_duration(r.client_cpu),
                 fmt_duration(r.stop),
                 fmt_duration(r.stop_cpu),
-                r.errors.len(),
+                r.errors.len() + r.not_running,
                 r.running,
                 mem(&r.memory),
                 mem(&r.idle)

@@ -20,8 +20,8 @@
 //! DEL that undoes it. An interrupted plugin is first given a short grace to finish on its
 //! own ([`INTERRUPT_GRACE`]): one killed between creating a record and writing it (the
 //! reference `host-local` creates its lease file, then writes the container's ID into it)
-//! would leave a record its DEL cannot recognise, an address lost for good. A terminal's Ctrl-C reaches the runtime, not the plugins: the runtime
-//! decides what to abandon.
+//! would leave a record its DEL cannot recognise, an address lost for good. A terminal's
+//! Ctrl-C reaches the runtime, not the plugins: the runtime decides what to abandon.
 
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;

@@ -325,9 +325,10 @@ fn an_interrupted_call_kills_the_plugin_and_its_children() {
         "{:?}",
         started.elapsed()
     );
-    // Killed at the end of the grace, before its child wrote.
+    // Killed at the end of the grace (which began with the interruption, 200 ms in),
+    // before its child wrote.
     assert!(
-        started.elapsed() >= cni::invoke::INTERRUPT_GRACE,
+        started.elapsed() >= Duration::from_millis(200) + cni::invoke::INTERRUPT_GRACE,
         "{:?}",
         started.elapsed()
     );
@@ -361,7 +362,7 @@ fn an_interrupted_plugin_that_ends_within_the_grace_finishes_its_work() {
     let p = scripted(
         &w,
         "quick",
-        json!({"spawn": {"delay_ms": 150, "write": lease}, "sleep_ms": 250, "stdout": "{}\n"}),
+        json!({"spawn": {"delay_ms": 400, "write": lease}, "sleep_ms": 1000, "stdout": "{}\n"}),
     );
     // Runs the plugin through `exec`, interrupted 50 ms after it started.
     let run_interrupted = |grace: Duration| {
@@ -382,20 +383,22 @@ fn an_interrupted_plugin_that_ends_within_the_grace_finishes_its_work() {
         started.elapsed()
     };
 
-    let took = run_interrupted(cni::invoke::INTERRUPT_GRACE);
+    // A grace long enough for the plugin, which ends 1 s in; the call returns then.
+    let grace = Duration::from_secs(5);
+    let took = run_interrupted(grace);
     assert!(
         lease.exists(),
         "the plugin was killed before its child wrote"
     );
     assert!(
-        took < cni::invoke::INTERRUPT_GRACE,
+        took < grace,
         "the call waited for more than the plugin: {took:?}"
     );
 
     // Without a grace, the same plugin is killed before its child writes.
     std::fs::remove_file(&lease).unwrap();
     run_interrupted(Duration::ZERO);
-    std::thread::sleep(Duration::from_millis(400));
+    std::thread::sleep(Duration::from_millis(700));
     assert!(!lease.exists(), "the plugin's child wrote after the call");
     assert_eq!(w.calls().len(), 2, "both calls ran the plugin");
 }

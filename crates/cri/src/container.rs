@@ -190,8 +190,8 @@ pub fn create(config: &Config, req: proto::CreateContainerRequest) -> Result<Str
         &cfg,
         (
             sandbox.meta.network == "host",
-            sandbox_host_ipc(&sandbox),
-            sandbox_host_pid(&sandbox),
+            sandbox.status.manifest.host_ipc(),
+            sandbox.status.manifest.host_pid(),
         ),
         &app_name,
         &store,
@@ -276,8 +276,10 @@ fn app_for(
         )));
     }
     // A container shares its sandbox's namespaces: a mode is accepted when it is the
-    // sandbox's (kubelet repeats the pod's modes for each container).
+    // sandbox's (kubelet repeats the pod's modes for each container), and for PID also a
+    // namespace of the container's own, inside a pod's.
     let namespaces = security.namespace_options.clone().unwrap_or_default();
+    let own_pid_ns = namespaces.pid == proto::NamespaceMode::Container as i32 && !host_pid;
     let node = proto::NamespaceMode::Node as i32;
     let pod = proto::NamespaceMode::Pod as i32;
     for (what, mode, sandbox_mode) in [
@@ -289,10 +291,8 @@ fn app_for(
         ("PID", namespaces.pid, if host_pid { node } else { pod }),
         ("IPC", namespaces.ipc, if host_ipc { node } else { pod }),
     ] {
-        // POD: the sandbox's, whatever it is (crictl leaves the modes unset). CONTAINER
-        // for PID: a PID namespace of the app's own, inside the pod's.
-        let own_pid = what == "PID" && mode == proto::NamespaceMode::Container as i32 && !host_pid;
-        if mode == sandbox_mode || mode == pod || own_pid {
+        // POD: the sandbox's, whatever it is (crictl leaves the modes unset).
+        if mode == sandbox_mode || mode == pod || (what == "PID" && own_pid_ns) {
             continue;
         }
         let which = match proto::NamespaceMode::try_from(mode) {
@@ -306,7 +306,6 @@ fn app_for(
              container has its sandbox's)"
         )));
     }
-    let own_pid_ns = namespaces.pid == proto::NamespaceMode::Container as i32 && !host_pid;
     let mut off = Disabled::default();
     if security.privileged {
         off = Disabled {
@@ -543,18 +542,6 @@ impl From<rkt::image_pod::app::ImageAppError> for AppStatus {
     fn from(e: rkt::image_pod::app::ImageAppError) -> AppStatus {
         AppStatus(invalid(rkt::error::chain(&e)))
     }
-}
-
-/// Whether a sandbox is in the host's PID namespace.
-fn sandbox_host_pid(sandbox: &Sandbox) -> bool {
-    let manifest = &sandbox.status.manifest;
-    manifest.sandbox.as_ref().is_some_and(|s| s.host_pid)
-}
-
-/// Whether a sandbox is in the host's IPC namespace.
-fn sandbox_host_ipc(sandbox: &Sandbox) -> bool {
-    let manifest = &sandbox.status.manifest;
-    manifest.sandbox.as_ref().is_some_and(|s| s.host_ipc)
 }
 
 /// Adds to `id` the groups the image's `/etc/group` makes its user a member of (as the

@@ -423,22 +423,8 @@ pub fn status(sandbox: &Sandbox, verbose: bool) -> proto::PodSandboxStatusRespon
             namespaces: Some(proto::Namespace {
                 options: Some(proto::NamespaceOption {
                     network: mode(host_network),
-                    pid: mode(
-                        sandbox
-                            .status
-                            .manifest
-                            .sandbox
-                            .as_ref()
-                            .is_some_and(|s| s.host_pid),
-                    ),
-                    ipc: mode(
-                        sandbox
-                            .status
-                            .manifest
-                            .sandbox
-                            .as_ref()
-                            .is_some_and(|s| s.host_ipc),
-                    ),
+                    pid: mode(sandbox.status.manifest.host_pid()),
+                    ipc: mode(sandbox.status.manifest.host_ipc()),
                     target_id: String::new(),
                     userns_options: None,
                 }),

@@ -21,15 +21,10 @@ use crate::{container, exec, images, runtime_info, sandbox, stats};
 
 /// Serves until SIGTERM or SIGINT.
 pub fn run(config: Config) -> anyhow::Result<()> {
-    // glibc gives each thread that allocates an arena of its own, up to 8 per CPU, and
-    // never returns them: with 50 pods started at once (as many blocking threads) that was
+    // With an arena per thread, 50 pods started at once (as many blocking threads) made
     // 16 arenas, 9.5 MiB of the server's 13 MiB (bench scenario 13). One is plenty for
     // RPCs that mostly wait on the disk and on child processes (a second one held 0.8 MiB).
-    #[cfg(target_env = "gnu")]
-    // SAFETY: mallopt only changes the allocator's settings; no thread allocates yet.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 1);
-    }
+    rkt::stage::launch::use_one_arena();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .max_blocking_threads(256)
@@ -131,11 +126,7 @@ async fn trim_after_bursts() {
         let begun = BEGUN.load(Ordering::SeqCst);
         if begun != seen && RUNNING.load(Ordering::SeqCst) == 0 {
             seen = begun;
-            #[cfg(target_env = "gnu")]
-            // SAFETY: malloc_trim only walks and trims the allocator's own free lists.
-            unsafe {
-                libc::malloc_trim(0);
-            }
+            rkt::stage::launch::release_idle_memory();
         }
     }
 }

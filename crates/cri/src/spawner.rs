@@ -130,10 +130,16 @@ impl Spawner {
     /// Starts the spawner now rather than at the first pod.
     pub fn warm(&self) -> std::io::Result<()> {
         let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        if conn.is_none() {
-            *conn = Some(Conn::start()?);
-        }
+        connected(&mut conn)?;
         Ok(())
+    }
+}
+
+/// The live spawner's connection, started first when there is none.
+fn connected(conn: &mut Option<Conn>) -> std::io::Result<&Conn> {
+    match conn {
+        Some(c) => Ok(c),
+        None => Ok(conn.insert(Conn::start()?)),
     }
 }
 
@@ -164,15 +170,11 @@ impl Launcher for Spawner {
         let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         let mut last = None;
         for _ in 0..2 {
-            if conn.is_none() {
-                *conn = Some(Conn::start()?);
-            }
-            let Some(c) = conn.as_ref() else { break };
-            match c.ask(&request, &launch.fds) {
+            match connected(&mut conn)?.ask(&request, &launch.fds) {
                 Ok(pid) => return Ok(pid),
                 Err(Failure::Refused(e)) => return Err(e),
                 Err(Failure::Lost(e)) => {
-                    // Dropping it closes our end (a live spawner then ends) and reaps it.
+                    // Dropping it kills the spawner if it still lives, and reaps it.
                     *conn = None;
                     return Err(e);
                 }
@@ -295,13 +297,8 @@ pub fn main() -> i32 {
     }
     retitle(&[b"/proc/self/exe".as_slice(), SPAWNER_COMMAND.as_bytes()]);
     // One allocator arena for every thread of what it forks (a runner's or a log monitor's
-    // few threads mostly wait): glibc otherwise gives each thread that allocates an arena
-    // of its own, whose pages stay with the process.
-    #[cfg(target_env = "gnu")]
-    // SAFETY: mallopt only changes the allocator's settings; this process has one thread.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 1);
-    }
+    // few threads mostly wait).
+    rkt::stage::launch::use_one_arena();
     let Some(mut buf) = RequestBuffer::new() else {
         eprintln!("rkt-cri {SPAWNER_COMMAND}: cannot map a request buffer");
         return 2;

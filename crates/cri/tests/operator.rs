@@ -398,7 +398,7 @@ fn pods_helpers_are_forked_by_a_spawner_that_comes_back() {
     let spawner = node.spawner_pid().expect("the server's spawner runs");
     assert_eq!(args_of(spawner)[1..], ["spawner"], "{:?}", args_of(spawner));
 
-    let mut seen = Vec::new();
+    let (mut seen, mut containers) = (Vec::new(), Vec::new());
     // The second pod carries 300 KiB of annotations (kubectl's last-applied-configuration
     // can be that large): its runner's spec goes to the spawner in one message, larger
     // than a socket's default buffer and than one argument of an executed process.
@@ -418,6 +418,7 @@ fn pods_helpers_are_forked_by_a_spawner_that_comes_back() {
         let ctr_id = node.ok(&["create", "--no-pull", &pod_id, &ctr, &pod]);
         node.ok(&["start", &ctr_id]);
         seen.push(uuid_of(&pod_id));
+        containers.push(ctr_id.clone());
         // The pod's runner and the container's log monitor are the spawner's children, and
         // show their own command lines, as executed ones would: the monitor names the
         // pod's directory; the runner, whose spec is cut in `ps` (the annotations come
@@ -425,10 +426,14 @@ fn pods_helpers_are_forked_by_a_spawner_that_comes_back() {
         // started by the spawner that replaced the first).
         let spawner = node.spawner_pid().expect("the server's spawner runs");
         let helpers: Vec<Vec<String>> = children_of(spawner).into_iter().map(args_of).collect();
-        let runners = helpers.iter().filter(|a| a[1] == "sandbox-runner").count();
+        let command = |a: &Vec<String>, c: &str| a.get(1).map(String::as_str) == Some(c);
+        let runners = helpers
+            .iter()
+            .filter(|a| command(a, "sandbox-runner"))
+            .count();
         let monitors = helpers
             .iter()
-            .filter(|a| a[1] == "stage1-log" && a.iter().any(|x| x.contains(&uuid_of(&pod_id))))
+            .filter(|a| command(a, "stage1-log") && a.iter().any(|x| x.contains(&uuid_of(&pod_id))))
             .count();
         assert_eq!(
             (runners, monitors),
@@ -462,9 +467,13 @@ fn pods_helpers_are_forked_by_a_spawner_that_comes_back() {
         "the large annotation, kept whole"
     );
     assert_ne!(again, spawner, "a new spawner");
-    // The first pod, whose helpers lost their parent, runs on: its container's log is
-    // whole and the pod stops and goes like the other.
+    // The first pod, whose helpers lost their parent, runs on: its container still runs,
+    // its log is whole, and the pod stops and goes like the other.
     assert_eq!(node.pod_ids().len(), 2);
+    for id in &containers {
+        let state = &node.json(&["inspect", id])["status"]["state"];
+        assert_eq!(state, "CONTAINER_RUNNING", "container {id}");
+    }
     for pod_id in node.pod_ids() {
         node.ok(&["stopp", &pod_id]);
         node.ok(&["rmp", &pod_id]);

@@ -111,7 +111,8 @@ fn crictl_and_websocket_clients_exec_attach_and_forward() {
 
     // A client that goes away hangs its terminal up: the command does not outlive it.
     let term = Terminal::run(&node, &["exec", "-it", &plain_id, "sh"], (24, 80));
-    term.type_keys(b"echo ready; exec sleep 4243\r");
+    // The quotes keep the terminal's echo of the line from reading as the answer.
+    term.type_keys(b"echo rea''dy; exec sleep 4243\r");
     term.expect("ready");
     let running = || {
         let ps = node.ok(&["exec", "-s", &plain_id, "sh", "-c", "busybox ps"]);
@@ -215,6 +216,13 @@ fn crictl_and_websocket_clients_exec_attach_and_forward() {
         out.status.success().then_some(())
     });
     eprintln!("a stalled client's command ended after {:?}", t.elapsed());
+    // Not before the write timeout: a server that kept the 50 MB in memory would be done
+    // at once.
+    assert!(
+        t.elapsed() >= Duration::from_secs(20),
+        "the command ended after {:?}, before the write timeout",
+        t.elapsed()
+    );
     drop(stalled);
 
     // A URL used without an upgrade: 400, and the token is gone with it.

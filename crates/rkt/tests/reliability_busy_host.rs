@@ -450,7 +450,7 @@ fn gc_kills_a_dead_runners_orphaned_plugin_before_its_del() {
 }
 
 /// gc right after `rkt run` was killed during an ADD that is about to end: the orphaned
-/// plugin is let finish (its child writes the "lease" 250 ms in, the plugin ends at 300 ms)
+/// plugin is let finish (its child writes the "lease" 400 ms in, the plugin ends at 450 ms)
 /// rather than killed half-way, then DELed. Killed at once, it would have left the lease
 /// half-made, as `host-local` leaves an empty lease file no DEL releases.
 #[test]
@@ -461,12 +461,17 @@ fn gc_lets_a_dead_runners_plugin_that_is_about_to_end_finish_before_its_del() {
     let net = lab.net("alloc");
     lab.plugin(
         "alloc",
-        json!({"ADD": {"spawn": {"delay_ms": 250, "write": lease}, "sleep_ms": 300}}),
+        json!({"ADD": {"spawn": {"delay_ms": 400, "write": lease}, "sleep_ms": 450}}),
     );
     lab.conflist("10-alloc.conflist", &net, &["alloc"]);
     let _g = Guard::new(lab.ctx(&[&net]));
     let run = run_in_add(&lab, &net);
     kill_9(run);
+    // gc must come while the plugin is still at work, or this proves nothing.
+    assert!(
+        !lease.exists(),
+        "the plugin's child wrote before gc started"
+    );
     let gc = lab.gc();
     assert_eq!(gc.status.code(), Some(0), "{}", stderr(&gc));
     assert!(lease.exists(), "gc killed the plugin before it finished");

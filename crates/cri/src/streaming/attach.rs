@@ -10,19 +10,12 @@ use std::sync::Arc;
 use rkt::attach::{attach_dir, connect, Frame};
 use spdy::k8s::Outcome;
 
+use super::tokens::Streams;
 use super::{Channel, Input, Output};
 use crate::container::Container;
 
-/// Which streams the client asked for.
-#[derive(Clone, Copy, Debug)]
-pub struct Wanted {
-    pub stdin: bool,
-    pub stdout: bool,
-    pub stderr: bool,
-}
-
 /// Relays until the app's streams end or the client leaves.
-pub fn attach(c: &Container, wanted: Wanted, input: Receiver<Input>, out: Arc<dyn Output>) {
+pub fn attach(c: &Container, wanted: Streams, input: Receiver<Input>, out: Arc<dyn Output>) {
     let outcome = match relay(c, wanted, input, out.clone()) {
         Ok(()) => Outcome::Success,
         Err(e) => Outcome::Error(e),
@@ -32,7 +25,7 @@ pub fn attach(c: &Container, wanted: Wanted, input: Receiver<Input>, out: Arc<dy
 
 fn relay(
     c: &Container,
-    wanted: Wanted,
+    wanted: Streams,
     input: Receiver<Input>,
     out: Arc<dyn Output>,
 ) -> Result<(), String> {

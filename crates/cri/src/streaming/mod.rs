@@ -20,6 +20,7 @@ pub mod ws_edge;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,8 +28,11 @@ use spdy::http::{self, RequestHead};
 use spdy::k8s::{Outcome, TerminalSize};
 
 use crate::options::Config;
-pub use tokens::{Request, Tokens};
+use tokens::{Request, Tokens};
 
+/// How long a connection may be idle once its streams are set up (kubelet's
+/// `--streaming-connection-idle-timeout` default; client-go pings every 5 s).
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(4 * 3600);
 /// How long a URL may wait for its connection.
 pub const TOKEN_LIFETIME: Duration = Duration::from_secs(60);
 /// Connections served at once; more are answered 503.
@@ -242,9 +246,45 @@ fn handle(mut sock: TcpStream, tokens: &Tokens, config: &Config) -> Result<(), S
     .map_err(|e| format!("client {peer}: {e}"))
 }
 
-/// `/<kind>/<token>` of a path (its query cut off).
+/// Starts the backend of an exec or attach on a thread of its own, writing to `out`;
+/// returns where the client's input goes (dropping it ends stdin; the backend then
+/// finishes on its own).
+fn start_backend(
+    config: &Config,
+    request: Request,
+    out: Arc<dyn Output>,
+) -> Result<SyncSender<Input>, String> {
+    let (tx, rx) = sync_channel::<Input>(64);
+    let config = config.clone();
+    std::thread::Builder::new()
+        .name("streaming-backend".into())
+        .spawn(move || run_backend(&config, request, rx, out))
+        .map_err(|e| format!("cannot start the session's thread: {e}"))?;
+    Ok(tx)
+}
+
+fn run_backend(config: &Config, request: Request, rx: Receiver<Input>, out: Arc<dyn Output>) {
+    let container =
+        |id: &str| crate::container::get(config, id).map_err(|e| e.message().to_string());
+    let result = match request {
+        Request::Exec {
+            container_id,
+            cmd,
+            streams,
+        } => container(&container_id).map(|c| process::exec(&c, cmd, streams, rx, out.clone())),
+        Request::Attach {
+            container_id,
+            streams,
+        } => container(&container_id).map(|c| attach::attach(&c, streams, rx, out.clone())),
+        Request::PortForward { .. } => Err("a port-forward has no backend of this kind".into()),
+    };
+    if let Err(e) = result {
+        out.finish(&Outcome::Error(e));
+    }
+}
+
+/// `/<kind>/<token>` of a request's path (which has no query).
 fn route(path: &str) -> Option<(&str, &str)> {
-    let path = path.split('?').next()?;
     let mut parts = path.strip_prefix('/')?.split('/');
     let (kind, token) = (parts.next()?, parts.next()?);
     parts.next().is_none().then_some((kind, token))
@@ -257,10 +297,6 @@ mod tests {
     #[test]
     fn routes_are_kind_then_token() {
         assert_eq!(route("/exec/abc"), Some(("exec", "abc")));
-        assert_eq!(
-            route("/portforward/abc?port=80"),
-            Some(("portforward", "abc"))
-        );
         assert_eq!(route("/exec"), None);
         assert_eq!(route("/exec/abc/more"), None);
         assert_eq!(route("exec/abc"), None);

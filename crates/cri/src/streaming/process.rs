@@ -1,8 +1,9 @@
 //! Exec's backend: the command runs in the container as ExecSync runs it (the hidden
 //! `rkt-cri exec-in` helper entering the app through the library's `stage::enter`), but
 //! with its streams relayed as they come: pipes, or with `tty` a pseudo-terminal whose
-//! size follows the client's resize messages (TIOCSWINSZ, then SIGWINCH to the helper,
-//! which passes the size on to the command's own terminal).
+//! size follows the client's resize messages (TIOCSWINSZ; the kernel sends SIGWINCH to the
+//! helper, the terminal's foreground group, which passes the size on to the command's own
+//! terminal).
 //!
 //! The output is always read, whether or not the client still takes it, so the command
 //! never blocks on a client that went away or stopped reading; its exit status goes to
@@ -19,19 +20,13 @@ use std::time::{Duration, Instant};
 
 use spdy::k8s::{Outcome, TerminalSize};
 
+use super::tokens::Streams;
 use super::{Channel, Input, Output};
 use crate::container::Container;
 
 /// How long output may still come after the command ended (a process it left in the
 /// background holding its streams is not waited for longer).
 const DRAIN: Duration = Duration::from_secs(2);
-
-/// What the client asked for.
-#[derive(Clone, Copy, Debug)]
-pub struct Streams {
-    pub tty: bool,
-    pub stdin: bool,
-}
 
 /// Runs `cmd` in `c`, relays `input` to it and its output to `out`, and reports how it
 /// ended on `out`. Returns when the command has ended.
@@ -80,14 +75,15 @@ fn run(
                 Ok(())
             });
         }
-        let child = command.spawn().map_err(spawn_err)?;
-        drop(pty.slave);
         let reader = pty.master.try_clone().map_err(spawn_err)?;
         let writer = streams
             .stdin
             .then(|| pty.master.try_clone())
             .transpose()
             .map_err(spawn_err)?;
+        // The terminal is the helper's once this returns: `spawn` waits for the exec.
+        let child = command.spawn().map_err(spawn_err)?;
+        drop(pty.slave);
         let outputs = vec![(File::from(reader), Channel::Stdout)];
         (child, writer.map(File::from), outputs, Some(pty.master))
     } else {
@@ -113,6 +109,16 @@ fn run(
         ];
         (child, stdin, outputs, None)
     };
+    // Signals go through a pidfd: it never names another process once the helper is
+    // reaped. Without one (Linux before 5.3) the helper is not left running unreaped.
+    let pidfd = match pidfd_open(child.id() as i32) {
+        Ok(fd) => fd,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("pidfd_open: {e}"));
+        }
+    };
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     let pumps = outputs.len();
     for (file, channel) in outputs {
@@ -123,9 +129,6 @@ fn run(
         });
     }
     drop(done_tx);
-    // Signals go through a pidfd: it never names another process once the helper is
-    // reaped.
-    let pidfd = pidfd_open(child.id() as i32).map_err(|e| format!("pidfd_open: {e}"))?;
     std::thread::spawn(move || feed(early, input, stdin, master, pidfd));
     let status = child
         .wait()
@@ -170,12 +173,12 @@ fn feed(
     master: Option<OwnedFd>,
     pidfd: OwnedFd,
 ) {
-    let mut broken = false;
     for message in early.into_iter().chain(input) {
         match message {
             Input::Stdin(data) => {
-                if let Some(w) = stdin.as_mut() {
-                    broken = broken || w.write_all(&data).is_err();
+                // A command that closed its input takes no more of it.
+                if stdin.as_mut().is_some_and(|w| w.write_all(&data).is_err()) {
+                    stdin = None;
                 }
             }
             Input::StdinEnd => {
@@ -185,7 +188,7 @@ fn feed(
             }
             Input::Resize(size) => {
                 if let Some(m) = &master {
-                    resize(m, size, &pidfd);
+                    set_size(m, size);
                 }
             }
         }
@@ -222,14 +225,6 @@ fn set_size(master: &OwnedFd, size: TerminalSize) {
     };
     // SAFETY: TIOCSWINSZ reads one winsize from the pointer, which outlives the call.
     unsafe { libc::ioctl(master.as_raw_fd(), libc::TIOCSWINSZ, &ws) };
-}
-
-/// Sets the terminal's size; the helper (the terminal's session leader) gets SIGWINCH.
-pub fn resize(master: &OwnedFd, size: TerminalSize, pidfd: &OwnedFd) {
-    set_size(master, size);
-    // The kernel signals the terminal's foreground group too; this covers a helper that
-    // has not yet made the terminal its own when the first size arrives.
-    signal(pidfd, libc::SIGWINCH);
 }
 
 fn pidfd_open(pid: i32) -> std::io::Result<OwnedFd> {

@@ -3,20 +3,17 @@
 
 use tonic::Status;
 
-use super::tokens::Request;
+use super::tokens::{Request, Streams};
 use crate::error::invalid;
 use crate::options::Config;
 use crate::proto;
 
 /// The streams asked for: at least one, and no stderr with a terminal (a terminal has
 /// one output).
-fn check_streams(
+fn checked_streams(
     rpc: &str,
-    stdin: bool,
-    stdout: bool,
-    stderr: bool,
-    tty: bool,
-) -> Result<(), Status> {
+    (tty, stdin, stdout, stderr): (bool, bool, bool, bool),
+) -> Result<Streams, Status> {
     if !(stdin || stdout || stderr) {
         return Err(invalid(format!(
             "{rpc}: ask for at least one of stdin, stdout and stderr"
@@ -27,7 +24,12 @@ fn check_streams(
             "{rpc}: tty and stderr cannot both be asked for (a terminal has one output)"
         )));
     }
-    Ok(())
+    Ok(Streams {
+        tty,
+        stdin,
+        stdout,
+        stderr,
+    })
 }
 
 fn running(config: &Config, id: &str) -> Result<(), Status> {
@@ -44,27 +46,21 @@ pub fn exec(config: &Config, req: proto::ExecRequest) -> Result<Request, Status>
     if req.cmd.is_empty() {
         return Err(invalid("Exec: no command"));
     }
-    check_streams("Exec", req.stdin, req.stdout, req.stderr, req.tty)?;
+    let streams = checked_streams("Exec", (req.tty, req.stdin, req.stdout, req.stderr))?;
     running(config, &req.container_id)?;
     Ok(Request::Exec {
         container_id: req.container_id,
         cmd: req.cmd,
-        tty: req.tty,
-        stdin: req.stdin,
-        stdout: req.stdout,
-        stderr: req.stderr,
+        streams,
     })
 }
 
 pub fn attach(config: &Config, req: proto::AttachRequest) -> Result<Request, Status> {
-    check_streams("Attach", req.stdin, req.stdout, req.stderr, req.tty)?;
+    let streams = checked_streams("Attach", (req.tty, req.stdin, req.stdout, req.stderr))?;
     running(config, &req.container_id)?;
     Ok(Request::Attach {
         container_id: req.container_id,
-        tty: req.tty,
-        stdin: req.stdin,
-        stdout: req.stdout,
-        stderr: req.stderr,
+        streams,
     })
 }
 
@@ -95,9 +91,11 @@ mod tests {
 
     #[test]
     fn streams_must_be_asked_for_and_fit_a_terminal() {
-        assert!(check_streams("Exec", false, false, false, false).is_err());
-        assert!(check_streams("Exec", false, true, true, true).is_err());
-        assert!(check_streams("Exec", true, true, false, true).is_ok());
-        assert!(check_streams("Attach", true, true, true, false).is_ok());
+        // (tty, stdin, stdout, stderr)
+        assert!(checked_streams("Exec", (false, false, false, false)).is_err());
+        assert!(checked_streams("Exec", (true, false, true, true)).is_err());
+        let tty = checked_streams("Exec", (true, true, true, false)).unwrap();
+        assert!(tty.tty && tty.stdin && tty.stdout && !tty.stderr);
+        assert!(checked_streams("Attach", (false, true, true, true)).is_ok());
     }
 }

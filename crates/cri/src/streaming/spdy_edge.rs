@@ -10,9 +10,9 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::net::{Shutdown, TcpStream};
-use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use spdy::blocking::Connection;
 use spdy::http::RequestHead;
@@ -21,12 +21,8 @@ use spdy::{Event, GoAwayStatus, Headers, RstStatus};
 
 use super::port_forward::{pump_from_pod, Target};
 use super::tokens::Request;
-use super::{attach, process, Channel, Input, Output, TimedWriter, SETUP_TIMEOUT};
+use super::{Channel, Input, Output, TimedWriter, IDLE_TIMEOUT, SETUP_TIMEOUT};
 use crate::options::Config;
-
-/// How long a connection may be idle once its streams are set up (kubelet's
-/// `--streaming-connection-idle-timeout` default; client-go pings every 5 s).
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(4 * 3600);
 
 type Conn = Arc<Connection<TimedWriter>>;
 
@@ -102,29 +98,15 @@ impl Events {
 
 /// The streams an exec or attach waits for.
 fn expected(request: &Request, protocol: StreamProtocol) -> Vec<StreamType> {
-    let (tty, stdin, stdout, stderr) = match request {
-        Request::Exec {
-            tty,
-            stdin,
-            stdout,
-            stderr,
-            ..
-        }
-        | Request::Attach {
-            tty,
-            stdin,
-            stdout,
-            stderr,
-            ..
-        } => (*tty, *stdin, *stdout, *stderr),
-        Request::PortForward { .. } => return Vec::new(),
+    let Some(s) = request.streams() else {
+        return Vec::new();
     };
     let mut want = vec![StreamType::Error];
     for (asked, t) in [
-        (stdin, StreamType::Stdin),
-        (stdout, StreamType::Stdout),
-        (stderr && !tty, StreamType::Stderr),
-        (tty && protocol.has_resize(), StreamType::Resize),
+        (s.stdin, StreamType::Stdin),
+        (s.stdout, StreamType::Stdout),
+        (s.stderr && !s.tty, StreamType::Stderr),
+        (s.tty && protocol.has_resize(), StreamType::Resize),
     ] {
         if asked {
             want.push(t);
@@ -176,14 +158,7 @@ fn exec_or_attach_session(
         ids: ids.clone(),
         protocol,
     });
-    let (tx, rx) = sync_channel::<Input>(64);
-    let backend = {
-        let config = config.clone();
-        std::thread::Builder::new()
-            .name("streaming-backend".into())
-            .spawn(move || run_backend(&config, request, rx, out))
-            .map_err(|e| format!("cannot start the session's thread: {e}"))?
-    };
+    let tx = super::start_backend(config, request, out)?;
     let mut resize = ResizeDecoder::new();
     let mut input = InputState {
         ids: &ids,
@@ -206,8 +181,6 @@ fn exec_or_attach_session(
         input.handle(event);
     }
     // The client is gone: no more input (stdin ends); the backend finishes on its own.
-    drop(input);
-    drop(backend);
     Ok(())
 }
 
@@ -246,47 +219,6 @@ impl InputState<'_> {
                 self.tx = None;
             }
         }
-    }
-}
-
-/// Runs the backend of an exec or attach until it ends; also the WebSocket transport's.
-pub(super) fn run_backend(
-    config: &Config,
-    request: Request,
-    rx: std::sync::mpsc::Receiver<Input>,
-    out: Arc<dyn Output>,
-) {
-    match request {
-        Request::Exec {
-            container_id,
-            cmd,
-            tty,
-            stdin,
-            ..
-        } => match crate::container::get(config, &container_id) {
-            Ok(c) => process::exec(&c, cmd, process::Streams { tty, stdin }, rx, out),
-            Err(e) => out.finish(&Outcome::Error(e.message().to_string())),
-        },
-        Request::Attach {
-            container_id,
-            stdin,
-            stdout,
-            stderr,
-            ..
-        } => match crate::container::get(config, &container_id) {
-            Ok(c) => attach::attach(
-                &c,
-                attach::Wanted {
-                    stdin,
-                    stdout,
-                    stderr,
-                },
-                rx,
-                out,
-            ),
-            Err(e) => out.finish(&Outcome::Error(e.message().to_string())),
-        },
-        Request::PortForward { .. } => {}
     }
 }
 

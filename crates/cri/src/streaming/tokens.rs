@@ -6,23 +6,26 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+/// The streams an exec or attach asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Streams {
+    pub tty: bool,
+    pub stdin: bool,
+    pub stdout: bool,
+    pub stderr: bool,
+}
+
 /// What a URL stands for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Request {
     Exec {
         container_id: String,
         cmd: Vec<String>,
-        tty: bool,
-        stdin: bool,
-        stdout: bool,
-        stderr: bool,
+        streams: Streams,
     },
     Attach {
         container_id: String,
-        tty: bool,
-        stdin: bool,
-        stdout: bool,
-        stderr: bool,
+        streams: Streams,
     },
     PortForward {
         sandbox_id: String,
@@ -32,6 +35,14 @@ pub enum Request {
 }
 
 impl Request {
+    /// The streams of an exec or attach; `None` for a port-forward.
+    pub fn streams(&self) -> Option<Streams> {
+        match self {
+            Request::Exec { streams, .. } | Request::Attach { streams, .. } => Some(*streams),
+            Request::PortForward { .. } => None,
+        }
+    }
+
     /// The URL's first path element.
     pub fn kind(&self) -> &'static str {
         match self {

@@ -8,7 +8,6 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::sync::mpsc::sync_channel;
 use std::sync::{Arc, Mutex};
 
 use spdy::http::RequestHead;
@@ -16,9 +15,8 @@ use spdy::k8s::{self, Outcome, ResizeDecoder, StreamProtocol};
 use spdy::websocket::{self, Channels, Decoder, Message, Role};
 
 use super::port_forward::{pump_from_pod, Target};
-use super::spdy_edge::IDLE_TIMEOUT;
 use super::tokens::Request;
-use super::{Channel, Input, Output, TimedWriter};
+use super::{Channel, Input, Output, TimedWriter, IDLE_TIMEOUT};
 use crate::options::Config;
 
 /// The largest message a client may send.
@@ -82,13 +80,20 @@ pub fn serve(
         reader,
         decoder: Decoder::new(Role::Server, MAX_MESSAGE),
         writer: writer.clone(),
+        buf: vec![0; 64 << 10],
     };
     messages.decoder.feed(&rest);
     let result = match request {
-        Request::PortForward { sandbox_id, ports } => {
-            let mut ports = ports;
+        Request::PortForward {
+            sandbox_id,
+            mut ports,
+        } => {
+            // The RPC's ports, as kubelet's streaming server takes them; the URL's `port`
+            // parameters (which kubelet's proxy copies from the client's, the same ports)
+            // only when the RPC named none.
+            let from_url = ports.is_empty();
             for (k, v) in head.query() {
-                if k == "port" {
+                if from_url && k == "port" {
                     match v.parse::<u16>() {
                         Ok(p) if p > 0 => ports.push(p),
                         _ => {
@@ -122,11 +127,12 @@ struct Messages {
     reader: TcpStream,
     decoder: Decoder,
     writer: Arc<Writer>,
+    /// What one read takes from the socket.
+    buf: Vec<u8>,
 }
 
 impl Messages {
     fn next(&mut self) -> Option<(u8, Vec<u8>)> {
-        let mut buf = vec![0; 64 << 10];
         loop {
             match self.decoder.next_message() {
                 Ok(Some(Message::Ping(p))) => {
@@ -153,9 +159,9 @@ impl Messages {
                     return None;
                 }
             }
-            match self.reader.read(&mut buf) {
+            match self.reader.read(&mut self.buf) {
                 Ok(0) | Err(_) => return None,
-                Ok(n) => self.decoder.feed(&buf[..n]),
+                Ok(n) => self.decoder.feed(&self.buf[..n]),
             }
         }
     }
@@ -192,24 +198,16 @@ fn exec_or_attach(
     request: Request,
     config: &Config,
 ) -> Result<(), String> {
-    let (stdout, stderr) = match &request {
-        Request::Exec { stdout, stderr, .. } | Request::Attach { stdout, stderr, .. } => {
-            (*stdout, *stderr)
-        }
-        Request::PortForward { .. } => (false, false),
+    let Some(streams) = request.streams() else {
+        return Err(format!("a {} request has no streams", request.kind()));
     };
     let out: Arc<dyn Output> = Arc::new(WsOutput {
         writer: messages.writer.clone(),
         protocol,
-        stdout,
-        stderr,
+        stdout: streams.stdout,
+        stderr: streams.stderr,
     });
-    let (tx, rx) = sync_channel::<Input>(64);
-    let config = config.clone();
-    std::thread::Builder::new()
-        .name("streaming-backend".into())
-        .spawn(move || super::spdy_edge::run_backend(&config, request, rx, out))
-        .map_err(|e| format!("cannot start the session's thread: {e}"))?;
+    let tx = super::start_backend(config, request, out)?;
     let mut resize = ResizeDecoder::new();
     while let Some((channel, data)) = messages.next() {
         let inputs = match channel {

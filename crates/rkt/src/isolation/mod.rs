@@ -102,6 +102,26 @@ impl Isolators {
             && !self.host_ipc
             && !self.host_pid
     }
+
+    /// Refuses, for an app's isolators, what only a sandbox sets for the whole pod: the
+    /// host's IPC or PID namespace.
+    pub fn check_for_app(&self) -> Result<(), IsolationError> {
+        for (asked, flag, what) in [
+            (self.host_ipc, "host IPC", "IPC"),
+            (self.host_pid, "host PID", "PID"),
+        ] {
+            if asked {
+                return Err(IsolationError::BadValue {
+                    flag,
+                    value: "an app's".into(),
+                    why: format!(
+                        "the host's {what} namespace is a sandbox's setting, for the whole pod"
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The parts of isolation `--insecure-options` turns off.

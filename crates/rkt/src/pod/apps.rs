@@ -230,27 +230,8 @@ pub fn add_with_volumes(
         let volume = mount.volume.clone();
         return Err(AppError::NoVolume { uuid, name, volume });
     }
-    if app.isolators.host_ipc {
-        return Err(AppError::Isolation {
-            uuid,
-            name,
-            source: isolation::IsolationError::BadValue {
-                flag: "host IPC",
-                value: "an app's".into(),
-                why: "the host's IPC namespace is the sandbox's setting, for the whole pod".into(),
-            },
-        });
-    }
-    if app.isolators.host_pid {
-        return Err(AppError::Isolation {
-            uuid,
-            name,
-            source: isolation::IsolationError::BadValue {
-                flag: "host PID",
-                value: "an app's".into(),
-                why: "the host's PID namespace is the sandbox's setting, for the whole pod".into(),
-            },
-        });
+    if let Err(source) = app.isolators.check_for_app() {
+        return Err(AppError::Isolation { uuid, name, source });
     }
     let settled = Isolation::new(&app.isolators, off).map_err(|source| AppError::Isolation {
         uuid: uuid.clone(),
@@ -367,7 +348,7 @@ pub fn start(pod: &Pod, name: &str, exe: &Path, monitors: &dyn Launcher) -> Resu
             pipes.writers[1].as_ref(),
             pipes.writers[2].as_ref(),
         ],
-        host_pid: manifest.sandbox.as_ref().is_some_and(|s| s.host_pid),
+        host_pid: manifest.host_pid(),
     };
     let dir = pod.dir.clone();
     let copier = pipes.copier;

@@ -123,10 +123,10 @@ pub fn release_pod(pod: &Pod, state: &PodState, plugin_timeout: Duration) -> Vec
 
 /// Kills the process groups of every plugin still running for container `uuid` (found by
 /// `CNI_CONTAINERID=<uuid>` in its environment, which plugins pass on to the IPAM plugins
-/// they start), and waits, at most 10 s, until none of their members can run again. They
-/// are first given [`cni::invoke::INTERRUPT_GRACE`] to end by themselves, as an interrupted
-/// ADD gives its plugin: one killed between creating a record and writing it leaves a
-/// record its DEL does not recognise.
+/// they start), and waits, at most 10 s after the kill, until none of their members can run
+/// again. They are first given [`cni::invoke::INTERRUPT_GRACE`] to end by themselves, as an
+/// interrupted ADD gives its plugin: one killed between creating a record and writing it
+/// leaves a record its DEL does not recognise.
 pub fn kill_orphaned_plugins(uuid: &str) {
     use std::time::{Duration, Instant};
     let needle = format!("CNI_CONTAINERID={uuid}");

@@ -332,12 +332,15 @@ fn before_create(
     match reserve() {
         // A pod whose runner died still forwards the port: released now (the command's
         // background releaser may be at it already), then the ports are tried again.
-        Err(NetError::Ports(PortError::Taken { uuid, .. }))
-            if super::reap::release_now_if_dead(
-                &PodStore::new(pods_dir),
-                &uuid,
-                opts.plugin_timeout,
-            ) =>
+        Err(NetError::Ports(PortError::Taken {
+            uuid,
+            running: false,
+            ..
+        })) if super::reap::release_now_if_dead(
+            &PodStore::new(pods_dir),
+            &uuid,
+            opts.plugin_timeout,
+        ) =>
         {
             reserve()
         }
@@ -400,19 +403,8 @@ fn settle_isolation(
         isolation::user_ns::check_available(Path::new(isolation::user_ns::MAX_USER_NAMESPACES))
             .map_err(failed)?;
     }
-    if apps.iter().any(|a| a.isolators.host_ipc) {
-        return Err(failed(isolation::IsolationError::BadValue {
-            flag: "host IPC",
-            value: "an app's".into(),
-            why: "the host's IPC namespace is a sandbox's setting, for the whole pod".into(),
-        }));
-    }
-    if apps.iter().any(|a| a.isolators.host_pid) {
-        return Err(failed(isolation::IsolationError::BadValue {
-            flag: "host PID",
-            value: "an app's".into(),
-            why: "the host's PID namespace is a sandbox's setting, for the whole pod".into(),
-        }));
+    for app in apps {
+        app.isolators.check_for_app().map_err(failed)?;
     }
     let pod = Isolation::new(pod_isolators, opts.isolation_off).map_err(failed)?;
     let others = others

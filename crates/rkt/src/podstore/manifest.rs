@@ -315,6 +315,16 @@ impl PodManifest {
     pub fn first_app(&self) -> &App {
         &self.apps[0]
     }
+
+    /// Whether the pod is a sandbox in the host's PID namespace.
+    pub fn host_pid(&self) -> bool {
+        self.sandbox.as_ref().is_some_and(|s| s.host_pid)
+    }
+
+    /// Whether the pod is a sandbox in the host's IPC namespace.
+    pub fn host_ipc(&self) -> bool {
+        self.sandbox.as_ref().is_some_and(|s| s.host_ipc)
+    }
 }
 
 /// `pod.json` as read: `apps`, or the single `app` of an older rkt.

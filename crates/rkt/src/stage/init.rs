@@ -331,9 +331,10 @@ fn stage(args: &InitArgs, status: File) -> Result<i32, Failure> {
         Ok(p) => p,
         Err(e) => return Err((status, e)),
     };
-    // The init is PID 1 of its own namespace, so getppid() cannot tell it whether the stage
-    // died before the init's parent-death signal was set: it holds the read end of a pipe
-    // whose only write end the stage keeps open for as long as it lives.
+    // The init is PID 1 of its own namespace (or, in the host's, may be reparented to a
+    // subreaper), so getppid() cannot tell it whether the stage died before the init's
+    // parent-death signal was set: it holds the read end of a pipe whose only write end the
+    // stage keeps open for as long as it lives.
     let (alive_read, alive_write) = match pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK) {
         Ok(ends) => ends,
         Err(source) => {
@@ -582,6 +583,7 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
     // older rkt: then the defaults).
     let record =
         PodState::load(&args.pod_dir).map_err(|e| StageError::Reported(crate::error::chain(&e)))?;
+    let (host_pid, host_ipc) = (manifest.host_pid(), manifest.host_ipc());
     let mut apps = Vec::with_capacity(manifest.apps.len());
     for (index, app) in manifest.apps.into_iter().enumerate() {
         let app_dir = crate::image_pod::app_dir(&args.pod_dir, index, &app.name);
@@ -631,11 +633,10 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
     }
     let mut namespaces = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWUTS;
     // A sandbox asked for the host's PID namespace keeps the runner's.
-    if !manifest.sandbox.as_ref().is_some_and(|s| s.host_pid) {
+    if !host_pid {
         namespaces |= CloneFlags::CLONE_NEWPID;
     }
     // A sandbox asked for the host's IPC namespace keeps the runner's.
-    let host_ipc = manifest.sandbox.as_ref().is_some_and(|s| s.host_ipc);
     if !host_ipc && first.map_or(IpcMode::Private, |a| a.ipc) == IpcMode::Private {
         namespaces |= CloneFlags::CLONE_NEWIPC;
     }
@@ -677,7 +678,7 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
         user_ns: pod_user_ns,
         apps,
         exit_policy: manifest.exit_policy,
-        host_pid: manifest.sandbox.as_ref().is_some_and(|s| s.host_pid),
+        host_pid,
         volumes: manifest.volumes,
     })
 }

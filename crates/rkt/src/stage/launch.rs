@@ -108,3 +108,15 @@ pub fn release_idle_memory() {
         libc::malloc_trim(0);
     }
 }
+
+/// For a process whose threads mostly wait: one allocator arena for all of them (glibc's
+/// `M_ARENA_MAX`; nothing elsewhere). glibc otherwise gives each thread that allocates an
+/// arena of its own, up to 8 per CPU, and keeps their pages. Call it before a second
+/// thread allocates.
+pub fn use_one_arena() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: mallopt only changes the allocator's settings.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}

@@ -11,13 +11,14 @@
 //! ([`helper_main_from_args`]), executed from a sealed copy of rkt like `rkt enter`'s. The
 //! helper joins the pod's cgroup, clones the sources of the app's host volumes that have a
 //! propagation in the host's mount namespace ([`super::volumes::take_host_trees`]), joins
-//! the init's IPC, UTS, network, PID and mount namespaces, mounts an image app's root filesystem there (in the pod's mount namespace:
-//! never on the host, and gone with the pod), and forks the app's process, which makes a
-//! mount namespace of its own and enters its root exactly as an app of a pod of several
-//! apps does ([`super::app`]). The helper then reports the app's PID on the status pipe
-//! and waits for `rkt app start` to record it before the app executes its program, so that
-//! an exit is never reported for a PID nobody recorded; then it exits, and the app, now an
-//! orphan of the pod's PID namespace, is the init's to reap.
+//! the init's IPC, UTS, network, PID and mount namespaces, mounts an image app's root
+//! filesystem there (in the pod's mount namespace: never on the host, and gone with the
+//! pod), and forks the app's process, which makes a mount namespace of its own and enters
+//! its root exactly as an app of a pod of several apps does ([`super::app`]). The helper
+//! then reports the app's PID on the status pipe and waits for `rkt app start` to record it
+//! before the app executes its program, so that an exit is never reported for a PID nobody
+//! recorded; then it exits, and the app, now an orphan of the pod's PID namespace, is the
+//! init's to reap.
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -72,8 +73,10 @@ pub(super) fn init(
         mask.add(signal);
     }
     mask.thread_block().map_err(sys("block the signals of"))?;
-    let signal_fd =
-        SignalFd::with_flags(&mask, SfdFlags::SFD_CLOEXEC).map_err(sys("make the signalfd of"))?;
+    // Non-blocking: poll also wakes for start requests, and a read must never wait for a
+    // signal that is not there.
+    let signal_fd = SignalFd::with_flags(&mask, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)
+        .map_err(sys("make the signalfd of"))?;
     let mut host = host_pid.map(HostPidInit::listen).transpose()?;
     // Ready: the runner reads the end of the status pipe.
     drop(status.take());
@@ -111,7 +114,15 @@ pub(super) fn init(
         let wait = kill_at.map(|at| at.saturating_duration_since(Instant::now()));
         if wait == Some(Duration::ZERO) {
             signal_pod(host.is_some(), Signal::SIGKILL);
-            kill_at = Some(Instant::now() + Duration::from_secs(3600));
+            // In the host's PID namespace the descendants are found by a scan of /proc, which
+            // a process forked meanwhile escapes: sweep again until none is left. In a PID
+            // namespace of its own, kill(-1) reaches all at once.
+            let again = if host.is_some() {
+                Duration::from_millis(100)
+            } else {
+                Duration::from_secs(3600)
+            };
+            kill_at = Some(Instant::now() + again);
             continue;
         }
         let timeout = wait.map_or(nix::poll::PollTimeout::NONE, |w| {
@@ -122,9 +133,9 @@ pub(super) fn init(
             signal_fd.as_fd(),
             nix::poll::PollFlags::POLLIN,
         )];
-        if let Some(h) = &host {
+        if let Some(listener) = host.as_ref().and_then(|h| h.listener.as_ref()) {
             fds.push(nix::poll::PollFd::new(
-                h.listener.as_fd(),
+                listener.as_fd(),
                 nix::poll::PollFlags::POLLIN,
             ));
         }
@@ -133,18 +144,28 @@ pub(super) fn init(
             Ok(_) => {}
             Err(e) => return Err(sys("wait for signals in")(e)),
         }
-        let requested = fds
-            .get(1)
-            .and_then(|f| f.revents())
-            .is_some_and(|r| r.contains(nix::poll::PollFlags::POLLIN));
-        if let (true, Some(h)) = (requested && kill_at.is_none(), host.as_mut()) {
+        let ready = |i: usize| {
+            fds.get(i)
+                .and_then(|f| f.revents())
+                .is_some_and(|r| r.contains(nix::poll::PollFlags::POLLIN))
+        };
+        let (signalled, requested) = (ready(0), ready(1));
+        if let (true, Some(h)) = (requested, host.as_mut()) {
             h.serve_one();
+        }
+        if !signalled {
+            continue;
         }
         let Ok(Some(info)) = signal_fd.read_signal() else {
             continue;
         };
         let stop = STOPS.iter().any(|s| *s as u32 == info.ssi_signo);
         if stop && kill_at.is_none() {
+            // A stopping pod starts no more apps: requests still queued, and later ones,
+            // find the socket closed rather than waiting for an answer.
+            if let Some(h) = host.as_mut() {
+                h.listener = None;
+            }
             signal_pod(host.is_some(), Signal::SIGTERM);
             kill_at = Some(Instant::now() + super::apps::STOP_GRACE);
             // With nothing to stop, the reaping above sees ECHILD and ends the pod.
@@ -192,7 +213,8 @@ pub const INIT_SOCKET: &str = "init.sock";
 /// A host-PID sandbox's init's side of starting apps: its socket, and the helpers it
 /// started (reaped, not reported).
 struct HostPidInit {
-    listener: std::os::unix::net::UnixListener,
+    /// Gone once the pod is stopping.
+    listener: Option<std::os::unix::net::UnixListener>,
     helpers: std::collections::HashSet<i32>,
 }
 
@@ -223,7 +245,7 @@ impl HostPidInit {
                 source,
             })?;
         Ok(HostPidInit {
-            listener,
+            listener: Some(listener),
             helpers: Default::default(),
         })
     }
@@ -233,7 +255,7 @@ impl HostPidInit {
     /// then reads the end of its status pipe.
     fn serve_one(&mut self) {
         use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
-        let Ok((conn, _)) = self.listener.accept() else {
+        let Some(Ok((conn, _))) = self.listener.as_ref().map(|l| l.accept()) else {
             return;
         };
         let _ = conn.set_nonblocking(false);
@@ -373,8 +395,6 @@ pub fn start_app(
         .map_err(spawn_err)?;
     let (status_fd, go_fd) = (status_write, go_read);
     let raw = |fd: &Option<OwnedFd>| fd.as_ref().map_or(-1, |f| f.as_raw_fd());
-    let sealed = super::sealed_exe::seal(spec.exe)?;
-    let mut cmd = Command::new(sealed.path());
     if spec.host_pid {
         // The init starts the helper with these (its copies), in its own mount namespace:
         // the helper returns to this one (the host's) first.
@@ -403,10 +423,12 @@ pub fn start_app(
             path: spec.pod_dir.join(INIT_SOCKET),
             source,
         });
-        drop((status_fd, go_fd, log_fds, mnt, sealed));
+        drop((status_fd, go_fd, log_fds, mnt));
         sent?;
         return wait_started(None, status_read, go_write, record);
     }
+    let sealed = super::sealed_exe::seal(spec.exe)?;
+    let mut cmd = Command::new(sealed.path());
     let mut kept = vec![status_fd.as_raw_fd(), go_fd.as_raw_fd()];
     kept.extend(log_fds.iter().flatten().map(|fd| fd.as_raw_fd()));
     super::inherit_in_child(&mut cmd, kept);
@@ -683,7 +705,9 @@ fn helper(args: &HelperArgs, status: &mut File, go: &OwnedFd) -> Result<(), Stag
     // The app must be the init's to reap: a process whose parent is outside the pod's PID
     // namespace is left, when that parent exits, to the host's init. So the helper forks
     // a go-between inside the namespace, which forks the app and exits at once: the app,
-    // orphaned inside the pod's namespace, becomes the pod's init's child. The go-between
+    // orphaned inside the pod's namespace, becomes the pod's init's child. (In the host's
+    // PID namespace the init started the helper itself, and is the subreaper of its
+    // descendants.) The go-between
     // says the app's PID (in the pod's namespace: what its fork returned) on a pipe.
     let (pid_read, pid_write) = pipe2(OFlag::O_CLOEXEC).map_err(|source| StageError::Sys {
         what: "make the PID pipe of",
