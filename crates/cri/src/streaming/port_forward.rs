@@ -63,6 +63,30 @@ impl Target {
     }
 }
 
+/// One forwarded connection: dials `port` of `target` (whose error, when there is no
+/// target, is the reason) and copies what the pod sends to `send` on a thread of its own
+/// ([`pump_from_pod`], then `end`). Returns the connection the client's bytes are written
+/// to, or the message for the client's error stream.
+pub fn forward(
+    target: &Result<Target, String>,
+    port: u16,
+    send: impl FnMut(&[u8]) -> bool + Send + 'static,
+    end: impl FnOnce() + Send + 'static,
+) -> Result<TcpStream, String> {
+    let opened = target.as_ref().map_err(Clone::clone).and_then(|t| {
+        let pod = t.dial(port).map_err(|e| e.to_string())?;
+        // A pod that stops reading does not hold the client's session forever.
+        pod.set_write_timeout(Some(super::WRITE_TIMEOUT))
+            .map_err(|e| e.to_string())?;
+        let reader = pod.try_clone().map_err(|e| e.to_string())?;
+        Ok((pod, reader))
+    });
+    let (pod, reader) =
+        opened.map_err(|e| format!("error forwarding port {port} to the pod: {e}"))?;
+    std::thread::spawn(move || pump_from_pod(reader, send, end));
+    Ok(pod)
+}
+
 /// Copies what the pod's side sends to `send` until it ends or `send` fails, then calls
 /// `end`.
 pub fn pump_from_pod(mut conn: TcpStream, mut send: impl FnMut(&[u8]) -> bool, end: impl FnOnce()) {

@@ -19,7 +19,7 @@ use spdy::http::RequestHead;
 use spdy::k8s::{self, Outcome, ResizeDecoder, StreamProtocol, StreamType};
 use spdy::{Event, GoAwayStatus, Headers, RstStatus};
 
-use super::port_forward::{pump_from_pod, Target};
+use super::port_forward::Target;
 use super::tokens::Request;
 use super::{Channel, Input, Output, TimedWriter, IDLE_TIMEOUT, SETUP_TIMEOUT};
 use crate::options::Config;
@@ -278,6 +278,9 @@ fn port_forward(events: &mut Events, target: Result<Target, String>) -> Result<(
     let mut forwards: HashMap<String, Forward> = HashMap::new();
     let mut by_stream: HashMap<u32, String> = HashMap::new();
     while let Some(event) = events.next().unwrap_or(None) {
+        // A data frame ends no stream: the forwards are looked over after other events
+        // only, not for every frame of a transfer.
+        let may_end = !matches!(event, Event::Data { .. });
         match event {
             Event::StreamOpened {
                 stream_id, headers, ..
@@ -307,33 +310,20 @@ fn port_forward(events: &mut Events, target: Result<Target, String>) -> Result<(
                     continue;
                 }
                 forward.data = Some(stream_id);
-                let dialled = target
-                    .as_ref()
-                    .map_err(Clone::clone)
-                    .and_then(|t| t.dial(stream.port).map_err(|e| e.to_string()));
-                match dialled {
-                    Ok(pod) => {
-                        let _ = pod.set_write_timeout(Some(super::WRITE_TIMEOUT));
-                        if let Ok(reader) = pod.try_clone() {
-                            let (c, error) = (conn.clone(), forward.error);
-                            std::thread::spawn(move || {
-                                pump_from_pod(
-                                    reader,
-                                    |bytes| c.send_data(stream_id, bytes, false).is_ok(),
-                                    || {
-                                        let _ = c.close(stream_id);
-                                        if let Some(e) = error {
-                                            let _ = c.close(e);
-                                        }
-                                    },
-                                )
-                            });
-                        }
-                        forward.pod = Some(pod);
+                let (c, error) = (conn.clone(), forward.error);
+                let send = {
+                    let c = c.clone();
+                    move |bytes: &[u8]| c.send_data(stream_id, bytes, false).is_ok()
+                };
+                let end = move || {
+                    let _ = c.close(stream_id);
+                    if let Some(e) = error {
+                        let _ = c.close(e);
                     }
-                    Err(e) => {
-                        let message =
-                            format!("error forwarding port {} to the pod: {e}", stream.port);
+                };
+                match super::port_forward::forward(&target, stream.port, send, end) {
+                    Ok(pod) => forward.pod = Some(pod),
+                    Err(message) => {
                         if let Some(err_id) = forward.error {
                             let _ = conn.send_data(err_id, message.as_bytes(), true);
                         }
@@ -378,6 +368,9 @@ fn port_forward(events: &mut Events, target: Result<Target, String>) -> Result<(
             }
             Event::GoAway { .. } => break,
             _ => {}
+        }
+        if !may_end {
+            continue;
         }
         // Forwards whose streams are both gone are forgotten.
         forwards.retain(|_, f| {

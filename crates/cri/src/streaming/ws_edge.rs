@@ -14,7 +14,7 @@ use spdy::http::RequestHead;
 use spdy::k8s::{self, Outcome, ResizeDecoder, StreamProtocol};
 use spdy::websocket::{self, Channels, Decoder, Message, Role};
 
-use super::port_forward::{pump_from_pod, Target};
+use super::port_forward::Target;
 use super::tokens::Request;
 use super::{Channel, Input, Output, TimedWriter, IDLE_TIMEOUT};
 use crate::options::Config;
@@ -257,32 +257,22 @@ fn port_forward(
                 .channel(ch, &websocket::port_prefix(port))
                 .map_err(|e| e.to_string())?;
         }
-        let dialled = target
-            .as_ref()
-            .map_err(Clone::clone)
-            .and_then(|t| t.dial(port).map_err(|e| e.to_string()));
-        match dialled {
-            Ok(pod) => {
-                let _ = pod.set_write_timeout(Some(super::WRITE_TIMEOUT));
-                let reader = pod.try_clone().map_err(|e| e.to_string())?;
-                let (w, live) = (writer.clone(), live.clone());
-                live.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                std::thread::spawn(move || {
-                    pump_from_pod(
-                        reader,
-                        |bytes| w.channel(data, bytes).is_ok(),
-                        || {
-                            // The last connection's end ends the session.
-                            if live.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
-                                w.close(websocket::close_code::NORMAL, "");
-                            }
-                        },
-                    )
-                });
-                pods.push(Some(pod));
+        let (w, live_too) = (writer.clone(), live.clone());
+        live.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let send = {
+            let w = w.clone();
+            move |bytes: &[u8]| w.channel(data, bytes).is_ok()
+        };
+        let end = move || {
+            // The last connection's end ends the session.
+            if live_too.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+                w.close(websocket::close_code::NORMAL, "");
             }
-            Err(e) => {
-                let message = format!("error forwarding port {port} to the pod: {e}");
+        };
+        match super::port_forward::forward(&target, port, send, end) {
+            Ok(pod) => pods.push(Some(pod)),
+            Err(message) => {
+                live.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
                 let _ = writer.channel(error, message.as_bytes());
                 pods.push(None);
             }

@@ -39,9 +39,9 @@ pub(super) struct PreparedApp {
     pub(super) app: App,
     pub(super) env: Vec<(OsString, OsString)>,
     pub(super) isolation: AppIsolation,
-    /// Its host volumes' sources cloned in the host's mount namespace, by mount index
-    /// ([`super::volumes::take_host_trees`]); empty when none was.
-    pub(super) host_trees: Vec<Option<std::os::fd::OwnedFd>>,
+    /// Its host volumes' sources taken in the host's mount namespace, by mount index
+    /// ([`super::volumes::take_host_sources`]); empty when none was.
+    pub(super) host_sources: Vec<Option<super::volumes::Source>>,
 }
 
 /// What an app's process needs of the isolation: whether to protect the kernel paths of its
@@ -114,11 +114,11 @@ pub(super) fn read_byte(fd: &OwnedFd) -> Result<usize, Errno> {
 pub(super) fn mount_app_root(
     sys: &dyn Mounts,
     pod_dir: &Path,
-    prepared: &PreparedApp,
+    prepared: &mut PreparedApp,
     own_netns: bool,
     volumes: &[Volume],
-    host_trees: Vec<Option<std::os::fd::OwnedFd>>,
 ) -> Result<(), StageError> {
+    let host_sources = std::mem::take(&mut prepared.host_sources);
     let (app, isolation) = (&prepared.app, &prepared.isolation);
     let root = app.rootfs.clone().unwrap_or_else(|| PathBuf::from("/"));
     // A `--rootfs` directory is the user's, never written: the mount points it lacks (and
@@ -151,7 +151,7 @@ pub(super) fn mount_app_root(
         isolation::paths::nodev_tree(sys, &root).map_err(StageError::Isolation)?;
     }
     // Before a host-command pod's tree turns read-only: a bind copies its source's flags.
-    let sources = super::volumes::take_sources(sys, pod_dir, volumes, &app.mounts, host_trees)?;
+    let sources = super::volumes::take_sources(sys, pod_dir, volumes, &app.mounts, host_sources)?;
     let host_view = (app.rootfs.is_none() && (isolation.paths || isolation.readonly_rootfs))
         .then_some(mounts::HostView {
             private_tmp: !isolation.readonly_rootfs,
@@ -419,7 +419,7 @@ pub(super) fn prepare_app(
         app,
         env,
         isolation,
-        host_trees: Vec::new(),
+        host_sources: Vec::new(),
     })
 }
 
@@ -439,8 +439,7 @@ pub(super) fn own_root(
     })?;
     let sys = &isolation::syscall::Linux;
     super::mounts::make_root_slave(sys)?;
-    let host_trees = std::mem::take(&mut app.host_trees);
-    mount_app_root(sys, pod_dir, app, own_netns, volumes, host_trees)?;
+    mount_app_root(sys, pod_dir, app, own_netns, volumes)?;
     let env = enter_app(sys, app)?;
     ExecPlan::new(&app.app.exec, &env, app.isolation.prepared.identity())
 }
@@ -545,7 +544,7 @@ mod tests {
             app,
             env: Vec::new(),
             isolation,
-            host_trees: Vec::new(),
+            host_sources: Vec::new(),
         };
         Pod { dir, app, volumes }
     }
@@ -553,7 +552,7 @@ mod tests {
     impl Pod {
         fn mount(&mut self, sys: &Recorder) -> Result<(), StageError> {
             let pod_dir = self.dir.path().join("pod");
-            mount_app_root(sys, &pod_dir, &self.app, true, &self.volumes, Vec::new())?;
+            mount_app_root(sys, &pod_dir, &mut self.app, true, &self.volumes)?;
             enter_app(sys, &mut self.app).map(drop)
         }
 

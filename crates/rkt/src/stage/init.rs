@@ -654,14 +654,13 @@ fn prepare(args: &InitArgs) -> Result<PreparedPod, StageError> {
     mounts::detach_netns_mounts(&isolation::syscall::Linux)?;
     // Once for the pod; each app mounts what it uses with its root.
     volumes::create_empty_volumes(&args.pod_dir, &manifest.volumes, pod_user_ns.as_ref())?;
-    if let [only] = &apps[..] {
+    if let [only] = &mut apps[..] {
         mount_app_root(
             &isolation::syscall::Linux,
             &args.pod_dir,
             only,
             args.netns.is_some(),
             &manifest.volumes,
-            Vec::new(),
         )?;
     }
     sethostname(&args.hostname).map_err(|source| StageError::Hostname {

@@ -10,7 +10,7 @@
 //! `rkt app start` starts an app with the hidden helper `rkt stage1-app`
 //! ([`helper_main_from_args`]), executed from a sealed copy of rkt like `rkt enter`'s. The
 //! helper joins the pod's cgroup, clones the sources of the app's host volumes that have a
-//! propagation in the host's mount namespace ([`super::volumes::take_host_trees`]), joins
+//! propagation in the host's mount namespace ([`super::volumes::take_host_sources`]), joins
 //! the init's IPC, UTS, network, PID and mount namespaces, mounts an image app's root
 //! filesystem there (in the pod's mount namespace: never on the host, and gone with the
 //! pod), and forks the app's process, which makes a mount namespace of its own and enters
@@ -651,7 +651,7 @@ fn helper(args: &HelperArgs, status: &mut File, go: &OwnedFd) -> Result<(), Stag
         .join(&cgroup)
         .map_err(StageError::Isolation)?;
     // Host volumes with a propagation are cloned here, in the host's mount namespace.
-    let host_trees = super::volumes::take_host_trees(&manifest.volumes, &app.mounts)?;
+    let host_sources = super::volumes::take_host_sources(&manifest.volumes, &app.mounts)?;
     join_namespaces(args.init_pid)?;
     let own_netns = record.netns.is_some();
     let user_ns = record.app_isolation(index).user_ns;
@@ -691,7 +691,7 @@ fn helper(args: &HelperArgs, status: &mut File, go: &OwnedFd) -> Result<(), Stag
             .map_err(|e| StageError::Reported(crate::error::chain(&e)))?;
     }
     let mut prepared = prepare_app(app, &args.app_dir, &record, index, (0, args.log_fds))?;
-    prepared.host_trees = host_trees;
+    prepared.host_sources = host_sources;
     let (ready_read, ready_write) = pipe2(OFlag::O_CLOEXEC).map_err(|source| StageError::Sys {
         what: "make the ready pipe of",
         path: args.pod_dir.clone(),

@@ -23,7 +23,7 @@
 //! ([`crate::isolation::paths::nodev_tree`]). Everything happens in the app's mount
 //! namespace, which goes away with the pod: nothing is mounted on the host. A host volume
 //! with a propagation (the CRI's) is cloned by a sandbox app's helper in the host's mount
-//! namespace instead ([`take_host_trees`]), so that it follows the host's mounts.
+//! namespace instead ([`take_host_sources`]), so that it follows the host's mounts.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -113,14 +113,9 @@ pub fn create_empty_volumes(
         let VolumeKind::Empty { mode, uid, gid } = volume.kind else {
             continue;
         };
-        let err = |what: &'static str, path: &Path| {
-            let (volume, path) = (volume.name.clone(), path.to_path_buf());
-            move |e: std::io::Error| VolumeMountError::Sys {
-                volume,
-                what,
-                path,
-                source: errno_of(e),
-            }
+        let err = |what, path: &Path| {
+            let err = sys_error(&volume.name, what, path);
+            move |e: std::io::Error| err(errno_of(e))
         };
         let dir = empty_dir(pod_dir, &volume.name);
         let parent = dir.parent().unwrap_or(pod_dir);
@@ -143,47 +138,43 @@ pub fn create_empty_volumes(
     Ok(())
 }
 
-/// For each of an app's `mounts` of the pod's `volumes`: a host volume's source cloned here
-/// (open_tree(2), with its submounts) and set to its [`Propagation`] when it has one, else
-/// `None`. A sandbox app's helper calls it in the host's mount namespace, before it joins
-/// the pod's, so that the clone of a shared or slave mount of the host stays in (or under)
-/// its peer group and follows the host's mounts made after the pod started; the app's
-/// process attaches it ([`take_sources`], [`mount_app_volumes`]). `rslave` needs the source
-/// on a shared or slave mount, `rshared` on a shared one (the host's side of the
-/// propagation: made private, the app's copy could follow nothing), else an error says
-/// which mount to change.
-pub fn take_host_trees(
+/// For each of an app's `mounts` of the pod's `volumes`: a host volume's source taken here
+/// (cloned with open_tree(2), with its submounts unless the volume says otherwise) and set
+/// to its [`Propagation`] when it has one, else `None`. A sandbox app's helper calls it in
+/// the host's mount namespace, before it joins the pod's, so that the clone of a shared or
+/// slave mount of the host stays in (or under) its peer group and follows the host's mounts
+/// made after the pod started; the app's process attaches it ([`take_sources`],
+/// [`mount_app_volumes`]). `rslave` needs the source on a shared or slave mount, `rshared`
+/// on a shared one (the host's side of the propagation: made private, the app's copy could
+/// follow nothing), else an error says which mount to change.
+pub fn take_host_sources(
     volumes: &[Volume],
     mounts: &[Mount],
-) -> Result<Vec<Option<OwnedFd>>, VolumeMountError> {
-    let mut trees = Vec::with_capacity(mounts.len());
+) -> Result<Vec<Option<Source>>, VolumeMountError> {
+    let mut sources = Vec::with_capacity(mounts.len());
     for m in mounts {
         let volume = volumes.iter().find(|v| v.name == m.volume);
-        let Some((source, propagation)) = volume.and_then(|v| match &v.kind {
-            VolumeKind::Host {
-                source,
-                propagation: Some(p),
-                ..
-            } => Some((source, *p)),
-            _ => None,
-        }) else {
-            trees.push(None);
+        let Some((source, read_only, recursive, propagation)) =
+            volume.and_then(|v| match &v.kind {
+                VolumeKind::Host {
+                    source,
+                    read_only,
+                    recursive,
+                    propagation: Some(p),
+                } => Some((source, *read_only, *recursive, *p)),
+                _ => None,
+            })
+        else {
+            sources.push(None);
             continue;
         };
         let name = m.volume.as_str();
-        let err = |what: &'static str| {
-            let (volume, path) = (name.to_string(), source.clone());
-            move |source| VolumeMountError::Sys {
-                volume,
-                what,
-                path,
-                source,
-            }
-        };
+        let err = |what| sys_error(name, what, source);
         check_propagation(name, source, propagation)?;
         let source_fd = beneath::open_path(source, Kind::Any)
             .map_err(|e| err("open the source")(errno_of(e)))?;
-        let tree = beneath::mount::clone_tree(source_fd.as_fd(), None, true)
+        let is_dir = is_dir(&source_fd).map_err(err("inspect the source"))?;
+        let tree = beneath::mount::clone_tree(source_fd.as_fd(), None, recursive)
             .map_err(|e| err("clone the mount of the source")(errno_of(e)))?;
         let kind = match propagation {
             Propagation::Private => beneath::mount::Propagation::Private,
@@ -192,13 +183,34 @@ pub fn take_host_trees(
         };
         beneath::mount::set_propagation(tree.as_fd(), kind, true)
             .map_err(|e| err("set the propagation of the clone of")(errno_of(e)))?;
-        trees.push(Some(tree));
+        sources.push(Some(Source {
+            volume: name.to_string(),
+            tree,
+            is_dir,
+            read_only,
+            recursive,
+        }));
     }
-    Ok(trees)
+    Ok(sources)
+}
+
+/// The error of a system call that failed with `what` on volume `volume`'s `path`.
+fn sys_error(
+    volume: &str,
+    what: &'static str,
+    path: &Path,
+) -> impl FnOnce(Errno) -> VolumeMountError {
+    let (volume, path) = (volume.to_string(), path.to_path_buf());
+    move |source| VolumeMountError::Sys {
+        volume,
+        what,
+        path,
+        source,
+    }
 }
 
 /// Whether the host's mount that `source` is on lets volume `volume` have `propagation`:
-/// `rslave` needs it shared or slave, `rshared` shared ([`take_host_trees`]; a CRI server
+/// `rslave` needs it shared or slave, `rshared` shared ([`take_host_sources`]; a CRI server
 /// checks it when a container is created, the helper again when it starts).
 pub fn check_propagation(
     volume: &str,
@@ -247,19 +259,22 @@ pub struct Source {
 /// The source of each of an app's `mounts` of the pod's `volumes`, in their order, cloned
 /// (open_tree(2)) with the flags its mounts have now: call it before the app's root
 /// changes them (a host-command pod's host tree turns read-only, and a bind mount would
-/// copy that), after [`create_empty_volumes`]. A mount whose tree `host_trees` holds (by
-/// index: [`take_host_trees`]) takes that one instead.
+/// copy that), after [`create_empty_volumes`]. A mount whose source `host_sources` holds
+/// (by index: [`take_host_sources`]) takes that one instead.
 pub fn take_sources(
     sys: &dyn Mounts,
     pod_dir: &Path,
     volumes: &[Volume],
     mounts: &[Mount],
-    host_trees: Vec<Option<OwnedFd>>,
+    host_sources: Vec<Option<Source>>,
 ) -> Result<Vec<Source>, VolumeMountError> {
     let mut sources = Vec::with_capacity(mounts.len());
-    let mut host_trees = host_trees.into_iter();
+    let mut host_sources = host_sources.into_iter();
     for m in mounts {
-        let host_tree = host_trees.next().flatten();
+        if let Some(taken) = host_sources.next().flatten() {
+            sources.push(taken);
+            continue;
+        }
         let volume = volumes.iter().find(|v| v.name == m.volume).ok_or_else(|| {
             VolumeMountError::Undeclared {
                 volume: m.volume.clone(),
@@ -274,24 +289,13 @@ pub fn take_sources(
             } => (source.clone(), *recursive, *read_only),
             VolumeKind::Empty { .. } => (empty_dir(pod_dir, &volume.name), false, false),
         };
-        let err = |what: &'static str| {
-            let (volume, path) = (volume.name.clone(), source.clone());
-            move |source| VolumeMountError::Sys {
-                volume,
-                what,
-                path,
-                source,
-            }
-        };
+        let err = |what| sys_error(&volume.name, what, &source);
         let source_fd = beneath::open_path(&source, Kind::Any)
             .map_err(|e| err("open the source")(errno_of(e)))?;
         let is_dir = is_dir(&source_fd).map_err(err("inspect the source"))?;
-        let tree = match host_tree {
-            Some(tree) => tree,
-            None => sys
-                .clone_tree(source_fd.as_fd(), None, recursive)
-                .map_err(err("clone the mount of the source"))?,
-        };
+        let tree = sys
+            .clone_tree(source_fd.as_fd(), None, recursive)
+            .map_err(err("clone the mount of the source"))?;
         sources.push(Source {
             volume: volume.name.clone(),
             tree,
