@@ -223,13 +223,8 @@ pub fn check_propagation(
         Propagation::Rslave => ("rslave", "shared or slave"),
         Propagation::Rshared => ("rshared", "shared"),
     };
-    let (mount_point, state) =
-        beneath::mount::mount_of(source).map_err(|e| VolumeMountError::Sys {
-            volume: volume.to_string(),
-            what: "find the mount of",
-            path: source.to_path_buf(),
-            source: errno_of(e),
-        })?;
+    let (mount_point, state) = beneath::mount::mount_of(source)
+        .map_err(|e| sys_error(volume, "find the mount of", source)(errno_of(e)))?;
     let ok = match propagation {
         Propagation::Rslave => state.shared || state.slave,
         _ => state.shared,
@@ -353,12 +348,8 @@ pub fn mount_app_volumes(
     let Some(first) = sources.first() else {
         return Ok(());
     };
-    let root_fd = beneath::open_path(root, Kind::Directory).map_err(|e| VolumeMountError::Sys {
-        volume: first.volume.clone(),
-        what: "open the app's root",
-        path: root.to_path_buf(),
-        source: errno_of(e),
-    })?;
+    let root_fd = beneath::open_path(root, Kind::Directory)
+        .map_err(|e| sys_error(&first.volume, "open the app's root", root)(errno_of(e)))?;
     for (m, source) in mounts.iter().zip(sources) {
         mount_one(sys, &root_fd, creatable, source, m, nodev)?;
     }
@@ -374,15 +365,7 @@ fn mount_one(
     nodev: bool,
 ) -> Result<(), VolumeMountError> {
     let name = source.volume.as_str();
-    let err = |what: &'static str, path: &Path| {
-        let (volume, path) = (name.to_string(), path.to_path_buf());
-        move |source| VolumeMountError::Sys {
-            volume,
-            what,
-            path,
-            source,
-        }
-    };
+    let err = |what, path: &Path| sys_error(name, what, path);
     let target = Path::new(&m.target);
     let target_fd = resolve_target(root_fd, m, source.is_dir, creatable, name)?;
     sys.attach_tree(source.tree, target_fd.as_fd(), None)
@@ -469,15 +452,7 @@ fn resolve_target(
     creatable: Creatable<'_>,
     name: &str,
 ) -> Result<OwnedFd, VolumeMountError> {
-    let sys = |what: &'static str, path: &Path| {
-        let (volume, path) = (name.to_string(), path.to_path_buf());
-        move |source| VolumeMountError::Sys {
-            volume,
-            what,
-            path,
-            source,
-        }
-    };
+    let sys = |what, path: &Path| sys_error(name, what, path);
     let mut todo: VecDeque<OsString> = m
         .relative_target()
         .components()
