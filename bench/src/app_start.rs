@@ -87,12 +87,8 @@ impl World<'_> {
     }
 }
 
-fn scenario(message: String) -> BenchError {
-    BenchError::Scenario {
-        scenario: "app start",
-        message,
-    }
-}
+/// The scenario this module's errors name.
+const SCENARIO: &str = "app start";
 
 /// Runs scenario 9 with `rkt` on each of `nets`.
 pub fn app_start(
@@ -131,7 +127,10 @@ pub fn app_start(
             eprintln!("rkt-bench: scenario 9 with --net={net}");
             let uuid = w.rkt(&["app", "sandbox", &format!("--net={net}")])?;
             if uuid.len() < 32 {
-                return Err(scenario(format!("rkt app sandbox printed {uuid:?}")));
+                return Err(BenchError::scenario(
+                    SCENARIO,
+                    format!("rkt app sandbox printed {uuid:?}"),
+                ));
             }
             sandboxes.push(uuid.clone());
             res.nets.push(measure_net(

@@ -30,12 +30,8 @@ pub struct CpuCgroup {
     v2: bool,
 }
 
-fn scenario(message: String) -> BenchError {
-    BenchError::Scenario {
-        scenario: "cpu accounting",
-        message,
-    }
-}
+/// The scenario this module's errors name.
+const SCENARIO: &str = "cpu accounting";
 
 impl CpuCgroup {
     /// Makes `/rkt-bench-<pid>-<name>` in `/sys/fs/cgroup/cpuacct` (cgroup v1) or in the
@@ -48,8 +44,9 @@ impl CpuCgroup {
         } else if Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
             (PathBuf::from("/sys/fs/cgroup"), true)
         } else {
-            return Err(scenario(
-                "no cgroup v1 cpuacct hierarchy nor cgroup v2 at /sys/fs/cgroup".into(),
+            return Err(BenchError::scenario(
+                SCENARIO,
+                "no cgroup v1 cpuacct hierarchy nor cgroup v2 at /sys/fs/cgroup",
             ));
         };
         let dir = root.join(path.trim_start_matches('/'));
@@ -57,8 +54,9 @@ impl CpuCgroup {
         // v1: a thread moving itself through `tasks` avoids `cgroup.procs`' RCU wait; the
         // child is single-threaded between fork and exec.
         let join = dir.join(if v2 { "cgroup.procs" } else { "tasks" });
-        let join_file = CString::new(join.display().to_string())
-            .map_err(|_| scenario(format!("{} holds a NUL byte", join.display())))?;
+        let join_file = CString::new(join.display().to_string()).map_err(|_| {
+            BenchError::scenario(SCENARIO, format!("{} holds a NUL byte", join.display()))
+        })?;
         Ok(CpuCgroup {
             dir,
             path,
@@ -171,11 +169,14 @@ impl CpuCgroup {
         while !self.is_empty() {
             crate::proc::check_interrupt()?;
             if start.elapsed() > limit {
-                return Err(scenario(format!(
-                    "processes still in {} after {} s",
-                    self.dir.display(),
-                    limit.as_secs()
-                )));
+                return Err(BenchError::scenario(
+                    SCENARIO,
+                    format!(
+                        "processes still in {} after {} s",
+                        self.dir.display(),
+                        limit.as_secs()
+                    ),
+                ));
             }
             std::thread::sleep(Duration::from_micros(500));
         }

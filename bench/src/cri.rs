@@ -59,12 +59,8 @@ const MEMORY_SETTLE: Duration = Duration::from_secs(15);
 /// The longest the pods of a round may take to go after their removal.
 const QUIET_LIMIT: Duration = Duration::from_secs(120);
 
-fn scenario(message: String) -> BenchError {
-    BenchError::Scenario {
-        scenario: "CRI",
-        message,
-    }
-}
+/// The scenario this module's errors name.
+const SCENARIO: &str = "CRI";
 
 /// Scenario 11's figures for one runtime through one client.
 #[derive(Debug, Default)]
@@ -178,7 +174,7 @@ fn wait_running(server: &Server, n: usize, limit: Duration) -> Result<usize, Ben
             return Ok(found);
         }
         if start.elapsed() > limit {
-            return Err(scenario(format!(
+            return Err(BenchError::scenario(SCENARIO, format!(
                 "{}: {found} of {n} containers' processes running {} ms after StartContainer returned",
                 server.label,
                 limit.as_millis()
@@ -200,7 +196,10 @@ fn cycle(
         Client::OneProcess => {
             let u = server.client()?.up(&pod_cfg, &ctr_cfg)?;
             let (Some(pod), Some(ctr)) = (u.pod, u.ctr) else {
-                return Err(scenario(format!("{}: up gave no IDs", server.label)));
+                return Err(BenchError::scenario(
+                    SCENARIO,
+                    format!("{}: up gave no IDs", server.label),
+                ));
             };
             (pod, ctr, u.took)
         }
@@ -276,7 +275,7 @@ pub fn cycles(
         .servers
         .iter()
         .find(|s| s.kind == Kind::RktCri)
-        .ok_or_else(|| scenario("no rkt-cri server".into()))?;
+        .ok_or_else(|| BenchError::scenario(SCENARIO, "no rkt-cri server"))?;
     let client_floor = || -> Result<Duration, BenchError> {
         let t = Instant::now();
         for _ in 0..7 {

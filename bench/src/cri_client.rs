@@ -57,12 +57,8 @@ pub struct CriClient {
     log: PathBuf,
 }
 
-fn scenario(message: String) -> BenchError {
-    BenchError::Scenario {
-        scenario: "criclient",
-        message,
-    }
-}
+/// The scenario this module's errors name.
+const SCENARIO: &str = "criclient";
 
 fn nanos(v: &Value) -> Duration {
     Duration::from_nanos(v["ns"].as_u64().unwrap_or(0))
@@ -114,7 +110,9 @@ impl CriClient {
             pipes: Mutex::new(Pipes {
                 child,
                 stdin,
-                stdout: BufReader::new(stdout.ok_or_else(|| scenario("no stdout pipe".into()))?),
+                stdout: BufReader::new(
+                    stdout.ok_or_else(|| BenchError::scenario(SCENARIO, "no stdout pipe"))?,
+                ),
             }),
             log,
         };
@@ -128,7 +126,7 @@ impl CriClient {
         let mut pipes = self
             .pipes
             .lock()
-            .map_err(|_| scenario("a thread using the client panicked".into()))?;
+            .map_err(|_| BenchError::scenario(SCENARIO, "a thread using the client panicked"))?;
         let mut line = req.to_string();
         line.push('\n');
         let written = match pipes.stdin.as_mut() {
@@ -141,10 +139,13 @@ impl CriClient {
         let read = written.and_then(|()| pipes.stdout.read_line(&mut answer));
         match read {
             Ok(n) if n > 0 => serde_json::from_str(&answer).map_err(|e| {
-                scenario(format!(
-                    "against {}: an answer that is not JSON ({e}): {answer}",
-                    self.label
-                ))
+                BenchError::scenario(
+                    SCENARIO,
+                    format!(
+                        "against {}: an answer that is not JSON ({e}): {answer}",
+                        self.label
+                    ),
+                )
             }),
             other => {
                 crate::proc::check_interrupt()?;
@@ -158,12 +159,15 @@ impl CriClient {
                 };
                 let tail = std::fs::read_to_string(&self.log).unwrap_or_default();
                 let tail: Vec<&str> = tail.lines().rev().take(3).collect();
-                Err(scenario(format!(
-                    "against {}: no answer to {} ({why}; {status}): {}",
-                    self.label,
-                    req["op"],
-                    tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
-                )))
+                Err(BenchError::scenario(
+                    SCENARIO,
+                    format!(
+                        "against {}: no answer to {} ({why}; {status}): {}",
+                        self.label,
+                        req["op"],
+                        tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+                    ),
+                ))
             }
         }
     }
@@ -172,7 +176,10 @@ impl CriClient {
     fn request_ok(&self, req: &Value) -> Result<Value, BenchError> {
         let v = self.request(req)?;
         match text(&v, "error") {
-            Some(e) => Err(scenario(format!("against {}: {e}", self.label))),
+            Some(e) => Err(BenchError::scenario(
+                SCENARIO,
+                format!("against {}: {e}", self.label),
+            )),
             None => Ok(v),
         }
     }
@@ -190,11 +197,14 @@ impl CriClient {
         let up = PodUp::from_answer(&v);
         match (&up.error, &up.pod, &up.ctr) {
             (None, Some(_), Some(_)) => Ok(up),
-            (e, _, _) => Err(scenario(format!(
-                "against {}: {}",
-                self.label,
-                e.as_deref().unwrap_or("no pod or container ID")
-            ))),
+            (e, _, _) => Err(BenchError::scenario(
+                SCENARIO,
+                format!(
+                    "against {}: {}",
+                    self.label,
+                    e.as_deref().unwrap_or("no pod or container ID")
+                ),
+            )),
         }
     }
 
@@ -216,12 +226,15 @@ impl CriClient {
             .map(|a| a.iter().map(PodUp::from_answer).collect())
             .unwrap_or_default();
         if pods.len() != pairs.len() {
-            return Err(scenario(format!(
-                "against {}: {} answers to {} pods",
-                self.label,
-                pods.len(),
-                pairs.len()
-            )));
+            return Err(BenchError::scenario(
+                SCENARIO,
+                format!(
+                    "against {}: {} answers to {} pods",
+                    self.label,
+                    pods.len(),
+                    pairs.len()
+                ),
+            ));
         }
         Ok(ManyUp {
             took: nanos(&v),

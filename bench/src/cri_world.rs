@@ -61,12 +61,8 @@ const LAYOUT_IMAGES: [(&str, &str); 2] = [
 /// How long a server may take to answer after it started, and its pods to go.
 const PATIENCE: Duration = Duration::from_secs(60);
 
-fn scenario(message: String) -> BenchError {
-    BenchError::Scenario {
-        scenario: "CRI world",
-        message,
-    }
-}
+/// The scenario this module's errors name.
+const SCENARIO: &str = "CRI world";
 
 /// The programs scenarios 11 to 13 need.
 #[derive(Debug, Clone)]
@@ -163,7 +159,12 @@ impl Netns {
                 Ok(f())
             })
             .join()
-            .unwrap_or_else(|_| Err(scenario("a thread in the namespace panicked".into())))
+            .unwrap_or_else(|_| {
+                Err(BenchError::scenario(
+                    SCENARIO,
+                    "a thread in the namespace panicked",
+                ))
+            })
         })
     }
 }
@@ -203,9 +204,9 @@ pub struct Server {
 impl Server {
     /// The server's one-process client.
     pub fn client(&self) -> Result<&CriClient, BenchError> {
-        self.client
-            .as_ref()
-            .ok_or_else(|| scenario(format!("{}: no criclient started", self.label)))
+        self.client.as_ref().ok_or_else(|| {
+            BenchError::scenario(SCENARIO, format!("{}: no criclient started", self.label))
+        })
     }
 
     /// Every process in the server's cgroups (the server itself included).
@@ -240,11 +241,14 @@ impl Server {
             }
             crate::proc::check_interrupt()?;
             if start.elapsed() > limit {
-                return Err(scenario(format!(
+                return Err(BenchError::scenario(
+                    SCENARIO,
+                    format!(
                     "{}: processes {procs:?} still in its cgroups {} s after its pods were removed",
                     self.label,
                     limit.as_secs()
-                )));
+                ),
+                ));
             }
             std::thread::sleep(Duration::from_millis(2));
         }
@@ -443,12 +447,16 @@ impl World {
                 return Ok(());
             }
             if let Some(Ok(Some(status))) = self.registry.as_mut().map(|c| c.try_wait()) {
-                return Err(scenario(format!("docker-registry exited: {status}")));
+                return Err(BenchError::scenario(
+                    SCENARIO,
+                    format!("docker-registry exited: {status}"),
+                ));
             }
             if Instant::now() > deadline {
-                return Err(scenario(format!(
-                    "docker-registry did not answer on {REGISTRY}"
-                )));
+                return Err(BenchError::scenario(
+                    SCENARIO,
+                    format!("docker-registry did not answer on {REGISTRY}"),
+                ));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -522,14 +530,20 @@ impl World {
             if let Some(Ok(Some(status))) = server.child.as_mut().map(|c| c.try_wait()) {
                 let tail = std::fs::read_to_string(&server.log).unwrap_or_default();
                 let tail: String = tail.lines().rev().take(5).collect::<Vec<_>>().join(" / ");
-                return Err(scenario(format!("{label} exited ({status}): {tail}")));
+                return Err(BenchError::scenario(
+                    SCENARIO,
+                    format!("{label} exited ({status}): {tail}"),
+                ));
             }
             if start.elapsed() > PATIENCE {
-                return Err(scenario(format!(
-                    "{label} did not answer on {} (see {})",
-                    server.socket.display(),
-                    server.log.display()
-                )));
+                return Err(BenchError::scenario(
+                    SCENARIO,
+                    format!(
+                        "{label} did not answer on {} (see {})",
+                        server.socket.display(),
+                        server.log.display()
+                    ),
+                ));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -677,11 +691,14 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             .map(|l| l.trim().to_string())
             .filter(|l| !l.is_empty())
             .ok_or_else(|| {
-                scenario(format!(
-                    "crictl {} against {} printed no ID",
-                    args.join(" "),
-                    server.label
-                ))
+                BenchError::scenario(
+                    SCENARIO,
+                    format!(
+                        "crictl {} against {} printed no ID",
+                        args.join(" "),
+                        server.label
+                    ),
+                )
             })
     }
 

@@ -23,12 +23,8 @@ pub struct ImageStartResult {
     pub series: Vec<Series>,
 }
 
-fn scenario(message: String) -> BenchError {
-    BenchError::Scenario {
-        scenario: "image pod start",
-        message,
-    }
-}
+/// The scenario this module's errors name.
+const SCENARIO: &str = "image pod start";
 
 fn tool(name: &'static str, hint: &'static str) -> Result<PathBuf, BenchError> {
     which(name).ok_or(BenchError::Missing {
@@ -72,7 +68,10 @@ fn fetch(rkt: &Path, data: &Path, layout: &Path) -> Result<String, BenchError> {
     let out = run(rkt, &[dir.as_str(), "fetch", &image], &[], None)?;
     let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     if !id.starts_with("sha256:") {
-        return Err(scenario(format!("rkt fetch {image} printed {id:?}")));
+        return Err(BenchError::scenario(
+            SCENARIO,
+            format!("rkt fetch {image} printed {id:?}"),
+        ));
     }
     Ok(id)
 }

@@ -78,12 +78,8 @@ impl LogResult {
     }
 }
 
-fn scenario(message: String) -> BenchError {
-    BenchError::Scenario {
-        scenario: "log throughput",
-        message,
-    }
-}
+/// The scenario this module's errors name.
+const SCENARIO: &str = "log throughput";
 
 /// A busybox root directory with `sh`, `yes` and `head`.
 fn rootfs(dir: &Path, busybox: &Path) -> Result<(), BenchError> {
@@ -271,10 +267,13 @@ pub fn log_throughput(
             c.1 += 1;
             return Ok(());
         }
-        Err(scenario(format!(
-            "{what}: {} whole lines of {lines} in its log, {} records wrong",
-            count.lines, count.wrong
-        )))
+        Err(BenchError::scenario(
+            SCENARIO,
+            format!(
+                "{what}: {} whole lines of {lines} in its log, {} records wrong",
+                count.lines, count.wrong
+            ),
+        ))
     };
     // Starts a run in cgroup `i`, waits until all its processes are gone.
     let finish = |i: usize, before: Duration, start: Instant| -> Result<Duration, BenchError> {
@@ -311,7 +310,9 @@ pub fn log_throughput(
             .flatten()
             .map(|e| e.path())
             .find(|p| p.extension().is_some_and(|x| x == "log"))
-            .ok_or_else(|| scenario(format!("no log in {}", logs.display())))?;
+            .ok_or_else(|| {
+                BenchError::scenario(SCENARIO, format!("no log in {}", logs.display()))
+            })?;
         let files = with_rotated(&log);
         verify(i, label, count_cri(&files)?)?;
         remove_all(&files);
