@@ -27,7 +27,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::cri_world::{Kind, Server, World};
+use crate::cri_world::{Kind, Server, World, QUIET_LIMIT};
 use crate::error::BenchError;
 use crate::proc::check_interrupt;
 use crate::stats::Series;
@@ -55,9 +55,6 @@ impl Client {
 
 /// How long the pods of scenario 13 run before their memory is read.
 const MEMORY_SETTLE: Duration = Duration::from_secs(15);
-
-/// The longest the pods of a round may take to go after their removal.
-const QUIET_LIMIT: Duration = Duration::from_secs(120);
 
 /// The scenario this module's errors name.
 const SCENARIO: &str = "CRI";

@@ -58,8 +58,12 @@ const LAYOUT_IMAGES: [(&str, &str); 2] = [
     ),
 ];
 
-/// How long a server may take to answer after it started, and its pods to go.
+/// How long a server may take to answer after it started.
 const PATIENCE: Duration = Duration::from_secs(60);
+
+/// The longest a server's pods may take to go (every process of theirs gone from its
+/// cgroups) once removed: one pod of scenario 11 or scenario 12's 50.
+pub const QUIET_LIMIT: Duration = Duration::from_secs(60);
 
 /// The scenario this module's errors name.
 const SCENARIO: &str = "CRI world";
@@ -736,7 +740,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     /// only the server is left in its cgroups.
     pub fn remove_all(&self, server: &Server) -> Result<(), BenchError> {
         self.crictl(server, &["rmp", "-fa"])?;
-        server.wait_quiet(PATIENCE)
+        server.wait_quiet(QUIET_LIMIT)
     }
 
     /// Stops everything and says what had to be cleaned up that the runtimes should have
