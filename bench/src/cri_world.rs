@@ -34,6 +34,8 @@ use crate::cpu_cgroup::CpuCgroup;
 use crate::cri_client::CriClient;
 use crate::error::BenchError;
 use crate::proc::check;
+use crate::scenarios::tool;
+use crate::workspace::check_files;
 
 /// The two runtimes' labels.
 pub const CONTAINERD: &str = "containerd 1.6 + runc";
@@ -78,26 +80,6 @@ pub struct CriTools {
     /// The harness's OCI layout (`images.py build`), with `pause:3.6` and busybox.
     pub layout: PathBuf,
     pub cni_bin: PathBuf,
-}
-
-fn tool(name: &'static str, hint: &'static str) -> Result<PathBuf, BenchError> {
-    crate::scenarios::which(name).ok_or(BenchError::Missing {
-        what: name,
-        path: PathBuf::from("$PATH"),
-        hint,
-    })
-}
-
-fn need(what: &'static str, path: &Path, hint: &'static str) -> Result<(), BenchError> {
-    if path.exists() {
-        Ok(())
-    } else {
-        Err(BenchError::Missing {
-            what,
-            path: path.to_path_buf(),
-            hint,
-        })
-    }
 }
 
 /// A network namespace kept by a bind mount on a file of the benchmark's.
@@ -282,32 +264,34 @@ pub struct World {
 impl World {
     /// Sets everything up and starts both servers with the images pulled.
     pub fn new(tools: &CriTools) -> Result<World, BenchError> {
-        need(
-            "rkt-cri",
-            &tools.rkt_cri,
-            "build it: cargo build --release -p rkt-cri",
-        )?;
-        need(
-            "crictl",
-            &tools.crictl,
-            "build it: ../shared/cri-tools/build /tmp/critest-bin",
-        )?;
-        need(
-            "criclient",
-            &tools.criclient,
-            "build it: bench/criclient/build.sh target/bench/criclient (needs golang-go and \
-             ../shared/cri-tools/cri-tools-1.26.1.tar.gz; bench/run does it for 11 to 13)",
-        )?;
-        need(
-            "the critest harness's OCI layout",
-            &tools.layout.join("index.json"),
-            "build it: python3 ../shared/critest/images.py build",
-        )?;
-        need(
-            "the bridge plugin",
-            &tools.cni_bin.join("bridge"),
-            "install containernetworking-plugins",
-        )?;
+        check_files([
+            (
+                "rkt-cri",
+                tools.rkt_cri.clone(),
+                "build it: cargo build --release -p rkt-cri",
+            ),
+            (
+                "crictl",
+                tools.crictl.clone(),
+                "build it: ../shared/cri-tools/build /tmp/critest-bin",
+            ),
+            (
+                "criclient",
+                tools.criclient.clone(),
+                "build it: bench/criclient/build.sh target/bench/criclient (needs golang-go and \
+                 ../shared/cri-tools/cri-tools-1.26.1.tar.gz; bench/run does it for 11 to 13)",
+            ),
+            (
+                "the critest harness's OCI layout",
+                tools.layout.join("index.json"),
+                "build it: python3 ../shared/critest/images.py build",
+            ),
+            (
+                "the bridge plugin",
+                tools.cni_bin.join("bridge"),
+                "install containernetworking-plugins",
+            ),
+        ])?;
         let containerd = tool("containerd", "apt-get install containerd runc")?;
         let runc = tool("runc", "apt-get install runc")?;
         let skopeo = tool("skopeo", "apt-get install skopeo")?;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::BenchError;
 use crate::proc::run;
-use crate::scenarios::which;
+use crate::scenarios::tool;
 use crate::stats::{alternate, Series, Variant};
 
 /// The labels of the two variants, in order.
@@ -25,14 +25,6 @@ pub struct ImageStartResult {
 
 /// The scenario this module's errors name.
 const SCENARIO: &str = "image pod start";
-
-fn tool(name: &'static str, hint: &'static str) -> Result<PathBuf, BenchError> {
-    which(name).ok_or(BenchError::Missing {
-        what: name,
-        path: PathBuf::from("$PATH"),
-        hint,
-    })
-}
 
 /// An OCI layout `<work>/layout:v1` of two layers: busybox (`/bin/busybox`, `/bin/sh`),
 /// then a small layer with `/etc/second`.

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use crate::cpu_cgroup::CpuCgroup;
 use crate::error::BenchError;
 use crate::proc::run;
-use crate::scenarios::which;
+use crate::scenarios::{tool, which};
 use crate::stats::{alternate, Series, Variant};
 
 pub const RKT_RUN: &str = "rkt run --stdout=log (runner thread copies)";
@@ -196,11 +196,7 @@ pub fn log_throughput(
     warmup: usize,
     iterations: usize,
 ) -> Result<LogResult, BenchError> {
-    let busybox = which("busybox").ok_or(BenchError::Missing {
-        what: "busybox",
-        path: PathBuf::from("$PATH"),
-        hint: "install busybox-static",
-    })?;
+    let busybox = tool("busybox", "install busybox-static")?;
     let bytes = mib << 20;
     let lines = bytes / LINE_BYTES;
     let work = tempfile::Builder::new()

@@ -310,22 +310,13 @@ fn network_scenarios(
     self_exe: &std::path::Path,
     r: &mut Results,
 ) -> Result<(), BenchError> {
-    let ip = scenarios::which("ip").ok_or(BenchError::Missing {
-        what: "ip",
-        path: PathBuf::from("$PATH"),
-        hint: "install iproute2",
-    })?;
     let tools = Tools {
         rkt: absolute(&cli.rkt),
         libcni: absolute(&cli.libcni_driver),
         test_plugin_dir: absolute(&cli.test_plugin_dir),
         cni_bin: absolute(&cli.cni_bin),
-        ip,
-        true_bin: scenarios::which("true").ok_or(BenchError::Missing {
-            what: "true",
-            path: PathBuf::from("$PATH"),
-            hint: "install coreutils",
-        })?,
+        ip: scenarios::tool("ip", "install iproute2")?,
+        true_bin: scenarios::tool("true", "install coreutils")?,
         candidate_rkt: cli.candidate_rkt.as_deref().map(absolute),
     };
     tools.check()?;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::BenchError;
 use crate::proc::run;
-use crate::scenarios::which;
+use crate::scenarios::tool;
 use crate::stats::{alternate, Series, Variant};
 
 /// Layers of pseudo-random files on top of the busybox layer, and their size each.
@@ -30,14 +30,6 @@ pub struct PullResult {
     pub cold: Vec<Series>,
     /// The same with everything fetched before.
     pub warm: Vec<Series>,
-}
-
-fn tool(name: &'static str, hint: &'static str) -> Result<PathBuf, BenchError> {
-    which(name).ok_or(BenchError::Missing {
-        what: name,
-        path: PathBuf::from("$PATH"),
-        hint,
-    })
 }
 
 /// The scenario this module's errors name.

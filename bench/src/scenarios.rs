@@ -388,6 +388,15 @@ pub fn which(program: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// [`which`], or an error saying what to install (`hint`).
+pub fn tool(name: &'static str, hint: &'static str) -> Result<PathBuf, BenchError> {
+    which(name).ok_or(BenchError::Missing {
+        what: name,
+        path: PathBuf::from("$PATH"),
+        hint,
+    })
+}
+
 /// The do-nothing plugin must answer an ADD (a quick check before timing it).
 pub fn check_noop_plugin(ws: &Workspace) -> Result<(), BenchError> {
     let plugin = ws.tools.test_plugin_dir.join(NOOP_PLUGIN);
