@@ -35,7 +35,7 @@ use crate::cri_client::CriClient;
 use crate::error::BenchError;
 use crate::proc::check;
 use crate::scenarios::tool;
-use crate::workspace::check_files;
+use crate::workspace::{check_files, write_json};
 
 /// The two runtimes' labels.
 pub const CONTAINERD: &str = "containerd 1.6 + runc";
@@ -380,12 +380,7 @@ impl World {
                 }
             }]
         });
-        let file = net.join("10-rktbench-cri.conflist");
-        std::fs::write(
-            &file,
-            serde_json::to_string_pretty(&conf).unwrap_or_default(),
-        )
-        .map_err(|e| BenchError::io(&file, e))?;
+        write_json(&net.join("10-rktbench-cri.conflist"), &conf)?;
         let hosts = etc.join("certs.d/registry.k8s.io");
         std::fs::create_dir_all(&hosts).map_err(|e| BenchError::io(&hosts, e))?;
         let file = hosts.join("hosts.toml");
@@ -715,8 +710,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             configs.join(format!("{name}.pod.json")),
             configs.join(format!("{name}.ctr.json")),
         );
-        std::fs::write(&p, pod.to_string()).map_err(|e| BenchError::io(&p, e))?;
-        std::fs::write(&c, ctr.to_string()).map_err(|e| BenchError::io(&c, e))?;
+        write_json(&p, &pod)?;
+        write_json(&c, &ctr)?;
         Ok((p.display().to_string(), c.display().to_string()))
     }
 
