@@ -10,11 +10,10 @@
 use std::ffi::{CString, OsStr};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use crate::error::BenchError;
-use crate::proc::check;
 
 /// One cgroup of the benchmark's, in the hierarchy that accounts CPU time.
 #[derive(Debug)]
@@ -113,17 +112,7 @@ impl CpuCgroup {
     /// Runs `program args…` in the cgroup (stdin /dev/null, output captured) and returns its
     /// output when it exits 0.
     pub fn run<S: AsRef<OsStr>>(&self, program: &Path, args: &[S]) -> Result<Output, BenchError> {
-        let out = self
-            .command(program, args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .output()
-            .map_err(|source| BenchError::Spawn {
-                program: program.display().to_string(),
-                source,
-            })?;
-        check(program, args, out)
+        crate::proc::output(&mut self.command(program, args))
     }
 
     /// The PIDs of every process in the cgroup and the cgroups below it.

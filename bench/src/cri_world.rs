@@ -21,6 +21,7 @@
 //! it. [`World::close`] does the same and says what it had to clean up that the runtimes
 //! should have.
 
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -33,7 +34,7 @@ use std::time::{Duration, Instant};
 use crate::cpu_cgroup::CpuCgroup;
 use crate::cri_client::CriClient;
 use crate::error::BenchError;
-use crate::proc::check;
+use crate::proc;
 use crate::scenarios::tool;
 use crate::workspace::{check_files, write_json};
 
@@ -93,29 +94,23 @@ impl Netns {
         File::create(file).map_err(|e| BenchError::io(file, e))?;
         let unshare = tool("unshare", "install util-linux")?;
         let net = format!("--net={}", file.display());
-        let out = Command::new(&unshare)
-            .args([net.as_str(), "true"])
-            .output()
-            .map_err(|source| BenchError::Spawn {
-                program: unshare.display().to_string(),
-                source,
-            })?;
-        check(&unshare, &[net.as_str(), "true"], out)?;
+        proc::run(&unshare, &[net.as_str(), "true"], &[], None)?;
         let fd = File::open(file).map_err(|e| BenchError::io(file, e))?;
         let ns = Netns {
             file: file.to_path_buf(),
             fd: fd.into(),
         };
         let ip = tool("ip", "install iproute2")?;
-        let mut cmd = Command::new(&ip);
-        cmd.args(["link", "set", "lo", "up"]);
-        ns.enter(&mut cmd);
-        let out = cmd.output().map_err(|source| BenchError::Spawn {
-            program: ip.display().to_string(),
-            source,
-        })?;
-        check(&ip, &["link", "set", "lo", "up"], out)?;
+        ns.run(&ip, &["link", "set", "lo", "up"])?;
         Ok(ns)
+    }
+
+    /// Runs `program args…` inside the namespace (not in any cgroup of ours).
+    fn run<S: AsRef<OsStr>>(&self, program: &Path, args: &[S]) -> Result<Output, BenchError> {
+        let mut cmd = Command::new(program);
+        cmd.args(args);
+        self.enter(&mut cmd);
+        proc::output(&mut cmd)
     }
 
     /// Makes `cmd` join the namespace before it executes.
@@ -455,21 +450,9 @@ impl World {
                 format!("oci:{}:{name}", layout.display()),
                 format!("docker://{REGISTRY}/{path}"),
             ];
-            self.run_in_ns(skopeo, &args)?;
+            self.netns().run(skopeo, &args)?;
         }
         Ok(())
-    }
-
-    /// Runs `program args…` inside the namespace (not in any cgroup of ours).
-    fn run_in_ns(&self, program: &Path, args: &[String]) -> Result<Output, BenchError> {
-        let mut cmd = Command::new(program);
-        cmd.args(args).stdin(Stdio::null());
-        self.netns().enter(&mut cmd);
-        let out = cmd.output().map_err(|source| BenchError::Spawn {
-            program: program.display().to_string(),
-            source,
-        })?;
-        check(program, args, out)
     }
 
     /// Starts `cmd` as a server in the namespace and `cgroup`, its output into `log`, and
@@ -645,17 +628,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             "120s",
         ];
         all.extend_from_slice(args);
-        let mut cmd = Command::new(&self.crictl);
-        cmd.args(&all)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        self.netns().enter(&mut cmd);
-        let out = cmd.output().map_err(|source| BenchError::Spawn {
-            program: self.crictl.display().to_string(),
-            source,
-        })?;
-        check(&self.crictl, &all, out).map_err(|e| match e {
+        self.netns().run(&self.crictl, &all).map_err(|e| match e {
             BenchError::Failed { status, stderr, .. } => BenchError::Failed {
                 command: format!("crictl {} (against {})", args.join(" "), server.label),
                 status,

@@ -94,6 +94,22 @@ pub fn run<S: AsRef<OsStr>>(
     check(program, args, out)
 }
 
+/// Runs `cmd` as it is set up (stdin /dev/null, output captured) and returns its output
+/// when it exits 0: for a command that must start somewhere [`run`] cannot put it (a
+/// cgroup, a network namespace).
+pub fn output(cmd: &mut Command) -> Result<Output, BenchError> {
+    let program = Path::new(cmd.get_program()).to_path_buf();
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| BenchError::Spawn {
+            program: program.display().to_string(),
+            source,
+        })?;
+    let args: Vec<&OsStr> = cmd.get_args().collect();
+    check(&program, &args, out)
+}
+
 /// `out` when the program succeeded, else [`BenchError::Failed`] (or
 /// [`BenchError::Interrupted`] when an interrupt is why it failed).
 pub fn check<S: AsRef<OsStr>>(
