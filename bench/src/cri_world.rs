@@ -753,18 +753,13 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             let _ = r.kill();
             let _ = r.wait();
         }
-        // Mounts below the temporary directory, deepest first.
-        let prefix = format!("{}/", self.dir.display());
+        // Mounts below the temporary directory but the namespace's own, deepest first.
         let netns_file = self.dir.join("netns").display().to_string();
-        let mut mounts: Vec<String> = std::fs::read_to_string("/proc/self/mountinfo")
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| l.split(' ').nth(4).map(str::to_string))
-            .filter(|m| m.starts_with(&prefix) && *m != netns_file)
-            .collect();
-        mounts.sort();
-        mounts.dedup();
-        for m in mounts.iter().rev() {
+        for m in mounts_below(&self.dir)
+            .into_iter()
+            .rev()
+            .filter(|m| *m != netns_file)
+        {
             left.push(format!("mount left: {m}"));
             if let Ok(c) = std::ffi::CString::new(m.as_bytes()) {
                 // SAFETY: a NUL-terminated path.
@@ -775,10 +770,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         // The shims' socket directory, when no other containerd uses it.
         let _ = std::fs::remove_dir("/run/containerd/s");
         let _ = std::fs::remove_dir("/run/containerd");
-        let still_mounted = std::fs::read_to_string("/proc/self/mountinfo")
-            .unwrap_or_default()
-            .lines()
-            .any(|l| l.split(' ').nth(4).is_some_and(|m| m.starts_with(&prefix)));
+        let still_mounted = !mounts_below(&self.dir).is_empty();
         if let Some(work) = self.work.take() {
             if still_mounted {
                 let kept = work.keep();
@@ -791,6 +783,21 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         self.servers.clear();
         left
     }
+}
+
+/// The mount points below `dir` (mountinfo's fifth field), sorted, each once.
+fn mounts_below(dir: &Path) -> Vec<String> {
+    let prefix = format!("{}/", dir.display());
+    let mut mounts: Vec<String> = std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .filter(|m| m.starts_with(&prefix))
+        .map(str::to_string)
+        .collect();
+    mounts.sort();
+    mounts.dedup();
+    mounts
 }
 
 impl Drop for World {
