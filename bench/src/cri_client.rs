@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::error::BenchError;
+use crate::proc::Stat;
 
 /// How long the client may take to exit once its stdin is closed.
 const EXIT_PATIENCE: Duration = Duration::from_secs(2);
@@ -260,28 +261,11 @@ impl CriClient {
     /// The CPU time (user + system, all its threads) the client used so far, from
     /// `/proc/PID/stat` (clock ticks: 10 ms steps).
     pub fn cpu(&self) -> Duration {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).unwrap_or_default();
+        let ticks = Stat::of(self.pid).map_or(0, |s| s.cpu_ticks);
         // SAFETY: sysconf has no preconditions.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-        Duration::from_nanos(cpu_ticks(&stat) * 1_000_000_000 / hz)
+        Duration::from_nanos(ticks * 1_000_000_000 / hz)
     }
-}
-
-/// utime + stime of a `/proc/PID/stat` line, in clock ticks.
-fn cpu_ticks(stat: &str) -> u64 {
-    // After the command name's last closing parenthesis (the name may hold one): state is
-    // field 3, utime 14, stime 15.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    let tick = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    tick(11) + tick(12)
 }
 
 impl Drop for CriClient {
@@ -375,12 +359,5 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("0 answers to 1 pods"), "{e}");
-    }
-
-    #[test]
-    fn cpu_ticks_read_past_a_command_name_with_parentheses() {
-        let stat = "42 (crit) (x) S 1 42 42 0 -1 4194560 100 0 0 0 17 5 0 0 20 0 9 0 123";
-        assert_eq!(cpu_ticks(stat), 22);
-        assert_eq!(cpu_ticks(""), 0);
     }
 }

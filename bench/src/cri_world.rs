@@ -201,12 +201,7 @@ impl Server {
         if pid == self.pid {
             return true;
         }
-        let parent = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|s| {
-                let rest = s.rsplit_once(')')?.1.to_string();
-                rest.split_whitespace().nth(1)?.parse::<u32>().ok()
-            });
+        let parent = proc::Stat::of(pid).map(|s| s.ppid);
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         parent == Some(self.pid) && cmdline.split(|b| *b == 0).nth(1) == Some(b"spawner")
     }
