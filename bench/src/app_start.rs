@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use crate::cpu_cgroup::CpuCgroup;
 use crate::error::BenchError;
 use crate::proc::run;
-use crate::stats::{alternate, Series, Variant};
+use crate::stats::{alternate, per_round, secs, Series, Variant};
 
 pub const ADD_START: &str = "app add + app start, /bin/true, into the running sandbox";
 pub const START_ONLY: &str = "app start alone, /bin/true (added beforehand, untimed)";
@@ -45,12 +45,7 @@ impl NetRun {
     /// Per round, `a`'s time over `b`'s (the two ran in the same round).
     pub fn per_round(&self, a: &str, b: &str) -> Vec<f64> {
         match (self.get(a), self.get(b)) {
-            (Some(a), Some(b)) => a
-                .samples
-                .iter()
-                .zip(&b.samples)
-                .map(|(x, y)| x.as_secs_f64() / y.as_secs_f64().max(1e-9))
-                .collect(),
+            (Some(a), Some(b)) => per_round(&secs(&a.samples), &secs(&b.samples)),
             _ => Vec::new(),
         }
     }

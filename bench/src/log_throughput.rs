@@ -25,7 +25,7 @@ use crate::cpu_cgroup::CpuCgroup;
 use crate::error::BenchError;
 use crate::proc::run;
 use crate::scenarios::{tool, which};
-use crate::stats::{alternate, Series, Variant};
+use crate::stats::{alternate, per_round, secs, Series, Variant};
 
 pub const RKT_RUN: &str = "rkt run --stdout=log (runner thread copies)";
 pub const RKT_RUN_CANDIDATE: &str =
@@ -60,19 +60,9 @@ impl LogResult {
 
     /// Per round, `a` over `b` in wall time (`cpu`: in CPU time).
     pub fn per_round(&self, a: &str, b: &str, cpu: bool) -> Vec<f64> {
-        let pick = |s: &Series| {
-            if cpu {
-                s.cpu.clone()
-            } else {
-                s.samples.clone()
-            }
-        };
+        let pick = |s: &Series| secs(if cpu { &s.cpu } else { &s.samples });
         match (self.get(a), self.get(b)) {
-            (Some(a), Some(b)) => pick(a)
-                .iter()
-                .zip(pick(b))
-                .map(|(x, y)| x.as_secs_f64() / y.as_secs_f64().max(1e-9))
-                .collect(),
+            (Some(a), Some(b)) => per_round(&pick(a), &pick(b)),
             _ => Vec::new(),
         }
     }

@@ -9,7 +9,8 @@ use crate::error::BenchError;
 use crate::rss::Peaks;
 use crate::scenarios::{ManyResult, ScaleResult};
 use crate::stats::{
-    fmt_duration, median_ci, median_diff_ci, median_f64, ratio, verdict_interval, Series,
+    fmt_duration, median_ci, median_diff_ci, median_f64, per_round, ratio, secs, verdict_interval,
+    Series,
 };
 
 /// The markers in docs/PERFORMANCE.md between which the latest report goes.
@@ -394,11 +395,6 @@ fn render_log_targets(out: &mut String, l: &crate::log_throughput::LogResult) {
     }
 }
 
-/// Per round, `a[i] / b[i]`.
-fn per_round_ratio(a: &[f64], b: &[f64]) -> Vec<f64> {
-    a.iter().zip(b).map(|(x, y)| x / y.max(1e-12)).collect()
-}
-
 /// The verdict for a per-round ratio against a lower `limit`.
 fn ratio_holds_min(values: &[f64], limit: f64) -> &'static str {
     let (lo, hi) = verdict_interval(values);
@@ -411,10 +407,6 @@ fn ratio_holds_min(values: &[f64], limit: f64) -> &'static str {
     }
 }
 
-fn secs(v: &[Duration]) -> Vec<f64> {
-    v.iter().map(Duration::as_secs_f64).collect()
-}
-
 /// Scenarios 11 to 13's rows: rkt-cri against containerd.
 fn render_cri_targets(out: &mut String, c: &crate::cri::CriResult) {
     use crate::cri::Client;
@@ -422,7 +414,7 @@ fn render_cri_targets(out: &mut String, c: &crate::cri::CriResult) {
     let pair = |client| Some((c.cycle(RKT_CRI, client)?, c.cycle(CONTAINERD, client)?));
     if let Some((rkt, ctd)) = pair(Client::OneProcess) {
         for (cpu, what) in [(false, "wall"), (true, "CPU")] {
-            let pick = |s: &Series| if cpu { secs(&s.cpu) } else { secs(&s.samples) };
+            let pick = |s: &Series| secs(if cpu { &s.cpu } else { &s.samples });
             let med = |s: &Series| {
                 if cpu {
                     s.cpu_median().unwrap_or_default()
@@ -430,7 +422,7 @@ fn render_cri_targets(out: &mut String, c: &crate::cri::CriResult) {
                     s.median()
                 }
             };
-            let per_round = per_round_ratio(&pick(&rkt.whole), &pick(&ctd.whole));
+            let ratios = per_round(&pick(&rkt.whole), &pick(&ctd.whole));
             let _ = writeln!(
                 out,
                 "| 11 | a CRI pod's life (RunPodSandbox, CreateContainer, StartContainer, StopContainer, RemoveContainer, StopPodSandbox, RemovePodSandbox) through one client process with one connection, as kubelet, {what} time{}: rkt-cri vs containerd (per round) | {} / {} | {} | ≤ 0.5× | {} |",
@@ -441,13 +433,13 @@ fn render_cri_targets(out: &mut String, c: &crate::cri::CriResult) {
                 },
                 fmt_duration(med(&rkt.whole)),
                 fmt_duration(med(&ctd.whole)),
-                ratio_ci(&per_round),
-                ratio_holds(&per_round, 0.5)
+                ratio_ci(&ratios),
+                ratio_holds(&ratios, 0.5)
             );
         }
     }
     if let Some((rkt, ctd)) = pair(Client::Crictl) {
-        let per_round = per_round_ratio(&secs(&rkt.whole.samples), &secs(&ctd.whole.samples));
+        let ratios = per_round(&secs(&rkt.whole.samples), &secs(&ctd.whole.samples));
         let floor = c
             .floor
             .as_ref()
@@ -464,21 +456,21 @@ fn render_cri_targets(out: &mut String, c: &crate::cri::CriResult) {
             "| 11 | for information, the same life through crictl, a process per command (runp, create, start, stop, rm, stopp, rmp{floor}), wall time: rkt-cri vs containerd (per round) | {} / {} | {} | — | — |",
             fmt_duration(rkt.whole.median()),
             fmt_duration(ctd.whole.median()),
-            ratio_ci(&per_round),
+            ratio_ci(&ratios),
         );
     }
     if let (Some(rkt), Some(ctd)) = (c.many_of(RKT_CRI), c.many_of(CONTAINERD)) {
         let (tr, tc) = (rkt.throughputs(c.pods), ctd.throughputs(c.pods));
-        let per_round = per_round_ratio(&tr, &tc);
+        let ratios = per_round(&tr, &tc);
         let _ = writeln!(
             out,
             "| 12 | {} pods at once through the CRI (one client process, a goroutine per pod: RunPodSandbox + CreateContainer + StartContainer), throughput: rkt-cri vs containerd (per round, {} rounds) | {:.1} / {:.1} pods/s | {} | ≥ 2× | {} |",
             c.pods,
-            per_round.len(),
+            ratios.len(),
             median_f64(&tr),
             median_f64(&tc),
-            ratio_ci(&per_round),
-            ratio_holds_min(&per_round, 2.0)
+            ratio_ci(&ratios),
+            ratio_holds_min(&ratios, 2.0)
         );
         let errors: usize = rkt
             .rounds
@@ -501,16 +493,16 @@ fn render_cri_targets(out: &mut String, c: &crate::cri::CriResult) {
                         .collect()
                 };
                 let (kr, kc) = (kib(rkt), kib(ctd));
-                let per_round = per_round_ratio(&kr, &kc);
+                let ratios = per_round(&kr, &kc);
                 let _ = writeln!(
                     out,
                     "| 13 | memory ({what}) of the runtime's processes with {} pods running, the containers' own left out: rkt-cri vs containerd + shims (per round) | {} / {} | {} | {} | {} |",
                     c.pods,
                     mib(median_f64(&kr) as u64),
                     mib(median_f64(&kc) as u64),
-                    ratio_ci(&per_round),
+                    ratio_ci(&ratios),
                     if pss { "≤ 0.25×" } else { "—" },
-                    if pss { ratio_holds(&per_round, 0.25) } else { "—" }
+                    if pss { ratio_holds(&ratios, 0.25) } else { "—" }
                 );
             }
         }

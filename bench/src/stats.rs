@@ -137,6 +137,17 @@ pub fn ratio(a: Duration, b: Duration) -> f64 {
     }
 }
 
+/// Per round, `a`'s value over `b`'s (the two measured in the same round). A `b` of zero
+/// (nothing measured) counts as 1e-9, so that its ratio is huge rather than infinite.
+pub fn per_round(a: &[f64], b: &[f64]) -> Vec<f64> {
+    a.iter().zip(b).map(|(x, y)| x / y.max(1e-9)).collect()
+}
+
+/// Durations in seconds.
+pub fn secs(v: &[Duration]) -> Vec<f64> {
+    v.iter().map(Duration::as_secs_f64).collect()
+}
+
 /// The median of `values` (the mean of the middle two for an even count); 0 without any.
 pub fn median_f64(values: &[f64]) -> f64 {
     let mut s = values.to_vec();
