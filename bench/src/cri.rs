@@ -119,6 +119,7 @@ pub struct ManyRuntime {
 }
 
 impl ManyRuntime {
+    /// Each round's throughput: `pods` over the time until every container was started.
     pub fn throughputs(&self, pods: usize) -> Vec<f64> {
         self.rounds
             .iter()

@@ -563,7 +563,7 @@ fn render_cri_details(out: &mut String, c: &crate::cri::CriResult) {
             m.label, c.pods
         );
         out.push_str("| round | all running after | pods/s | CPU meanwhile (the client's) | stop + remove all at once | CPU meanwhile | failed | running | PSS (RSS) with the pods | server alone before |\n|---|---|---|---|---|---|---|---|---|---|\n");
-        for (i, r) in m.rounds.iter().enumerate() {
+        for (i, (r, per_s)) in m.rounds.iter().zip(m.throughputs(c.pods)).enumerate() {
             let mem = |x: &Option<crate::cri::Memory>| {
                 x.as_ref()
                     .map(|x| format!("{} ({})", mib(x.pss_kib), mib(x.rss_kib)))
@@ -574,7 +574,7 @@ fn render_cri_details(out: &mut String, c: &crate::cri::CriResult) {
                 "| {} | {} | {:.1} | {} ({}) | {} | {} | {} | {} | {} | {} |",
                 i + 1,
                 fmt_duration(r.start),
-                c.pods as f64 / r.start.as_secs_f64().max(1e-9),
+                per_s,
                 fmt_duration(r.start_cpu),
                 fmt_duration(r.client_cpu),
                 fmt_duration(r.stop),
