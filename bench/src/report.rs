@@ -107,6 +107,14 @@ fn holds_ci(lo: f64, hi: f64, limit: f64) -> &'static str {
     }
 }
 
+/// What a check for leftovers found, as a table cell: `nothing`, or how many and the first.
+fn leftovers_cell(found: &[String]) -> String {
+    match found.first() {
+        None => "nothing".to_string(),
+        Some(first) => format!("{} (first: {})", found.len(), first.replace('|', "/")),
+    }
+}
+
 /// `+1.2 ms [+0.4, +2.0]`: a median and its 95% interval, in milliseconds.
 fn ms_ci(values: &[f64]) -> String {
     let m = median_f64(values) * 1e3;
@@ -188,11 +196,7 @@ fn render_busy_targets(out: &mut String, b: &crate::busy::BusyResult) {
         let _ = writeln!(
             out,
             "| 6 | busy host: left after the last stop and `rkt gc` (namespaces, links, rules and chains, leases, cache entries, pods, cgroups) | {} | — | nothing | {} |",
-            if b.leaks.is_empty() {
-                "nothing".to_string()
-            } else {
-                format!("{} (first: {})", b.leaks.len(), b.leaks[0].replace('|', "/"))
-            },
+            leftovers_cell(&b.leaks),
             holds(b.leaks.is_empty())
         );
     }
@@ -319,11 +323,7 @@ fn render_app_start_targets(out: &mut String, a: &crate::app_start::AppStartResu
     let _ = writeln!(
         out,
         "| 9 | left after the sandboxes stopped and `rkt gc` (the leak checker) | {} | — | nothing | {} |",
-        if a.leaks.is_empty() {
-            "nothing".to_string()
-        } else {
-            format!("{} (first: {})", a.leaks.len(), a.leaks[0].replace('|', "/"))
-        },
+        leftovers_cell(&a.leaks),
         holds(a.leaks.is_empty())
     );
 }
@@ -510,11 +510,7 @@ fn render_cri_targets(out: &mut String, c: &crate::cri::CriResult) {
     let _ = writeln!(
         out,
         "| 11–13 | left behind at the end (processes in the runtimes' cgroups, mounts) | {} | — | nothing | {} |",
-        if c.leftovers.is_empty() {
-            "nothing".to_string()
-        } else {
-            c.leftovers.join("; ").replace('|', "/")
-        },
+        leftovers_cell(&c.leftovers),
         holds(c.leftovers.is_empty())
     );
 }
@@ -601,6 +597,10 @@ fn render_cri_details(out: &mut String, c: &crate::cri::CriResult) {
         for e in m.rounds.iter().flat_map(|r| &r.errors).take(3) {
             let _ = writeln!(out, "\n{} failure: `{}`", m.label, e.replace('`', "'"));
         }
+    }
+    // The targets' table shows the first only.
+    for l in &c.leftovers {
+        let _ = writeln!(out, "\nLeft behind: `{}`", l.replace('`', "'"));
     }
 }
 
