@@ -242,7 +242,7 @@ pub fn cycles(
         .collect();
     let mut out: Vec<CycleRuntime> = variants
         .iter()
-        .map(|&(i, client)| {
+        .map(|&(i, client)| -> Result<CycleRuntime, BenchError> {
             let s = &world.servers[i];
             let (up, down) = match client {
                 Client::OneProcess => (
@@ -255,16 +255,16 @@ pub fn cycles(
                 label: format!("{} ({}): {what}", s.label, client.describe()),
                 ..Series::default()
             };
-            CycleRuntime {
+            Ok(CycleRuntime {
                 label: s.label.to_string(),
-                version: s.version.clone(),
+                version: s.client()?.version().to_string(),
                 client,
                 whole: series(format!("{up} + {down}")),
                 up: series(up.to_string()),
                 down: series(down.to_string()),
-            }
+            })
         })
-        .collect();
+        .collect::<Result<_, _>>()?;
     let mut floor = Series {
         label: CLIENT_FLOOR.to_string(),
         ..Series::default()

@@ -56,6 +56,8 @@ pub struct CriClient {
     pipes: Mutex<Pipes>,
     /// Its stderr.
     log: PathBuf,
+    /// The runtime's name and version, as its Version RPC answered at the start.
+    version: String,
 }
 
 /// The scenario this module's errors name.
@@ -86,7 +88,7 @@ impl PodUp {
 impl CriClient {
     /// Starts `cmd` (`criclient`, made ready to run where it must: the namespace) as
     /// `criclient serve -endpoint unix://SOCKET`, its stderr into `log`, and checks that it
-    /// reaches the runtime (a Version RPC).
+    /// reaches the runtime (a Version RPC, whose answer [`CriClient::version`] keeps).
     pub fn spawn(
         mut cmd: Command,
         label: &'static str,
@@ -105,7 +107,7 @@ impl CriClient {
             .spawn()
             .map_err(|source| BenchError::Spawn { program, source })?;
         let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
-        let client = CriClient {
+        let mut client = CriClient {
             label,
             pid: child.id(),
             pipes: Mutex::new(Pipes {
@@ -116,8 +118,10 @@ impl CriClient {
                 ),
             }),
             log,
+            version: String::new(),
         };
-        client.version()?;
+        let v = client.request_ok(&json!({"op": "version"}))?;
+        client.version = text(&v, "runtime").unwrap_or_default();
         Ok(client)
     }
 
@@ -185,10 +189,9 @@ impl CriClient {
         }
     }
 
-    /// The runtime's name and version (the Version RPC).
-    pub fn version(&self) -> Result<String, BenchError> {
-        let v = self.request_ok(&json!({"op": "version"}))?;
-        Ok(text(&v, "runtime").unwrap_or_default())
+    /// The runtime's name and version.
+    pub fn version(&self) -> &str {
+        &self.version
     }
 
     /// RunPodSandbox, CreateContainer and StartContainer of the pod and container whose
@@ -312,6 +315,7 @@ mod tests {
             r#"{VERSION}; read l; echo '{{"pod":"p1","ns":7,"steps_ns":[3,4],"error":"CreateContainer: boom"}}'; read l; echo '{{"ns":9,"pods":[{{"pod":"p2","ctr":"c2","ns":8}},{{"pod":"p3","ns":6,"error":"StartContainer: no"}}]}}'"#
         ))
         .expect("the fake answers Version");
+        assert_eq!(client.version(), "fake 1");
         let e = client.up("pod.json", "ctr.json").unwrap_err().to_string();
         assert!(e.contains("against fake: CreateContainer: boom"), "{e}");
         let pairs = vec![("a".to_string(), "b".to_string()); 2];

@@ -176,8 +176,6 @@ pub struct Server {
     pub socket: PathBuf,
     pub cgroup: CpuCgroup,
     pub log: PathBuf,
-    /// `crictl version`'s runtime name and version.
-    pub version: String,
     /// Its one-process client, once started.
     client: Option<CriClient>,
 }
@@ -310,8 +308,7 @@ impl World {
         world.servers.push(ctd);
         let rkt = world.start_rkt_cri(&tools.rkt_cri, &tools.cni_bin)?;
         world.servers.push(rkt);
-        for i in 0..world.servers.len() {
-            let s = &world.servers[i];
+        for s in &world.servers {
             let mut images = vec![APP_IMAGE];
             if s.kind == Kind::Containerd {
                 images.push(PAUSE_IMAGE);
@@ -319,16 +316,6 @@ impl World {
             for image in images {
                 world.crictl(s, &["pull", image])?;
             }
-            let v = world.crictl(s, &["version"])?;
-            let text = String::from_utf8_lossy(&v.stdout);
-            let field = |name: &str| {
-                text.lines()
-                    .find_map(|l| l.strip_prefix(name))
-                    .map(|v| v.trim().to_string())
-                    .unwrap_or_default()
-            };
-            let version = format!("{} {}", field("RuntimeName:"), field("RuntimeVersion:"));
-            world.servers[i].version = version;
         }
         for i in 0..world.servers.len() {
             let client = world.start_client(&tools.criclient, &world.servers[i])?;
@@ -480,7 +467,6 @@ impl World {
             socket,
             cgroup,
             log,
-            version: String::new(),
             client: None,
         };
         let start = Instant::now();
