@@ -35,10 +35,9 @@ use crate::stats::Series;
 pub const CLIENT_FLOOR: &str = "crictl's own floor: 7 × crictl version";
 
 /// Which client drives a variant of scenario 11.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Client {
     /// One `criclient serve` for the whole run, one gRPC connection (as kubelet).
-    #[default]
     OneProcess,
     /// One `crictl` process per command.
     Crictl,
@@ -60,7 +59,7 @@ const MEMORY_SETTLE: Duration = Duration::from_secs(15);
 const SCENARIO: &str = "CRI";
 
 /// Scenario 11's figures for one runtime through one client.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct CycleRuntime {
     pub label: String,
     pub version: String,
@@ -75,7 +74,7 @@ pub struct CycleRuntime {
 }
 
 /// One round of scenarios 12 and 13 for one runtime.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub struct ManyRound {
     /// Until every container runs.
     pub start: Duration,
@@ -99,7 +98,7 @@ pub struct ManyRound {
 }
 
 /// The memory of a runtime's processes, by role.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub struct Memory {
     /// (role, processes, PSS KiB, RSS KiB), largest PSS first.
     pub roles: Vec<(String, usize, u64, u64)>,
@@ -112,7 +111,7 @@ pub struct Memory {
 }
 
 /// Scenario 12 and 13's rounds for one runtime.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ManyRuntime {
     pub label: String,
     pub rounds: Vec<ManyRound>,
@@ -155,6 +154,7 @@ impl CriResult {
 /// Whether a container's process (`sleep`) is in `server`'s cgroups: `count` of them.
 fn running_sleeps(server: &Server) -> usize {
     server
+        .cgroup
         .processes()
         .into_iter()
         .filter(|p| {
@@ -356,7 +356,7 @@ fn pss_rss(pid: u32) -> (u64, u64) {
 pub fn memory(server: &Server) -> Memory {
     let mut m = Memory::default();
     let mut roles: Vec<(String, usize, u64, u64)> = Vec::new();
-    for pid in server.processes() {
+    for pid in server.cgroup.processes() {
         let (pss, rss) = pss_rss(pid);
         match role(server, pid) {
             None => {

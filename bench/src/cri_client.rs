@@ -22,7 +22,7 @@ use crate::proc::Stat;
 const EXIT_PATIENCE: Duration = Duration::from_secs(2);
 
 /// One pod brought up (or not) by [`CriClient::up`] or [`CriClient::up_many`].
-#[derive(Debug, Clone, Default)]
+#[derive(Debug)]
 pub struct PodUp {
     /// The sandbox's ID, once RunPodSandbox returned it.
     pub pod: Option<String>,
@@ -35,7 +35,7 @@ pub struct PodUp {
 }
 
 /// Scenario 12's pods brought up at once.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug)]
 pub struct ManyUp {
     /// Until the last pod's StartContainer (or failure) returned.
     pub took: Duration,

@@ -52,14 +52,9 @@ const REGISTRY: &str = "127.0.0.1:5000";
 pub const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.6";
 /// The containers' image.
 pub const APP_IMAGE: &str = "registry.k8s.io/e2e-test-images/busybox:1.29-2";
-/// The images as the harness's OCI layout names them, and their path in the registry.
-const LAYOUT_IMAGES: [(&str, &str); 2] = [
-    ("pause:3.6", "pause:3.6"),
-    (
-        "e2e-test-images/busybox:1.29-2",
-        "e2e-test-images/busybox:1.29-2",
-    ),
-];
+/// The images as the harness's OCI layout names them, which is also their path in the
+/// registry.
+const LAYOUT_IMAGES: [&str; 2] = ["pause:3.6", "e2e-test-images/busybox:1.29-2"];
 
 /// How long a server may take to answer after it started.
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -72,7 +67,7 @@ pub const QUIET_LIMIT: Duration = Duration::from_secs(60);
 const SCENARIO: &str = "CRI world";
 
 /// The programs scenarios 11 to 13 need.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct CriTools {
     pub rkt_cri: PathBuf,
     pub crictl: PathBuf,
@@ -188,11 +183,6 @@ impl Server {
         })
     }
 
-    /// Every process in the server's cgroups (the server itself included).
-    pub fn processes(&self) -> Vec<u32> {
-        self.cgroup.processes()
-    }
-
     /// Whether `pid` is the server or a process of its own that lives as long as it does
     /// (rkt-cri's spawner, its child), rather than one of a pod's.
     fn is_own(&self, pid: u32) -> bool {
@@ -209,7 +199,7 @@ impl Server {
     pub fn wait_quiet(&self, limit: Duration) -> Result<(), BenchError> {
         let start = Instant::now();
         loop {
-            let procs = self.processes();
+            let procs = self.cgroup.processes();
             if procs.iter().all(|p| self.is_own(*p)) {
                 return Ok(());
             }
@@ -240,7 +230,7 @@ fn tag(kind: Kind) -> &'static str {
 /// The namespace, the registry, the configuration and the two servers.
 pub struct World {
     work: Option<tempfile::TempDir>,
-    pub dir: PathBuf,
+    dir: PathBuf,
     netns: Option<Netns>,
     registry: Option<Child>,
     pub servers: Vec<Server>,
@@ -301,7 +291,7 @@ impl World {
             closed: false,
         };
         world.netns = Some(Netns::new(&dir.join("netns"))?);
-        world.write_config(tools)?;
+        world.write_config()?;
         world.start_registry(&registry_bin)?;
         world.push_images(&skopeo, &tools.layout)?;
         let ctd = world.start_containerd(&containerd, &runc, &tools.cni_bin)?;
@@ -335,7 +325,7 @@ impl World {
     }
 
     /// The CNI configuration and the mirrors, shared by both runtimes.
-    fn write_config(&self, tools: &CriTools) -> Result<(), BenchError> {
+    fn write_config(&self) -> Result<(), BenchError> {
         let etc = self.etc();
         let net = etc.join("net.d");
         for d in [&net, &self.dir.join("cni-leases"), &self.dir.join("logs")] {
@@ -369,7 +359,6 @@ impl World {
             ),
         )
         .map_err(|e| BenchError::io(&file, e))?;
-        let _ = tools;
         Ok(())
     }
 
@@ -423,14 +412,14 @@ impl World {
     }
 
     fn push_images(&self, skopeo: &Path, layout: &Path) -> Result<(), BenchError> {
-        for (name, path) in LAYOUT_IMAGES {
+        for name in LAYOUT_IMAGES {
             let args = [
                 "copy".to_string(),
                 "--quiet".into(),
                 "--all".into(),
                 "--dest-tls-verify=false".into(),
                 format!("oci:{}:{name}", layout.display()),
-                format!("docker://{REGISTRY}/{path}"),
+                format!("docker://{REGISTRY}/{name}"),
             ];
             self.netns().run(skopeo, &args)?;
         }
@@ -717,7 +706,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
                 let _ = child.kill();
                 let _ = child.wait();
             }
-            let stray = s.processes();
+            let stray = s.cgroup.processes();
             if !stray.is_empty() {
                 left.push(format!(
                     "{}: processes left after it stopped: {stray:?}",
