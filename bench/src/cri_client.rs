@@ -312,7 +312,7 @@ mod tests {
     fn an_rpc_error_names_the_rpc_and_pods_keep_their_ids() {
         let dir = tempdir();
         let client = fake(&dir, &format!(
-            r#"{VERSION}; read l; echo '{{"pod":"p1","ns":7,"steps_ns":[3,4],"error":"CreateContainer: boom"}}'; read l; echo '{{"ns":9,"pods":[{{"pod":"p2","ctr":"c2","ns":8}},{{"pod":"p3","ns":6,"error":"StartContainer: no"}}]}}'"#
+            r#"{VERSION}; read l; echo '{{"pod":"p1","ns":7,"error":"CreateContainer: boom"}}'; read l; echo '{{"ns":9,"pods":[{{"pod":"p2","ctr":"c2","ns":8}},{{"pod":"p3","ns":6,"error":"StartContainer: no"}}]}}'"#
         ))
         .expect("the fake answers Version");
         assert_eq!(client.version(), "fake 1");
