@@ -21,15 +21,22 @@ use crate::proc::Stat;
 /// How long the client may take to exit once its stdin is closed.
 const EXIT_PATIENCE: Duration = Duration::from_secs(2);
 
-/// One pod brought up (or not) by [`CriClient::up`] or [`CriClient::up_many`].
+/// A pod brought up by [`CriClient::up`].
+#[derive(Debug)]
+pub struct Up {
+    /// The sandbox's ID.
+    pub pod: String,
+    /// The container's ID.
+    pub ctr: String,
+    /// RunPodSandbox + CreateContainer + StartContainer.
+    pub took: Duration,
+}
+
+/// One pod of [`CriClient::up_many`], up or not.
 #[derive(Debug)]
 pub struct PodUp {
     /// The sandbox's ID, once RunPodSandbox returned it.
     pub pod: Option<String>,
-    /// The container's ID, once CreateContainer returned it.
-    pub ctr: Option<String>,
-    /// RunPodSandbox + CreateContainer + StartContainer (as far as they got).
-    pub took: Duration,
     /// The first RPC that failed, and why.
     pub error: Option<String>,
 }
@@ -78,8 +85,6 @@ impl PodUp {
     fn from_answer(v: &Value) -> PodUp {
         PodUp {
             pod: text(v, "pod"),
-            ctr: text(v, "ctr"),
-            took: nanos(v),
             error: text(v, "error"),
         }
     }
@@ -196,18 +201,17 @@ impl CriClient {
 
     /// RunPodSandbox, CreateContainer and StartContainer of the pod and container whose
     /// configurations are in the files `pod` and `ctr`.
-    pub fn up(&self, pod: &str, ctr: &str) -> Result<PodUp, BenchError> {
-        let v = self.request(&json!({"op": "up", "pod": pod, "ctr": ctr}))?;
-        let up = PodUp::from_answer(&v);
-        match (&up.error, &up.pod, &up.ctr) {
-            (None, Some(_), Some(_)) => Ok(up),
-            (e, _, _) => Err(BenchError::scenario(
+    pub fn up(&self, pod: &str, ctr: &str) -> Result<Up, BenchError> {
+        let v = self.request_ok(&json!({"op": "up", "pod": pod, "ctr": ctr}))?;
+        match (text(&v, "pod"), text(&v, "ctr")) {
+            (Some(pod), Some(ctr)) => Ok(Up {
+                pod,
+                ctr,
+                took: nanos(&v),
+            }),
+            _ => Err(BenchError::scenario(
                 SCENARIO,
-                format!(
-                    "against {}: {}",
-                    self.label,
-                    e.as_deref().unwrap_or("no pod or container ID")
-                ),
+                format!("against {}: no pod or container ID", self.label),
             )),
         }
     }
@@ -321,7 +325,7 @@ mod tests {
         let pairs = vec![("a".to_string(), "b".to_string()); 2];
         let many = client.up_many(&pairs).expect("an answer per pod");
         assert_eq!(many.took, Duration::from_nanos(9));
-        assert_eq!(many.pods[0].ctr.as_deref(), Some("c2"));
+        assert_eq!(many.pods[0].pod.as_deref(), Some("p2"));
         assert_eq!(many.pods[0].error, None);
         assert_eq!(many.pods[1].pod.as_deref(), Some("p3"));
         assert_eq!(many.pods[1].error.as_deref(), Some("StartContainer: no"));
