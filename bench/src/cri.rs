@@ -61,7 +61,7 @@ const SCENARIO: &str = "CRI";
 /// Scenario 11's figures for one runtime through one client.
 #[derive(Debug)]
 pub struct CycleRuntime {
-    pub label: String,
+    pub kind: Kind,
     pub version: String,
     pub client: Client,
     /// The whole cycle's wall time (the seven RPCs or crictl runs) and the runtime's CPU
@@ -113,7 +113,7 @@ pub struct Memory {
 /// Scenario 12 and 13's rounds for one runtime.
 #[derive(Debug)]
 pub struct ManyRuntime {
-    pub label: String,
+    pub kind: Kind,
     pub rounds: Vec<ManyRound>,
 }
 
@@ -140,14 +140,14 @@ pub struct CriResult {
 }
 
 impl CriResult {
-    pub fn cycle(&self, label: &str, client: Client) -> Option<&CycleRuntime> {
+    pub fn cycle(&self, kind: Kind, client: Client) -> Option<&CycleRuntime> {
         self.cycles
             .iter()
-            .find(|c| c.label == label && c.client == client)
+            .find(|c| c.kind == kind && c.client == client)
     }
 
-    pub fn many_of(&self, label: &str) -> Option<&ManyRuntime> {
-        self.many.iter().find(|c| c.label == label)
+    pub fn many_of(&self, kind: Kind) -> Option<&ManyRuntime> {
+        self.many.iter().find(|c| c.kind == kind)
     }
 }
 
@@ -174,7 +174,7 @@ fn wait_running(server: &Server, n: usize, limit: Duration) -> Result<usize, Ben
         if start.elapsed() > limit {
             return Err(BenchError::scenario(SCENARIO, format!(
                 "{}: {found} of {n} containers' processes running {} ms after StartContainer returned",
-                server.label,
+                server.kind.label(),
                 limit.as_millis()
             )));
         }
@@ -246,11 +246,11 @@ pub fn cycles(
                 Client::Crictl => ("runp + create + start", "stop + rm + stopp + rmp"),
             };
             let series = |what: String| Series {
-                label: format!("{} ({}): {what}", s.label, client.describe()),
+                label: format!("{} ({}): {what}", s.kind.label(), client.describe()),
                 ..Series::default()
             };
             Ok(CycleRuntime {
-                label: s.label.to_string(),
+                kind: s.kind,
                 version: s.client()?.version().to_string(),
                 client,
                 whole: series(format!("{up} + {down}")),
@@ -310,7 +310,7 @@ fn role(server: &Server, pid: u32) -> Option<String> {
         return None;
     }
     if pid == server.pid {
-        return Some(format!("the server ({})", server.label));
+        return Some(format!("the server ({})", server.kind.label()));
     }
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     let args: Vec<String> = cmdline
@@ -442,7 +442,7 @@ pub fn many(
         .servers
         .iter()
         .map(|s| ManyRuntime {
-            label: s.label.to_string(),
+            kind: s.kind,
             rounds: Vec::new(),
         })
         .collect();

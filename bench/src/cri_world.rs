@@ -38,10 +38,6 @@ use crate::proc;
 use crate::scenarios::tool;
 use crate::workspace::{check_files, write_json};
 
-/// The two runtimes' labels.
-pub const CONTAINERD: &str = "containerd 1.6 + runc";
-pub const RKT_CRI: &str = "rkt-cri";
-
 /// The pod network: bridge + host-local on a subnet of the benchmark's own.
 pub const NET_NAME: &str = "rktbench-cri";
 pub const SUBNET: &str = "10.248.0.0/16";
@@ -162,10 +158,27 @@ pub enum Kind {
     RktCri,
 }
 
+impl Kind {
+    /// The runtime's name in messages and the report.
+    pub fn label(self) -> &'static str {
+        match self {
+            Kind::Containerd => "containerd 1.6 + runc",
+            Kind::RktCri => "rkt-cri",
+        }
+    }
+
+    /// A short name of the runtime for files.
+    fn tag(self) -> &'static str {
+        match self {
+            Kind::Containerd => "ctd",
+            Kind::RktCri => "rkt",
+        }
+    }
+}
+
 /// One CRI server, running inside the namespace and its own cgroup.
 pub struct Server {
     pub kind: Kind,
-    pub label: &'static str,
     child: Option<Child>,
     pub pid: u32,
     pub socket: PathBuf,
@@ -179,7 +192,10 @@ impl Server {
     /// The server's one-process client.
     pub fn client(&self) -> Result<&CriClient, BenchError> {
         self.client.as_ref().ok_or_else(|| {
-            BenchError::scenario(SCENARIO, format!("{}: no criclient started", self.label))
+            BenchError::scenario(
+                SCENARIO,
+                format!("{}: no criclient started", self.kind.label()),
+            )
         })
     }
 
@@ -205,25 +221,14 @@ impl Server {
             }
             crate::proc::check_interrupt()?;
             if start.elapsed() > limit {
+                let (label, secs) = (self.kind.label(), limit.as_secs());
                 return Err(BenchError::scenario(
                     SCENARIO,
-                    format!(
-                    "{}: processes {procs:?} still in its cgroups {} s after its pods were removed",
-                    self.label,
-                    limit.as_secs()
-                ),
+                    format!("{label}: processes {procs:?} still in its cgroups {secs} s after its pods were removed"),
                 ));
             }
             std::thread::sleep(Duration::from_millis(2));
         }
-    }
-}
-
-/// A short name of `kind` for files.
-fn tag(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Containerd => "ctd",
-        Kind::RktCri => "rkt",
     }
 }
 
@@ -444,13 +449,9 @@ impl World {
         let child = cmd
             .spawn()
             .map_err(|source| BenchError::Spawn { program, source })?;
-        let label = match kind {
-            Kind::Containerd => CONTAINERD,
-            Kind::RktCri => RKT_CRI,
-        };
+        let label = kind.label();
         let mut server = Server {
             kind,
-            label,
             pid: child.id(),
             child: Some(child),
             socket,
@@ -582,8 +583,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     fn start_client(&self, program: &Path, server: &Server) -> Result<CriClient, BenchError> {
         let mut cmd = Command::new(program);
         self.netns().enter(&mut cmd);
-        let log = self.dir.join(format!("criclient-{}.log", tag(server.kind)));
-        CriClient::spawn(cmd, server.label, &server.socket, log)
+        let log = self
+            .dir
+            .join(format!("criclient-{}.log", server.kind.tag()));
+        CriClient::spawn(cmd, server.kind.label(), &server.socket, log)
     }
 
     /// `crictl ARGS` against `server`, inside the namespace, outside the servers' cgroups.
@@ -600,7 +603,11 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         all.extend_from_slice(args);
         self.netns().run(&self.crictl, &all).map_err(|e| match e {
             BenchError::Failed { status, stderr, .. } => BenchError::Failed {
-                command: format!("crictl {} (against {})", args.join(" "), server.label),
+                command: format!(
+                    "crictl {} (against {})",
+                    args.join(" "),
+                    server.kind.label()
+                ),
                 status,
                 stderr,
             },
@@ -622,7 +629,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
                     format!(
                         "crictl {} against {} printed no ID",
                         args.join(" "),
-                        server.label
+                        server.kind.label()
                     ),
                 )
             })
@@ -632,7 +639,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     /// each time) and returns their paths.
     pub fn configs(&self, server: &Server) -> Result<(String, String), BenchError> {
         let n = self.counter.fetch_add(1, Ordering::SeqCst);
-        let name = format!("bench-{}-{n}", tag(server.kind));
+        let name = format!("bench-{}-{n}", server.kind.tag());
         let logs = self.dir.join("logs").join(&name);
         std::fs::create_dir_all(&logs).map_err(|e| BenchError::io(&logs, e))?;
         let pod = serde_json::json!({
@@ -686,7 +693,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             if let Err(e) = self.crictl(s, &["rmp", "-fa"]) {
                 left.push(format!(
                     "{}: crictl rmp -fa: {}",
-                    s.label,
+                    s.kind.label(),
                     cni::error::chain(&e)
                 ));
             }
@@ -710,7 +717,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             if !stray.is_empty() {
                 left.push(format!(
                     "{}: processes left after it stopped: {stray:?}",
-                    s.label
+                    s.kind.label()
                 ));
                 for p in &stray {
                     // SAFETY: kill(2) on a process of the server's cgroup (one it started).

@@ -410,8 +410,8 @@ fn ratio_holds_min(values: &[f64], limit: f64) -> &'static str {
 /// Scenarios 11 to 13's rows: rkt-cri against containerd.
 fn render_cri_targets(out: &mut String, c: &crate::cri::CriResult) {
     use crate::cri::Client;
-    use crate::cri_world::{CONTAINERD, RKT_CRI};
-    let pair = |client| Some((c.cycle(RKT_CRI, client)?, c.cycle(CONTAINERD, client)?));
+    use crate::cri_world::Kind::{Containerd, RktCri};
+    let pair = |client| Some((c.cycle(RktCri, client)?, c.cycle(Containerd, client)?));
     if let Some((rkt, ctd)) = pair(Client::OneProcess) {
         for (cpu, what) in [(false, "wall"), (true, "CPU")] {
             let pick = |s: &Series| secs(if cpu { &s.cpu } else { &s.samples });
@@ -459,7 +459,7 @@ fn render_cri_targets(out: &mut String, c: &crate::cri::CriResult) {
             ratio_ci(&ratios),
         );
     }
-    if let (Some(rkt), Some(ctd)) = (c.many_of(RKT_CRI), c.many_of(CONTAINERD)) {
+    if let (Some(rkt), Some(ctd)) = (c.many_of(RktCri), c.many_of(Containerd)) {
         let (tr, tc) = (rkt.throughputs(c.pods), ctd.throughputs(c.pods));
         let ratios = per_round(&tr, &tc);
         let _ = writeln!(
@@ -530,7 +530,7 @@ fn render_cri_details(out: &mut String, c: &crate::cri::CriResult) {
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                r.label,
+                r.kind.label(),
                 r.client.describe(),
                 r.version,
                 fmt_duration(r.whole.median()),
@@ -556,7 +556,8 @@ fn render_cri_details(out: &mut String, c: &crate::cri::CriResult) {
         let _ = writeln!(
             out,
             "\nScenarios 12 and 13, {}, {} pods at once, each round:\n",
-            m.label, c.pods
+            m.kind.label(),
+            c.pods
         );
         out.push_str("| round | all running after | pods/s | CPU meanwhile (the client's) | stop + remove all at once | CPU meanwhile | failed | running | PSS (RSS) with the pods | server alone before |\n|---|---|---|---|---|---|---|---|---|---|\n");
         for (i, (r, per_s)) in m.rounds.iter().zip(m.throughputs(c.pods)).enumerate() {
@@ -585,7 +586,7 @@ fn render_cri_details(out: &mut String, c: &crate::cri::CriResult) {
             let _ = writeln!(
                 out,
                 "\n{}'s processes by role, last round (the containers' own: {} processes, {} PSS, left out):\n",
-                m.label,
+                m.kind.label(),
                 mem.workload_count,
                 mib(mem.workload_pss_kib)
             );
@@ -595,7 +596,12 @@ fn render_cri_details(out: &mut String, c: &crate::cri::CriResult) {
             }
         }
         for e in m.rounds.iter().flat_map(|r| &r.errors).take(3) {
-            let _ = writeln!(out, "\n{} failure: `{}`", m.label, e.replace('`', "'"));
+            let _ = writeln!(
+                out,
+                "\n{} failure: `{}`",
+                m.kind.label(),
+                e.replace('`', "'")
+            );
         }
     }
     // The targets' table shows the first only.
