@@ -130,11 +130,13 @@ impl ManyRuntime {
 /// What scenarios 11 to 13 measured.
 #[derive(Debug, Default)]
 pub struct CriResult {
+    /// Scenario 11 (empty when it did not run).
     pub cycles: Vec<CycleRuntime>,
-    pub floor: Option<Series>,
+    /// crictl's own floor, measured in scenario 11's rounds.
+    pub floor: Series,
     pub pods: usize,
+    /// Scenarios 12 and 13 (their rounds' memory only with 13).
     pub many: Vec<ManyRuntime>,
-    pub memory_measured: bool,
     /// What the cleanup found that the runtimes left.
     pub leftovers: Vec<String>,
 }

@@ -290,14 +290,13 @@ fn cri_scenarios(cli: &Cli) -> Result<cri::CriResult, BenchError> {
         note("scenario 11: a CRI pod's life, rkt-cri vs containerd");
         let (cycles, floor) = cri::cycles(&world, cli.warmup, cli.cri_cycles)?;
         res.cycles = cycles;
-        res.floor = Some(floor);
+        res.floor = floor;
     }
     if wants(12) || wants(13) {
         note(&format!(
             "scenarios 12-13: {} pods at once, rkt-cri vs containerd",
             cli.cri_pods
         ));
-        res.memory_measured = wants(13);
         res.many = cri::many(&world, cli.cri_pods, cli.cri_rounds, wants(13))?;
     }
     res.leftovers = world.close();

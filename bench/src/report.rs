@@ -440,17 +440,14 @@ fn render_cri_targets(out: &mut String, c: &crate::cri::CriResult) {
     }
     if let Some((rkt, ctd)) = pair(Client::Crictl) {
         let ratios = per_round(&secs(&rkt.whole.samples), &secs(&ctd.whole.samples));
-        let floor = c
-            .floor
-            .as_ref()
-            .filter(|f| !f.samples.is_empty())
-            .map(|f| {
-                format!(
-                    "; crictl's own floor, 7 × `crictl version`: {}",
-                    fmt_duration(f.median())
-                )
-            })
-            .unwrap_or_default();
+        let floor = if c.floor.samples.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; crictl's own floor, 7 × `crictl version`: {}",
+                fmt_duration(c.floor.median())
+            )
+        };
         let _ = writeln!(
             out,
             "| 11 | for information, the same life through crictl, a process per command (runp, create, start, stop, rm, stopp, rmp{floor}), wall time: rkt-cri vs containerd (per round) | {} / {} | {} | — | — |",
@@ -483,7 +480,12 @@ fn render_cri_targets(out: &mut String, c: &crate::cri::CriResult) {
             "| 12 | pods that failed to come up, to run or to go (both runtimes, every round) | {errors} | — | none | {} |",
             holds(errors == 0)
         );
-        if c.memory_measured {
+        let memory_measured = rkt
+            .rounds
+            .iter()
+            .chain(&ctd.rounds)
+            .any(|r| r.memory.is_some());
+        if memory_measured {
             for (pss, what) in [(true, "PSS"), (false, "RSS")] {
                 let kib = |m: &crate::cri::ManyRuntime| -> Vec<f64> {
                     m.rounds
@@ -541,16 +543,15 @@ fn render_cri_details(out: &mut String, c: &crate::cri::CriResult) {
                 r.whole.cpu_median().map(fmt_duration).unwrap_or_default()
             );
         }
-        if let Some(f) = &c.floor {
-            let _ = writeln!(
-                out,
-                "| — | {} | — | {} | {} | {} | — | — | — |",
-                f.label,
-                fmt_duration(f.median()),
-                fmt_duration(f.min()),
-                fmt_duration(f.p90())
-            );
-        }
+        let f = &c.floor;
+        let _ = writeln!(
+            out,
+            "| — | {} | — | {} | {} | {} | — | — | — |",
+            f.label,
+            fmt_duration(f.median()),
+            fmt_duration(f.min()),
+            fmt_duration(f.p90())
+        );
     }
     for m in &c.many {
         let _ = writeln!(
