@@ -418,6 +418,16 @@ func execRTT(args []string) {
 		}
 		times = append(times, float64(time.Since(t0).Microseconds())/1000)
 	}
+	fmt.Printf("%.1f\n", median(times))
+}
+
+// median sorts times and returns their median: the middle one, or the mean of the middle
+// two for an even count.
+func median(times []float64) float64 {
 	sort.Float64s(times)
-	fmt.Printf("%.1f\n", times[len(times)/2])
+	mid := len(times) / 2
+	if len(times)%2 == 0 {
+		return (times[mid-1] + times[mid]) / 2
+	}
+	return times[mid]
 }
