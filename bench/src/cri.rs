@@ -85,7 +85,8 @@ pub struct ManyRound {
     /// Stopping and removing them all at once.
     pub stop: Duration,
     pub stop_cpu: Duration,
-    /// Pods that failed to come up or to go (their errors).
+    /// Pods that failed to come up or to go (their errors, and the host-local leases still
+    /// held once every pod was removed).
     pub errors: Vec<String>,
     /// Containers started without an error that were not running 5 s later.
     pub not_running: usize,
@@ -426,8 +427,9 @@ fn many_round(
     let (stop, errors) = client.down_many(&ids)?;
     round.stop = stop;
     round.errors.extend(errors);
-    // Pods that failed half-way, if any, go too (untimed).
-    world.remove_all(server)?;
+    // Pods that failed half-way, if any, go too (untimed); a lease they leave is a pod
+    // that failed to go.
+    round.errors.extend(world.remove_all(server)?);
     round.stop_cpu = server.cgroup.usage().saturating_sub(cpu1);
     Ok(round)
 }

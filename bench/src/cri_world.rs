@@ -9,21 +9,24 @@
 //! everything a runtime runs (the server, containerd's shims and runc, rkt-cri's sandbox
 //! runners, the pods' inits, log copiers and CNI plugins) is counted there, and nothing else
 //! (the clients run outside the cgroups). Each server has its one-process client
-//! ([`CriClient`], `criclient serve`, kept for the run, in the namespace); `crictl` runs
-//! beside it for the pulls, the versions, scenario 11's crictl variant and the cleanup.
+//! ([`CriClient`], `criclient serve`, kept for the run, in the namespace, which also reads
+//! the runtime's version); `crictl` runs beside it for the pulls, the servers' first
+//! answer, scenario 11's crictl variant and the cleanup.
 //!
 //! On drop (also after a failure or Ctrl-C): each server's client is stopped and reaped,
 //! every pod of each server is stopped and removed (`crictl rmp -fa`), the servers get
 //! SIGTERM (SIGKILL after 10 s), any process left in a server's cgroups is killed by its
-//! PID, the registry is stopped, whatever is still mounted below the temporary directory is
-//! unmounted, the namespace is dropped (with it the bridge, the veths and the loopback
-//! registry), and the temporary directory is removed unless something is still mounted below
-//! it. [`World::close`] does the same and says what it had to clean up that the runtimes
-//! should have.
+//! PID, any host-local lease of the pod network still held is released, the registry is
+//! stopped, whatever is still mounted below the temporary directory is unmounted, the
+//! namespace is dropped (with it the bridge, the veths and the loopback registry), and the
+//! temporary directory is removed unless something is still mounted below it.
+//! [`World::close`] does the same and says what it had to clean up that the runtimes should
+//! have.
 
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{Read, Write};
+use std::net::IpAddr;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -329,11 +332,16 @@ impl World {
         self.dir.join("etc")
     }
 
+    /// host-local's `dataDir`: it keeps the pod network's leases in `<dir>/NET_NAME`.
+    fn leases_dir(&self) -> PathBuf {
+        self.dir.join("cni-leases")
+    }
+
     /// The CNI configuration and the mirrors, shared by both runtimes.
     fn write_config(&self) -> Result<(), BenchError> {
         let etc = self.etc();
         let net = etc.join("net.d");
-        for d in [&net, &self.dir.join("cni-leases"), &self.dir.join("logs")] {
+        for d in [&net, &self.leases_dir(), &self.dir.join("logs")] {
             std::fs::create_dir_all(d).map_err(|e| BenchError::io(d, e))?;
         }
         let conf = serde_json::json!({
@@ -348,7 +356,7 @@ impl World {
                     "type": "host-local",
                     "ranges": [[{"subnet": SUBNET}]],
                     "routes": [{"dst": "0.0.0.0/0"}],
-                    "dataDir": self.dir.join("cni-leases"),
+                    "dataDir": self.leases_dir(),
                 }
             }]
         });
@@ -665,15 +673,24 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         Ok((p.display().to_string(), c.display().to_string()))
     }
 
-    /// Removes every pod of `server` (untimed cleanup between rounds), then waits until
-    /// only the server is left in its cgroups.
-    pub fn remove_all(&self, server: &Server) -> Result<(), BenchError> {
+    /// Removes every pod of `server` (untimed cleanup between rounds), waits until only the
+    /// server is left in its cgroups, and returns the host-local leases still held then
+    /// (no pod of the other server exists between rounds), which it releases.
+    pub fn remove_all(&self, server: &Server) -> Result<Vec<String>, BenchError> {
         self.crictl(server, &["rmp", "-fa"])?;
-        server.wait_quiet(QUIET_LIMIT)
+        server.wait_quiet(QUIET_LIMIT)?;
+        let label = server.kind.label();
+        let leases = take_leases(&self.leases_dir().join(NET_NAME));
+        Ok(leases
+            .into_iter()
+            .map(|l| {
+                format!("host-local lease of {l} still held after {label}'s pods were removed")
+            })
+            .collect())
     }
 
     /// Stops everything and says what had to be cleaned up that the runtimes should have
-    /// removed themselves (processes left, mounts left).
+    /// removed themselves (processes, host-local leases, mounts left).
     pub fn close(mut self) -> Vec<String> {
         self.teardown()
     }
@@ -726,6 +743,11 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
                 let _ = s.cgroup.wait_empty(Duration::from_secs(10));
             }
         }
+        for l in take_leases(&self.leases_dir().join(NET_NAME)) {
+            left.push(format!(
+                "host-local lease of {l} left after every pod was removed"
+            ));
+        }
         if let Some(mut r) = self.registry.take() {
             let _ = r.kill();
             let _ = r.wait();
@@ -762,6 +784,26 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     }
 }
 
+/// The host-local leases in `dir` (files named by an address, holding the container's ID),
+/// each as `ADDRESS (container ID)`, removed once listed: a lease no pod holds any more is
+/// an address a runtime did not release, and left in place it would be found again at
+/// every later check.
+fn take_leases(dir: &Path) -> Vec<String> {
+    let mut leases = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.parse::<IpAddr>().is_err() {
+            continue; // host-local's lock and last_reserved_ip files
+        }
+        let holder = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        let id = holder.lines().next().unwrap_or("").trim().to_string();
+        leases.push(format!("{name} (container {id})"));
+        let _ = std::fs::remove_file(entry.path());
+    }
+    leases.sort();
+    leases
+}
+
 /// The mount points below `dir` (mountinfo's fifth field), sorted, each once.
 fn mounts_below(dir: &Path) -> Vec<String> {
     let prefix = format!("{}/", dir.display());
@@ -782,5 +824,29 @@ impl Drop for World {
         for l in self.teardown() {
             eprintln!("rkt-bench: CRI cleanup: {l}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leases_are_the_address_files_and_are_released_once_listed() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let file = |name: &str, text: &str| {
+            std::fs::write(dir.path().join(name), text).expect("a file in the directory")
+        };
+        file("10.248.0.7", "c7\r\neth0");
+        file("10.248.0.2", "c2");
+        file("lock", "");
+        file("last_reserved_ip.0", "10.248.0.7");
+        assert_eq!(
+            take_leases(dir.path()),
+            ["10.248.0.2 (container c2)", "10.248.0.7 (container c7)"]
+        );
+        assert!(take_leases(dir.path()).is_empty());
+        assert!(dir.path().join("lock").exists());
+        assert!(take_leases(&dir.path().join("missing")).is_empty());
     }
 }

@@ -511,7 +511,7 @@ fn render_cri_targets(out: &mut String, c: &crate::cri::CriResult) {
     }
     let _ = writeln!(
         out,
-        "| 11–13 | left behind at the end (processes in the runtimes' cgroups, mounts) | {} | — | nothing | {} |",
+        "| 11–13 | left behind at the end (processes in the runtimes' cgroups, host-local leases, mounts) | {} | — | nothing | {} |",
         leftovers_cell(&c.leftovers),
         holds(c.leftovers.is_empty())
     );
