@@ -13,8 +13,8 @@
 // stdout, in order, until stdin ends (rkt-bench's scenarios 11 to 13):
 //
 //	{"op":"version"}                         {"runtime":"NAME VERSION","ns":N}
-//	{"op":"up","pod":PATH,"ctr":PATH}        {"pod":ID,"ctr":ID,"ns":N,"steps_ns":[run,create,start]}
-//	{"op":"down","pod":ID,"ctr":ID}          {"ns":N,"steps_ns":[stop,rm,stopp,rmp]}
+//	{"op":"up","pod":PATH,"ctr":PATH}        {"pod":ID,"ctr":ID,"ns":N}
+//	{"op":"down","pod":ID,"ctr":ID}          {"ns":N}
 //	{"op":"up_many","pairs":[[POD,CTR],...]} {"ns":N,"pods":[an up answer each]}
 //	{"op":"down_many","pods":[ID,...]}       {"ns":N,"errors":[...]}
 //
@@ -121,7 +121,6 @@ type answer struct {
 	Pod     string   `json:"pod,omitempty"`
 	Ctr     string   `json:"ctr,omitempty"`
 	Ns      int64    `json:"ns"`
-	Steps   []int64  `json:"steps_ns,omitempty"`
 	Pods    []answer `json:"pods,omitempty"`
 	Errors  []string `json:"errors,omitempty"`
 	Error   string   `json:"error,omitempty"`
@@ -238,9 +237,7 @@ func (c *client) up(cfg configs) answer {
 	var a answer
 	t0 := time.Now()
 	step := func(rpc string, f func(ctx context.Context) error) bool {
-		ts := time.Now()
 		err := c.call(rpc, f)
-		a.Steps = append(a.Steps, time.Since(ts).Nanoseconds())
 		if err != nil {
 			a.Error = err.Error()
 		}
@@ -297,10 +294,7 @@ func (c *client) down(pod, ctr string) answer {
 		}},
 	}
 	for _, s := range steps {
-		ts := time.Now()
-		err := c.call(s.rpc, s.f)
-		a.Steps = append(a.Steps, time.Since(ts).Nanoseconds())
-		if err != nil {
+		if err := c.call(s.rpc, s.f); err != nil {
 			a.Error = err.Error()
 			break
 		}
@@ -424,6 +418,16 @@ func execRTT(args []string) {
 		}
 		times = append(times, float64(time.Since(t0).Microseconds())/1000)
 	}
+	fmt.Printf("%.1f\n", median(times))
+}
+
+// median sorts times and returns their median: the middle one, or the mean of the middle
+// two for an even count.
+func median(times []float64) float64 {
 	sort.Float64s(times)
-	fmt.Printf("%.1f\n", times[len(times)/2])
+	mid := len(times) / 2
+	if len(times)%2 == 0 {
+		return (times[mid-1] + times[mid]) / 2
+	}
+	return times[mid]
 }

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use crate::cpu_cgroup::CpuCgroup;
 use crate::error::BenchError;
 use crate::proc::run;
-use crate::stats::{alternate, Series, Variant};
+use crate::stats::{alternate, per_round, secs, Series, Variant};
 
 pub const ADD_START: &str = "app add + app start, /bin/true, into the running sandbox";
 pub const START_ONLY: &str = "app start alone, /bin/true (added beforehand, untimed)";
@@ -45,12 +45,7 @@ impl NetRun {
     /// Per round, `a`'s time over `b`'s (the two ran in the same round).
     pub fn per_round(&self, a: &str, b: &str) -> Vec<f64> {
         match (self.get(a), self.get(b)) {
-            (Some(a), Some(b)) => a
-                .samples
-                .iter()
-                .zip(&b.samples)
-                .map(|(x, y)| x.as_secs_f64() / y.as_secs_f64().max(1e-9))
-                .collect(),
+            (Some(a), Some(b)) => per_round(&secs(&a.samples), &secs(&b.samples)),
             _ => Vec::new(),
         }
     }
@@ -87,12 +82,8 @@ impl World<'_> {
     }
 }
 
-fn scenario(message: String) -> BenchError {
-    BenchError::Scenario {
-        scenario: "app start",
-        message,
-    }
-}
+/// The scenario this module's errors name.
+const SCENARIO: &str = "app start";
 
 /// Runs scenario 9 with `rkt` on each of `nets`.
 pub fn app_start(
@@ -131,7 +122,10 @@ pub fn app_start(
             eprintln!("rkt-bench: scenario 9 with --net={net}");
             let uuid = w.rkt(&["app", "sandbox", &format!("--net={net}")])?;
             if uuid.len() < 32 {
-                return Err(scenario(format!("rkt app sandbox printed {uuid:?}")));
+                return Err(BenchError::scenario(
+                    SCENARIO,
+                    format!("rkt app sandbox printed {uuid:?}"),
+                ));
             }
             sandboxes.push(uuid.clone());
             res.nets.push(measure_net(

@@ -542,10 +542,8 @@ fn nat_cost() -> NatCost {
 /// `ip netns add` and `ip netns del`.
 pub fn floor_chain(ws: &Workspace, conf: &Path, cni_path: &str) -> Result<Duration, BenchError> {
     let bytes = std::fs::read(conf).map_err(|e| BenchError::io(conf, e))?;
-    let list: Value = serde_json::from_slice(&bytes).map_err(|e| BenchError::Scenario {
-        scenario: "busy host",
-        message: format!("{}: {e}", conf.display()),
-    })?;
+    let list: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| BenchError::scenario("busy host", format!("{}: {e}", conf.display())))?;
     let plugins: Vec<Map<String, Value>> = list["plugins"]
         .as_array()
         .map(|a| a.iter().filter_map(|p| p.as_object().cloned()).collect())

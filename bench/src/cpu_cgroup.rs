@@ -10,11 +10,10 @@
 use std::ffi::{CString, OsStr};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use crate::error::BenchError;
-use crate::proc::check;
 
 /// One cgroup of the benchmark's, in the hierarchy that accounts CPU time.
 #[derive(Debug)]
@@ -30,12 +29,8 @@ pub struct CpuCgroup {
     v2: bool,
 }
 
-fn scenario(message: String) -> BenchError {
-    BenchError::Scenario {
-        scenario: "cpu accounting",
-        message,
-    }
-}
+/// The scenario this module's errors name.
+const SCENARIO: &str = "cpu accounting";
 
 impl CpuCgroup {
     /// Makes `/rkt-bench-<pid>-<name>` in `/sys/fs/cgroup/cpuacct` (cgroup v1) or in the
@@ -48,8 +43,9 @@ impl CpuCgroup {
         } else if Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
             (PathBuf::from("/sys/fs/cgroup"), true)
         } else {
-            return Err(scenario(
-                "no cgroup v1 cpuacct hierarchy nor cgroup v2 at /sys/fs/cgroup".into(),
+            return Err(BenchError::scenario(
+                SCENARIO,
+                "no cgroup v1 cpuacct hierarchy nor cgroup v2 at /sys/fs/cgroup",
             ));
         };
         let dir = root.join(path.trim_start_matches('/'));
@@ -57,8 +53,9 @@ impl CpuCgroup {
         // v1: a thread moving itself through `tasks` avoids `cgroup.procs`' RCU wait; the
         // child is single-threaded between fork and exec.
         let join = dir.join(if v2 { "cgroup.procs" } else { "tasks" });
-        let join_file = CString::new(join.display().to_string())
-            .map_err(|_| scenario(format!("{} holds a NUL byte", join.display())))?;
+        let join_file = CString::new(join.display().to_string()).map_err(|_| {
+            BenchError::scenario(SCENARIO, format!("{} holds a NUL byte", join.display()))
+        })?;
         Ok(CpuCgroup {
             dir,
             path,
@@ -115,17 +112,7 @@ impl CpuCgroup {
     /// Runs `program args…` in the cgroup (stdin /dev/null, output captured) and returns its
     /// output when it exits 0.
     pub fn run<S: AsRef<OsStr>>(&self, program: &Path, args: &[S]) -> Result<Output, BenchError> {
-        let out = self
-            .command(program, args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .output()
-            .map_err(|source| BenchError::Spawn {
-                program: program.display().to_string(),
-                source,
-            })?;
-        check(program, args, out)
+        crate::proc::output(&mut self.command(program, args))
     }
 
     /// The PIDs of every process in the cgroup and the cgroups below it.
@@ -171,11 +158,14 @@ impl CpuCgroup {
         while !self.is_empty() {
             crate::proc::check_interrupt()?;
             if start.elapsed() > limit {
-                return Err(scenario(format!(
-                    "processes still in {} after {} s",
-                    self.dir.display(),
-                    limit.as_secs()
-                )));
+                return Err(BenchError::scenario(
+                    SCENARIO,
+                    format!(
+                        "processes still in {} after {} s",
+                        self.dir.display(),
+                        limit.as_secs()
+                    ),
+                ));
             }
             std::thread::sleep(Duration::from_micros(500));
         }

@@ -27,7 +27,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::cri_world::{Kind, Server, World};
+use crate::cri_world::{Kind, Server, World, QUIET_LIMIT};
 use crate::error::BenchError;
 use crate::proc::check_interrupt;
 use crate::stats::Series;
@@ -35,10 +35,9 @@ use crate::stats::Series;
 pub const CLIENT_FLOOR: &str = "crictl's own floor: 7 × crictl version";
 
 /// Which client drives a variant of scenario 11.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Client {
     /// One `criclient serve` for the whole run, one gRPC connection (as kubelet).
-    #[default]
     OneProcess,
     /// One `crictl` process per command.
     Crictl,
@@ -56,20 +55,13 @@ impl Client {
 /// How long the pods of scenario 13 run before their memory is read.
 const MEMORY_SETTLE: Duration = Duration::from_secs(15);
 
-/// The longest the pods of a round may take to go after their removal.
-const QUIET_LIMIT: Duration = Duration::from_secs(120);
-
-fn scenario(message: String) -> BenchError {
-    BenchError::Scenario {
-        scenario: "CRI",
-        message,
-    }
-}
+/// The scenario this module's errors name.
+const SCENARIO: &str = "CRI";
 
 /// Scenario 11's figures for one runtime through one client.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct CycleRuntime {
-    pub label: String,
+    pub kind: Kind,
     pub version: String,
     pub client: Client,
     /// The whole cycle's wall time (the seven RPCs or crictl runs) and the runtime's CPU
@@ -82,7 +74,7 @@ pub struct CycleRuntime {
 }
 
 /// One round of scenarios 12 and 13 for one runtime.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub struct ManyRound {
     /// Until every container runs.
     pub start: Duration,
@@ -93,7 +85,8 @@ pub struct ManyRound {
     /// Stopping and removing them all at once.
     pub stop: Duration,
     pub stop_cpu: Duration,
-    /// Pods that failed to come up or to go (their errors).
+    /// Pods that failed to come up or to go (their errors, and the host-local leases still
+    /// held once every pod was removed).
     pub errors: Vec<String>,
     /// Containers started without an error that were not running 5 s later.
     pub not_running: usize,
@@ -106,7 +99,7 @@ pub struct ManyRound {
 }
 
 /// The memory of a runtime's processes, by role.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub struct Memory {
     /// (role, processes, PSS KiB, RSS KiB), largest PSS first.
     pub roles: Vec<(String, usize, u64, u64)>,
@@ -119,13 +112,14 @@ pub struct Memory {
 }
 
 /// Scenario 12 and 13's rounds for one runtime.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ManyRuntime {
-    pub label: String,
+    pub kind: Kind,
     pub rounds: Vec<ManyRound>,
 }
 
 impl ManyRuntime {
+    /// Each round's throughput: `pods` over the time until every container was started.
     pub fn throughputs(&self, pods: usize) -> Vec<f64> {
         self.rounds
             .iter()
@@ -137,30 +131,33 @@ impl ManyRuntime {
 /// What scenarios 11 to 13 measured.
 #[derive(Debug, Default)]
 pub struct CriResult {
+    /// Scenario 11 (empty when it did not run).
     pub cycles: Vec<CycleRuntime>,
-    pub floor: Option<Series>,
+    /// crictl's own floor, measured in scenario 11's rounds.
+    pub floor: Series,
     pub pods: usize,
+    /// Scenarios 12 and 13 (their rounds' memory only with 13).
     pub many: Vec<ManyRuntime>,
-    pub memory_measured: bool,
     /// What the cleanup found that the runtimes left.
     pub leftovers: Vec<String>,
 }
 
 impl CriResult {
-    pub fn cycle(&self, label: &str, client: Client) -> Option<&CycleRuntime> {
+    pub fn cycle(&self, kind: Kind, client: Client) -> Option<&CycleRuntime> {
         self.cycles
             .iter()
-            .find(|c| c.label == label && c.client == client)
+            .find(|c| c.kind == kind && c.client == client)
     }
 
-    pub fn many_of(&self, label: &str) -> Option<&ManyRuntime> {
-        self.many.iter().find(|c| c.label == label)
+    pub fn many_of(&self, kind: Kind) -> Option<&ManyRuntime> {
+        self.many.iter().find(|c| c.kind == kind)
     }
 }
 
 /// Whether a container's process (`sleep`) is in `server`'s cgroups: `count` of them.
 fn running_sleeps(server: &Server) -> usize {
     server
+        .cgroup
         .processes()
         .into_iter()
         .filter(|p| {
@@ -178,9 +175,9 @@ fn wait_running(server: &Server, n: usize, limit: Duration) -> Result<usize, Ben
             return Ok(found);
         }
         if start.elapsed() > limit {
-            return Err(scenario(format!(
+            return Err(BenchError::scenario(SCENARIO, format!(
                 "{}: {found} of {n} containers' processes running {} ms after StartContainer returned",
-                server.label,
+                server.kind.label(),
                 limit.as_millis()
             )));
         }
@@ -199,10 +196,7 @@ fn cycle(
     let (pod, ctr, up) = match client {
         Client::OneProcess => {
             let u = server.client()?.up(&pod_cfg, &ctr_cfg)?;
-            let (Some(pod), Some(ctr)) = (u.pod, u.ctr) else {
-                return Err(scenario(format!("{}: up gave no IDs", server.label)));
-            };
-            (pod, ctr, u.took)
+            (u.pod, u.ctr, u.took)
         }
         Client::Crictl => {
             let t0 = Instant::now();
@@ -245,7 +239,7 @@ pub fn cycles(
         .collect();
     let mut out: Vec<CycleRuntime> = variants
         .iter()
-        .map(|&(i, client)| {
+        .map(|&(i, client)| -> Result<CycleRuntime, BenchError> {
             let s = &world.servers[i];
             let (up, down) = match client {
                 Client::OneProcess => (
@@ -255,19 +249,19 @@ pub fn cycles(
                 Client::Crictl => ("runp + create + start", "stop + rm + stopp + rmp"),
             };
             let series = |what: String| Series {
-                label: format!("{} ({}): {what}", s.label, client.describe()),
+                label: format!("{} ({}): {what}", s.kind.label(), client.describe()),
                 ..Series::default()
             };
-            CycleRuntime {
-                label: s.label.to_string(),
-                version: s.version.clone(),
+            Ok(CycleRuntime {
+                kind: s.kind,
+                version: s.client()?.version().to_string(),
                 client,
                 whole: series(format!("{up} + {down}")),
                 up: series(up.to_string()),
                 down: series(down.to_string()),
-            }
+            })
         })
-        .collect();
+        .collect::<Result<_, _>>()?;
     let mut floor = Series {
         label: CLIENT_FLOOR.to_string(),
         ..Series::default()
@@ -276,7 +270,7 @@ pub fn cycles(
         .servers
         .iter()
         .find(|s| s.kind == Kind::RktCri)
-        .ok_or_else(|| scenario("no rkt-cri server".into()))?;
+        .ok_or_else(|| BenchError::scenario(SCENARIO, "no rkt-cri server"))?;
     let client_floor = || -> Result<Duration, BenchError> {
         let t = Instant::now();
         for _ in 0..7 {
@@ -319,7 +313,7 @@ fn role(server: &Server, pid: u32) -> Option<String> {
         return None;
     }
     if pid == server.pid {
-        return Some(format!("the server ({})", server.label));
+        return Some(format!("the server ({})", server.kind.label()));
     }
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     let args: Vec<String> = cmdline
@@ -359,7 +353,7 @@ fn pss_rss(pid: u32) -> (u64, u64) {
 pub fn memory(server: &Server) -> Memory {
     let mut m = Memory::default();
     let mut roles: Vec<(String, usize, u64, u64)> = Vec::new();
-    for pid in server.processes() {
+    for pid in server.cgroup.processes() {
         let (pss, rss) = pss_rss(pid);
         match role(server, pid) {
             None => {
@@ -433,8 +427,9 @@ fn many_round(
     let (stop, errors) = client.down_many(&ids)?;
     round.stop = stop;
     round.errors.extend(errors);
-    // Pods that failed half-way, if any, go too (untimed).
-    world.remove_all(server)?;
+    // Pods that failed half-way, if any, go too (untimed); a lease they leave is a pod
+    // that failed to go.
+    round.errors.extend(world.remove_all(server)?);
     round.stop_cpu = server.cgroup.usage().saturating_sub(cpu1);
     Ok(round)
 }
@@ -451,7 +446,7 @@ pub fn many(
         .servers
         .iter()
         .map(|s| ManyRuntime {
-            label: s.label.to_string(),
+            kind: s.kind,
             rounds: Vec::new(),
         })
         .collect();

@@ -16,25 +16,33 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::error::BenchError;
+use crate::proc::Stat;
 
 /// How long the client may take to exit once its stdin is closed.
 const EXIT_PATIENCE: Duration = Duration::from_secs(2);
 
-/// One pod brought up (or not) by [`CriClient::up`] or [`CriClient::up_many`].
-#[derive(Debug, Clone, Default)]
+/// A pod brought up by [`CriClient::up`].
+#[derive(Debug)]
+pub struct Up {
+    /// The sandbox's ID.
+    pub pod: String,
+    /// The container's ID.
+    pub ctr: String,
+    /// RunPodSandbox + CreateContainer + StartContainer.
+    pub took: Duration,
+}
+
+/// One pod of [`CriClient::up_many`], up or not.
+#[derive(Debug)]
 pub struct PodUp {
     /// The sandbox's ID, once RunPodSandbox returned it.
     pub pod: Option<String>,
-    /// The container's ID, once CreateContainer returned it.
-    pub ctr: Option<String>,
-    /// RunPodSandbox + CreateContainer + StartContainer (as far as they got).
-    pub took: Duration,
     /// The first RPC that failed, and why.
     pub error: Option<String>,
 }
 
 /// Scenario 12's pods brought up at once.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug)]
 pub struct ManyUp {
     /// Until the last pod's StartContainer (or failure) returned.
     pub took: Duration,
@@ -55,14 +63,12 @@ pub struct CriClient {
     pipes: Mutex<Pipes>,
     /// Its stderr.
     log: PathBuf,
+    /// The runtime's name and version, as its Version RPC answered at the start.
+    version: String,
 }
 
-fn scenario(message: String) -> BenchError {
-    BenchError::Scenario {
-        scenario: "criclient",
-        message,
-    }
-}
+/// The scenario this module's errors name.
+const SCENARIO: &str = "criclient";
 
 fn nanos(v: &Value) -> Duration {
     Duration::from_nanos(v["ns"].as_u64().unwrap_or(0))
@@ -79,8 +85,6 @@ impl PodUp {
     fn from_answer(v: &Value) -> PodUp {
         PodUp {
             pod: text(v, "pod"),
-            ctr: text(v, "ctr"),
-            took: nanos(v),
             error: text(v, "error"),
         }
     }
@@ -89,7 +93,7 @@ impl PodUp {
 impl CriClient {
     /// Starts `cmd` (`criclient`, made ready to run where it must: the namespace) as
     /// `criclient serve -endpoint unix://SOCKET`, its stderr into `log`, and checks that it
-    /// reaches the runtime (a Version RPC).
+    /// reaches the runtime (a Version RPC, whose answer [`CriClient::version`] keeps).
     pub fn spawn(
         mut cmd: Command,
         label: &'static str,
@@ -108,17 +112,21 @@ impl CriClient {
             .spawn()
             .map_err(|source| BenchError::Spawn { program, source })?;
         let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
-        let client = CriClient {
+        let mut client = CriClient {
             label,
             pid: child.id(),
             pipes: Mutex::new(Pipes {
                 child,
                 stdin,
-                stdout: BufReader::new(stdout.ok_or_else(|| scenario("no stdout pipe".into()))?),
+                stdout: BufReader::new(
+                    stdout.ok_or_else(|| BenchError::scenario(SCENARIO, "no stdout pipe"))?,
+                ),
             }),
             log,
+            version: String::new(),
         };
-        client.version()?;
+        let v = client.request_ok(&json!({"op": "version"}))?;
+        client.version = text(&v, "runtime").unwrap_or_default();
         Ok(client)
     }
 
@@ -128,7 +136,7 @@ impl CriClient {
         let mut pipes = self
             .pipes
             .lock()
-            .map_err(|_| scenario("a thread using the client panicked".into()))?;
+            .map_err(|_| BenchError::scenario(SCENARIO, "a thread using the client panicked"))?;
         let mut line = req.to_string();
         line.push('\n');
         let written = match pipes.stdin.as_mut() {
@@ -141,10 +149,13 @@ impl CriClient {
         let read = written.and_then(|()| pipes.stdout.read_line(&mut answer));
         match read {
             Ok(n) if n > 0 => serde_json::from_str(&answer).map_err(|e| {
-                scenario(format!(
-                    "against {}: an answer that is not JSON ({e}): {answer}",
-                    self.label
-                ))
+                BenchError::scenario(
+                    SCENARIO,
+                    format!(
+                        "against {}: an answer that is not JSON ({e}): {answer}",
+                        self.label
+                    ),
+                )
             }),
             other => {
                 crate::proc::check_interrupt()?;
@@ -158,12 +169,15 @@ impl CriClient {
                 };
                 let tail = std::fs::read_to_string(&self.log).unwrap_or_default();
                 let tail: Vec<&str> = tail.lines().rev().take(3).collect();
-                Err(scenario(format!(
-                    "against {}: no answer to {} ({why}; {status}): {}",
-                    self.label,
-                    req["op"],
-                    tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
-                )))
+                Err(BenchError::scenario(
+                    SCENARIO,
+                    format!(
+                        "against {}: no answer to {} ({why}; {status}): {}",
+                        self.label,
+                        req["op"],
+                        tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+                    ),
+                ))
             }
         }
     }
@@ -172,29 +186,33 @@ impl CriClient {
     fn request_ok(&self, req: &Value) -> Result<Value, BenchError> {
         let v = self.request(req)?;
         match text(&v, "error") {
-            Some(e) => Err(scenario(format!("against {}: {e}", self.label))),
+            Some(e) => Err(BenchError::scenario(
+                SCENARIO,
+                format!("against {}: {e}", self.label),
+            )),
             None => Ok(v),
         }
     }
 
-    /// The runtime's name and version (the Version RPC).
-    pub fn version(&self) -> Result<String, BenchError> {
-        let v = self.request_ok(&json!({"op": "version"}))?;
-        Ok(text(&v, "runtime").unwrap_or_default())
+    /// The runtime's name and version.
+    pub fn version(&self) -> &str {
+        &self.version
     }
 
     /// RunPodSandbox, CreateContainer and StartContainer of the pod and container whose
     /// configurations are in the files `pod` and `ctr`.
-    pub fn up(&self, pod: &str, ctr: &str) -> Result<PodUp, BenchError> {
-        let v = self.request(&json!({"op": "up", "pod": pod, "ctr": ctr}))?;
-        let up = PodUp::from_answer(&v);
-        match (&up.error, &up.pod, &up.ctr) {
-            (None, Some(_), Some(_)) => Ok(up),
-            (e, _, _) => Err(scenario(format!(
-                "against {}: {}",
-                self.label,
-                e.as_deref().unwrap_or("no pod or container ID")
-            ))),
+    pub fn up(&self, pod: &str, ctr: &str) -> Result<Up, BenchError> {
+        let v = self.request_ok(&json!({"op": "up", "pod": pod, "ctr": ctr}))?;
+        match (text(&v, "pod"), text(&v, "ctr")) {
+            (Some(pod), Some(ctr)) => Ok(Up {
+                pod,
+                ctr,
+                took: nanos(&v),
+            }),
+            _ => Err(BenchError::scenario(
+                SCENARIO,
+                format!("against {}: no pod or container ID", self.label),
+            )),
         }
     }
 
@@ -216,12 +234,15 @@ impl CriClient {
             .map(|a| a.iter().map(PodUp::from_answer).collect())
             .unwrap_or_default();
         if pods.len() != pairs.len() {
-            return Err(scenario(format!(
-                "against {}: {} answers to {} pods",
-                self.label,
-                pods.len(),
-                pairs.len()
-            )));
+            return Err(BenchError::scenario(
+                SCENARIO,
+                format!(
+                    "against {}: {} answers to {} pods",
+                    self.label,
+                    pods.len(),
+                    pairs.len()
+                ),
+            ));
         }
         Ok(ManyUp {
             took: nanos(&v),
@@ -247,28 +268,11 @@ impl CriClient {
     /// The CPU time (user + system, all its threads) the client used so far, from
     /// `/proc/PID/stat` (clock ticks: 10 ms steps).
     pub fn cpu(&self) -> Duration {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).unwrap_or_default();
+        let ticks = Stat::of(self.pid).map_or(0, |s| s.cpu_ticks);
         // SAFETY: sysconf has no preconditions.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-        Duration::from_nanos(cpu_ticks(&stat) * 1_000_000_000 / hz)
+        Duration::from_nanos(ticks * 1_000_000_000 / hz)
     }
-}
-
-/// utime + stime of a `/proc/PID/stat` line, in clock ticks.
-fn cpu_ticks(stat: &str) -> u64 {
-    // After the command name's last closing parenthesis (the name may hold one): state is
-    // field 3, utime 14, stime 15.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    let tick = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    tick(11) + tick(12)
 }
 
 impl Drop for CriClient {
@@ -312,15 +316,16 @@ mod tests {
     fn an_rpc_error_names_the_rpc_and_pods_keep_their_ids() {
         let dir = tempdir();
         let client = fake(&dir, &format!(
-            r#"{VERSION}; read l; echo '{{"pod":"p1","ns":7,"steps_ns":[3,4],"error":"CreateContainer: boom"}}'; read l; echo '{{"ns":9,"pods":[{{"pod":"p2","ctr":"c2","ns":8}},{{"pod":"p3","ns":6,"error":"StartContainer: no"}}]}}'"#
+            r#"{VERSION}; read l; echo '{{"pod":"p1","ns":7,"error":"CreateContainer: boom"}}'; read l; echo '{{"ns":9,"pods":[{{"pod":"p2","ctr":"c2","ns":8}},{{"pod":"p3","ns":6,"error":"StartContainer: no"}}]}}'"#
         ))
         .expect("the fake answers Version");
+        assert_eq!(client.version(), "fake 1");
         let e = client.up("pod.json", "ctr.json").unwrap_err().to_string();
         assert!(e.contains("against fake: CreateContainer: boom"), "{e}");
         let pairs = vec![("a".to_string(), "b".to_string()); 2];
         let many = client.up_many(&pairs).expect("an answer per pod");
         assert_eq!(many.took, Duration::from_nanos(9));
-        assert_eq!(many.pods[0].ctr.as_deref(), Some("c2"));
+        assert_eq!(many.pods[0].pod.as_deref(), Some("p2"));
         assert_eq!(many.pods[0].error, None);
         assert_eq!(many.pods[1].pod.as_deref(), Some("p3"));
         assert_eq!(many.pods[1].error.as_deref(), Some("StartContainer: no"));
@@ -362,12 +367,5 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("0 answers to 1 pods"), "{e}");
-    }
-
-    #[test]
-    fn cpu_ticks_read_past_a_command_name_with_parentheses() {
-        let stat = "42 (crit) (x) S 1 42 42 0 -1 4194560 100 0 0 0 17 5 0 0 20 0 9 0 123";
-        assert_eq!(cpu_ticks(stat), 22);
-        assert_eq!(cpu_ticks(""), 0);
     }
 }

@@ -9,20 +9,24 @@
 //! everything a runtime runs (the server, containerd's shims and runc, rkt-cri's sandbox
 //! runners, the pods' inits, log copiers and CNI plugins) is counted there, and nothing else
 //! (the clients run outside the cgroups). Each server has its one-process client
-//! ([`CriClient`], `criclient serve`, kept for the run, in the namespace); `crictl` runs
-//! beside it for the pulls, the versions, scenario 11's crictl variant and the cleanup.
+//! ([`CriClient`], `criclient serve`, kept for the run, in the namespace, which also reads
+//! the runtime's version); `crictl` runs beside it for the pulls, the servers' first
+//! answer, scenario 11's crictl variant and the cleanup.
 //!
 //! On drop (also after a failure or Ctrl-C): each server's client is stopped and reaped,
 //! every pod of each server is stopped and removed (`crictl rmp -fa`), the servers get
 //! SIGTERM (SIGKILL after 10 s), any process left in a server's cgroups is killed by its
-//! PID, the registry is stopped, whatever is still mounted below the temporary directory is
-//! unmounted, the namespace is dropped (with it the bridge, the veths and the loopback
-//! registry), and the temporary directory is removed unless something is still mounted below
-//! it. [`World::close`] does the same and says what it had to clean up that the runtimes
-//! should have.
+//! PID, any host-local lease of the pod network still held is released, the registry is
+//! stopped, whatever is still mounted below the temporary directory is unmounted, the
+//! namespace is dropped (with it the bridge, the veths and the loopback registry), and the
+//! temporary directory is removed unless something is still mounted below it.
+//! [`World::close`] does the same and says what it had to clean up that the runtimes should
+//! have.
 
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{Read, Write};
+use std::net::IpAddr;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -33,11 +37,9 @@ use std::time::{Duration, Instant};
 use crate::cpu_cgroup::CpuCgroup;
 use crate::cri_client::CriClient;
 use crate::error::BenchError;
-use crate::proc::check;
-
-/// The two runtimes' labels.
-pub const CONTAINERD: &str = "containerd 1.6 + runc";
-pub const RKT_CRI: &str = "rkt-cri";
+use crate::proc;
+use crate::scenarios::tool;
+use crate::workspace::{check_files, write_json};
 
 /// The pod network: bridge + host-local on a subnet of the benchmark's own.
 pub const NET_NAME: &str = "rktbench-cri";
@@ -49,27 +51,22 @@ const REGISTRY: &str = "127.0.0.1:5000";
 pub const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.6";
 /// The containers' image.
 pub const APP_IMAGE: &str = "registry.k8s.io/e2e-test-images/busybox:1.29-2";
-/// The images as the harness's OCI layout names them, and their path in the registry.
-const LAYOUT_IMAGES: [(&str, &str); 2] = [
-    ("pause:3.6", "pause:3.6"),
-    (
-        "e2e-test-images/busybox:1.29-2",
-        "e2e-test-images/busybox:1.29-2",
-    ),
-];
+/// The images as the harness's OCI layout names them, which is also their path in the
+/// registry.
+const LAYOUT_IMAGES: [&str; 2] = ["pause:3.6", "e2e-test-images/busybox:1.29-2"];
 
-/// How long a server may take to answer after it started, and its pods to go.
+/// How long a server may take to answer after it started.
 const PATIENCE: Duration = Duration::from_secs(60);
 
-fn scenario(message: String) -> BenchError {
-    BenchError::Scenario {
-        scenario: "CRI world",
-        message,
-    }
-}
+/// The longest a server's pods may take to go (every process of theirs gone from its
+/// cgroups) once removed: one pod of scenario 11 or scenario 12's 50.
+pub const QUIET_LIMIT: Duration = Duration::from_secs(60);
+
+/// The scenario this module's errors name.
+const SCENARIO: &str = "CRI world";
 
 /// The programs scenarios 11 to 13 need.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct CriTools {
     pub rkt_cri: PathBuf,
     pub crictl: PathBuf,
@@ -78,26 +75,6 @@ pub struct CriTools {
     /// The harness's OCI layout (`images.py build`), with `pause:3.6` and busybox.
     pub layout: PathBuf,
     pub cni_bin: PathBuf,
-}
-
-fn tool(name: &'static str, hint: &'static str) -> Result<PathBuf, BenchError> {
-    crate::scenarios::which(name).ok_or(BenchError::Missing {
-        what: name,
-        path: PathBuf::from("$PATH"),
-        hint,
-    })
-}
-
-fn need(what: &'static str, path: &Path, hint: &'static str) -> Result<(), BenchError> {
-    if path.exists() {
-        Ok(())
-    } else {
-        Err(BenchError::Missing {
-            what,
-            path: path.to_path_buf(),
-            hint,
-        })
-    }
 }
 
 /// A network namespace kept by a bind mount on a file of the benchmark's.
@@ -111,29 +88,23 @@ impl Netns {
         File::create(file).map_err(|e| BenchError::io(file, e))?;
         let unshare = tool("unshare", "install util-linux")?;
         let net = format!("--net={}", file.display());
-        let out = Command::new(&unshare)
-            .args([net.as_str(), "true"])
-            .output()
-            .map_err(|source| BenchError::Spawn {
-                program: unshare.display().to_string(),
-                source,
-            })?;
-        check(&unshare, &[net.as_str(), "true"], out)?;
+        proc::run(&unshare, &[net.as_str(), "true"], &[], None)?;
         let fd = File::open(file).map_err(|e| BenchError::io(file, e))?;
         let ns = Netns {
             file: file.to_path_buf(),
             fd: fd.into(),
         };
         let ip = tool("ip", "install iproute2")?;
-        let mut cmd = Command::new(&ip);
-        cmd.args(["link", "set", "lo", "up"]);
-        ns.enter(&mut cmd);
-        let out = cmd.output().map_err(|source| BenchError::Spawn {
-            program: ip.display().to_string(),
-            source,
-        })?;
-        check(&ip, &["link", "set", "lo", "up"], out)?;
+        ns.run(&ip, &["link", "set", "lo", "up"])?;
         Ok(ns)
+    }
+
+    /// Runs `program args…` inside the namespace (not in any cgroup of ours).
+    fn run<S: AsRef<OsStr>>(&self, program: &Path, args: &[S]) -> Result<Output, BenchError> {
+        let mut cmd = Command::new(program);
+        cmd.args(args);
+        self.enter(&mut cmd);
+        proc::output(&mut cmd)
     }
 
     /// Makes `cmd` join the namespace before it executes.
@@ -163,7 +134,12 @@ impl Netns {
                 Ok(f())
             })
             .join()
-            .unwrap_or_else(|_| Err(scenario("a thread in the namespace panicked".into())))
+            .unwrap_or_else(|_| {
+                Err(BenchError::scenario(
+                    SCENARIO,
+                    "a thread in the namespace panicked",
+                ))
+            })
         })
     }
 }
@@ -185,17 +161,32 @@ pub enum Kind {
     RktCri,
 }
 
+impl Kind {
+    /// The runtime's name in messages and the report.
+    pub fn label(self) -> &'static str {
+        match self {
+            Kind::Containerd => "containerd 1.6 + runc",
+            Kind::RktCri => "rkt-cri",
+        }
+    }
+
+    /// A short name of the runtime for files.
+    fn tag(self) -> &'static str {
+        match self {
+            Kind::Containerd => "ctd",
+            Kind::RktCri => "rkt",
+        }
+    }
+}
+
 /// One CRI server, running inside the namespace and its own cgroup.
 pub struct Server {
     pub kind: Kind,
-    pub label: &'static str,
     child: Option<Child>,
     pub pid: u32,
     pub socket: PathBuf,
     pub cgroup: CpuCgroup,
     pub log: PathBuf,
-    /// `crictl version`'s runtime name and version.
-    pub version: String,
     /// Its one-process client, once started.
     client: Option<CriClient>,
 }
@@ -203,14 +194,12 @@ pub struct Server {
 impl Server {
     /// The server's one-process client.
     pub fn client(&self) -> Result<&CriClient, BenchError> {
-        self.client
-            .as_ref()
-            .ok_or_else(|| scenario(format!("{}: no criclient started", self.label)))
-    }
-
-    /// Every process in the server's cgroups (the server itself included).
-    pub fn processes(&self) -> Vec<u32> {
-        self.cgroup.processes()
+        self.client.as_ref().ok_or_else(|| {
+            BenchError::scenario(
+                SCENARIO,
+                format!("{}: no criclient started", self.kind.label()),
+            )
+        })
     }
 
     /// Whether `pid` is the server or a process of its own that lives as long as it does
@@ -219,12 +208,7 @@ impl Server {
         if pid == self.pid {
             return true;
         }
-        let parent = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|s| {
-                let rest = s.rsplit_once(')')?.1.to_string();
-                rest.split_whitespace().nth(1)?.parse::<u32>().ok()
-            });
+        let parent = proc::Stat::of(pid).map(|s| s.ppid);
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         parent == Some(self.pid) && cmdline.split(|b| *b == 0).nth(1) == Some(b"spawner")
     }
@@ -234,35 +218,27 @@ impl Server {
     pub fn wait_quiet(&self, limit: Duration) -> Result<(), BenchError> {
         let start = Instant::now();
         loop {
-            let procs = self.processes();
+            let procs = self.cgroup.processes();
             if procs.iter().all(|p| self.is_own(*p)) {
                 return Ok(());
             }
             crate::proc::check_interrupt()?;
             if start.elapsed() > limit {
-                return Err(scenario(format!(
-                    "{}: processes {procs:?} still in its cgroups {} s after its pods were removed",
-                    self.label,
-                    limit.as_secs()
-                )));
+                let (label, secs) = (self.kind.label(), limit.as_secs());
+                return Err(BenchError::scenario(
+                    SCENARIO,
+                    format!("{label}: processes {procs:?} still in its cgroups {secs} s after its pods were removed"),
+                ));
             }
             std::thread::sleep(Duration::from_millis(2));
         }
     }
 }
 
-/// A short name of `kind` for files.
-fn tag(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Containerd => "ctd",
-        Kind::RktCri => "rkt",
-    }
-}
-
 /// The namespace, the registry, the configuration and the two servers.
 pub struct World {
     work: Option<tempfile::TempDir>,
-    pub dir: PathBuf,
+    dir: PathBuf,
     netns: Option<Netns>,
     registry: Option<Child>,
     pub servers: Vec<Server>,
@@ -274,32 +250,34 @@ pub struct World {
 impl World {
     /// Sets everything up and starts both servers with the images pulled.
     pub fn new(tools: &CriTools) -> Result<World, BenchError> {
-        need(
-            "rkt-cri",
-            &tools.rkt_cri,
-            "build it: cargo build --release -p rkt-cri",
-        )?;
-        need(
-            "crictl",
-            &tools.crictl,
-            "build it: ../shared/cri-tools/build /tmp/critest-bin",
-        )?;
-        need(
-            "criclient",
-            &tools.criclient,
-            "build it: bench/criclient/build.sh target/bench/criclient (needs golang-go and \
-             ../shared/cri-tools/cri-tools-1.26.1.tar.gz; bench/run does it for 11 to 13)",
-        )?;
-        need(
-            "the critest harness's OCI layout",
-            &tools.layout.join("index.json"),
-            "build it: python3 ../shared/critest/images.py build",
-        )?;
-        need(
-            "the bridge plugin",
-            &tools.cni_bin.join("bridge"),
-            "install containernetworking-plugins",
-        )?;
+        check_files([
+            (
+                "rkt-cri",
+                tools.rkt_cri.clone(),
+                "build it: cargo build --release -p rkt-cri",
+            ),
+            (
+                "crictl",
+                tools.crictl.clone(),
+                "build it: ../shared/cri-tools/build /tmp/critest-bin",
+            ),
+            (
+                "criclient",
+                tools.criclient.clone(),
+                "build it: bench/criclient/build.sh target/bench/criclient (needs golang-go and \
+                 ../shared/cri-tools/cri-tools-1.26.1.tar.gz; bench/run does it for 11 to 13)",
+            ),
+            (
+                "the critest harness's OCI layout",
+                tools.layout.join("index.json"),
+                "build it: python3 ../shared/critest/images.py build",
+            ),
+            (
+                "the bridge plugin",
+                tools.cni_bin.join("bridge"),
+                "install containernetworking-plugins",
+            ),
+        ])?;
         let containerd = tool("containerd", "apt-get install containerd runc")?;
         let runc = tool("runc", "apt-get install runc")?;
         let skopeo = tool("skopeo", "apt-get install skopeo")?;
@@ -321,15 +299,14 @@ impl World {
             closed: false,
         };
         world.netns = Some(Netns::new(&dir.join("netns"))?);
-        world.write_config(tools)?;
+        world.write_config()?;
         world.start_registry(&registry_bin)?;
         world.push_images(&skopeo, &tools.layout)?;
         let ctd = world.start_containerd(&containerd, &runc, &tools.cni_bin)?;
         world.servers.push(ctd);
         let rkt = world.start_rkt_cri(&tools.rkt_cri, &tools.cni_bin)?;
         world.servers.push(rkt);
-        for i in 0..world.servers.len() {
-            let s = &world.servers[i];
+        for s in &world.servers {
             let mut images = vec![APP_IMAGE];
             if s.kind == Kind::Containerd {
                 images.push(PAUSE_IMAGE);
@@ -337,16 +314,6 @@ impl World {
             for image in images {
                 world.crictl(s, &["pull", image])?;
             }
-            let v = world.crictl(s, &["version"])?;
-            let text = String::from_utf8_lossy(&v.stdout);
-            let field = |name: &str| {
-                text.lines()
-                    .find_map(|l| l.strip_prefix(name))
-                    .map(|v| v.trim().to_string())
-                    .unwrap_or_default()
-            };
-            let version = format!("{} {}", field("RuntimeName:"), field("RuntimeVersion:"));
-            world.servers[i].version = version;
         }
         for i in 0..world.servers.len() {
             let client = world.start_client(&tools.criclient, &world.servers[i])?;
@@ -365,11 +332,16 @@ impl World {
         self.dir.join("etc")
     }
 
+    /// host-local's `dataDir`: it keeps the pod network's leases in `<dir>/NET_NAME`.
+    fn leases_dir(&self) -> PathBuf {
+        self.dir.join("cni-leases")
+    }
+
     /// The CNI configuration and the mirrors, shared by both runtimes.
-    fn write_config(&self, tools: &CriTools) -> Result<(), BenchError> {
+    fn write_config(&self) -> Result<(), BenchError> {
         let etc = self.etc();
         let net = etc.join("net.d");
-        for d in [&net, &self.dir.join("cni-leases"), &self.dir.join("logs")] {
+        for d in [&net, &self.leases_dir(), &self.dir.join("logs")] {
             std::fs::create_dir_all(d).map_err(|e| BenchError::io(d, e))?;
         }
         let conf = serde_json::json!({
@@ -384,16 +356,11 @@ impl World {
                     "type": "host-local",
                     "ranges": [[{"subnet": SUBNET}]],
                     "routes": [{"dst": "0.0.0.0/0"}],
-                    "dataDir": self.dir.join("cni-leases"),
+                    "dataDir": self.leases_dir(),
                 }
             }]
         });
-        let file = net.join("10-rktbench-cri.conflist");
-        std::fs::write(
-            &file,
-            serde_json::to_string_pretty(&conf).unwrap_or_default(),
-        )
-        .map_err(|e| BenchError::io(&file, e))?;
+        write_json(&net.join("10-rktbench-cri.conflist"), &conf)?;
         let hosts = etc.join("certs.d/registry.k8s.io");
         std::fs::create_dir_all(&hosts).map_err(|e| BenchError::io(&hosts, e))?;
         let file = hosts.join("hosts.toml");
@@ -405,7 +372,6 @@ impl World {
             ),
         )
         .map_err(|e| BenchError::io(&file, e))?;
-        let _ = tools;
         Ok(())
     }
 
@@ -443,42 +409,34 @@ impl World {
                 return Ok(());
             }
             if let Some(Ok(Some(status))) = self.registry.as_mut().map(|c| c.try_wait()) {
-                return Err(scenario(format!("docker-registry exited: {status}")));
+                return Err(BenchError::scenario(
+                    SCENARIO,
+                    format!("docker-registry exited: {status}"),
+                ));
             }
             if Instant::now() > deadline {
-                return Err(scenario(format!(
-                    "docker-registry did not answer on {REGISTRY}"
-                )));
+                return Err(BenchError::scenario(
+                    SCENARIO,
+                    format!("docker-registry did not answer on {REGISTRY}"),
+                ));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
     }
 
     fn push_images(&self, skopeo: &Path, layout: &Path) -> Result<(), BenchError> {
-        for (name, path) in LAYOUT_IMAGES {
+        for name in LAYOUT_IMAGES {
             let args = [
                 "copy".to_string(),
                 "--quiet".into(),
                 "--all".into(),
                 "--dest-tls-verify=false".into(),
                 format!("oci:{}:{name}", layout.display()),
-                format!("docker://{REGISTRY}/{path}"),
+                format!("docker://{REGISTRY}/{name}"),
             ];
-            self.run_in_ns(skopeo, &args)?;
+            self.netns().run(skopeo, &args)?;
         }
         Ok(())
-    }
-
-    /// Runs `program args…` inside the namespace (not in any cgroup of ours).
-    fn run_in_ns(&self, program: &Path, args: &[String]) -> Result<Output, BenchError> {
-        let mut cmd = Command::new(program);
-        cmd.args(args).stdin(Stdio::null());
-        self.netns().enter(&mut cmd);
-        let out = cmd.output().map_err(|source| BenchError::Spawn {
-            program: program.display().to_string(),
-            source,
-        })?;
-        check(program, args, out)
     }
 
     /// Starts `cmd` as a server in the namespace and `cgroup`, its output into `log`, and
@@ -499,19 +457,14 @@ impl World {
         let child = cmd
             .spawn()
             .map_err(|source| BenchError::Spawn { program, source })?;
-        let label = match kind {
-            Kind::Containerd => CONTAINERD,
-            Kind::RktCri => RKT_CRI,
-        };
+        let label = kind.label();
         let mut server = Server {
             kind,
-            label,
             pid: child.id(),
             child: Some(child),
             socket,
             cgroup,
             log,
-            version: String::new(),
             client: None,
         };
         let start = Instant::now();
@@ -522,14 +475,20 @@ impl World {
             if let Some(Ok(Some(status))) = server.child.as_mut().map(|c| c.try_wait()) {
                 let tail = std::fs::read_to_string(&server.log).unwrap_or_default();
                 let tail: String = tail.lines().rev().take(5).collect::<Vec<_>>().join(" / ");
-                return Err(scenario(format!("{label} exited ({status}): {tail}")));
+                return Err(BenchError::scenario(
+                    SCENARIO,
+                    format!("{label} exited ({status}): {tail}"),
+                ));
             }
             if start.elapsed() > PATIENCE {
-                return Err(scenario(format!(
-                    "{label} did not answer on {} (see {})",
-                    server.socket.display(),
-                    server.log.display()
-                )));
+                return Err(BenchError::scenario(
+                    SCENARIO,
+                    format!(
+                        "{label} did not answer on {} (see {})",
+                        server.socket.display(),
+                        server.log.display()
+                    ),
+                ));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -632,8 +591,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     fn start_client(&self, program: &Path, server: &Server) -> Result<CriClient, BenchError> {
         let mut cmd = Command::new(program);
         self.netns().enter(&mut cmd);
-        let log = self.dir.join(format!("criclient-{}.log", tag(server.kind)));
-        CriClient::spawn(cmd, server.label, &server.socket, log)
+        let log = self
+            .dir
+            .join(format!("criclient-{}.log", server.kind.tag()));
+        CriClient::spawn(cmd, server.kind.label(), &server.socket, log)
     }
 
     /// `crictl ARGS` against `server`, inside the namespace, outside the servers' cgroups.
@@ -648,19 +609,13 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             "120s",
         ];
         all.extend_from_slice(args);
-        let mut cmd = Command::new(&self.crictl);
-        cmd.args(&all)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        self.netns().enter(&mut cmd);
-        let out = cmd.output().map_err(|source| BenchError::Spawn {
-            program: self.crictl.display().to_string(),
-            source,
-        })?;
-        check(&self.crictl, &all, out).map_err(|e| match e {
+        self.netns().run(&self.crictl, &all).map_err(|e| match e {
             BenchError::Failed { status, stderr, .. } => BenchError::Failed {
-                command: format!("crictl {} (against {})", args.join(" "), server.label),
+                command: format!(
+                    "crictl {} (against {})",
+                    args.join(" "),
+                    server.kind.label()
+                ),
                 status,
                 stderr,
             },
@@ -677,11 +632,14 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             .map(|l| l.trim().to_string())
             .filter(|l| !l.is_empty())
             .ok_or_else(|| {
-                scenario(format!(
-                    "crictl {} against {} printed no ID",
-                    args.join(" "),
-                    server.label
-                ))
+                BenchError::scenario(
+                    SCENARIO,
+                    format!(
+                        "crictl {} against {} printed no ID",
+                        args.join(" "),
+                        server.kind.label()
+                    ),
+                )
             })
     }
 
@@ -689,7 +647,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     /// each time) and returns their paths.
     pub fn configs(&self, server: &Server) -> Result<(String, String), BenchError> {
         let n = self.counter.fetch_add(1, Ordering::SeqCst);
-        let name = format!("bench-{}-{n}", tag(server.kind));
+        let name = format!("bench-{}-{n}", server.kind.tag());
         let logs = self.dir.join("logs").join(&name);
         std::fs::create_dir_all(&logs).map_err(|e| BenchError::io(&logs, e))?;
         let pod = serde_json::json!({
@@ -710,20 +668,29 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             configs.join(format!("{name}.pod.json")),
             configs.join(format!("{name}.ctr.json")),
         );
-        std::fs::write(&p, pod.to_string()).map_err(|e| BenchError::io(&p, e))?;
-        std::fs::write(&c, ctr.to_string()).map_err(|e| BenchError::io(&c, e))?;
+        write_json(&p, &pod)?;
+        write_json(&c, &ctr)?;
         Ok((p.display().to_string(), c.display().to_string()))
     }
 
-    /// Removes every pod of `server` (untimed cleanup between rounds), then waits until
-    /// only the server is left in its cgroups.
-    pub fn remove_all(&self, server: &Server) -> Result<(), BenchError> {
+    /// Removes every pod of `server` (untimed cleanup between rounds), waits until only the
+    /// server is left in its cgroups, and returns the host-local leases still held then
+    /// (no pod of the other server exists between rounds), which it releases.
+    pub fn remove_all(&self, server: &Server) -> Result<Vec<String>, BenchError> {
         self.crictl(server, &["rmp", "-fa"])?;
-        server.wait_quiet(PATIENCE)
+        server.wait_quiet(QUIET_LIMIT)?;
+        let label = server.kind.label();
+        let leases = take_leases(&self.leases_dir().join(NET_NAME));
+        Ok(leases
+            .into_iter()
+            .map(|l| {
+                format!("host-local lease of {l} still held after {label}'s pods were removed")
+            })
+            .collect())
     }
 
     /// Stops everything and says what had to be cleaned up that the runtimes should have
-    /// removed themselves (processes left, mounts left).
+    /// removed themselves (processes, host-local leases, mounts left).
     pub fn close(mut self) -> Vec<String> {
         self.teardown()
     }
@@ -743,7 +710,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             if let Err(e) = self.crictl(s, &["rmp", "-fa"]) {
                 left.push(format!(
                     "{}: crictl rmp -fa: {}",
-                    s.label,
+                    s.kind.label(),
                     cni::error::chain(&e)
                 ));
             }
@@ -763,11 +730,11 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
                 let _ = child.kill();
                 let _ = child.wait();
             }
-            let stray = s.processes();
+            let stray = s.cgroup.processes();
             if !stray.is_empty() {
                 left.push(format!(
                     "{}: processes left after it stopped: {stray:?}",
-                    s.label
+                    s.kind.label()
                 ));
                 for p in &stray {
                     // SAFETY: kill(2) on a process of the server's cgroup (one it started).
@@ -776,22 +743,22 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
                 let _ = s.cgroup.wait_empty(Duration::from_secs(10));
             }
         }
+        for l in take_leases(&self.leases_dir().join(NET_NAME)) {
+            left.push(format!(
+                "host-local lease of {l} left after every pod was removed"
+            ));
+        }
         if let Some(mut r) = self.registry.take() {
             let _ = r.kill();
             let _ = r.wait();
         }
-        // Mounts below the temporary directory, deepest first.
-        let prefix = format!("{}/", self.dir.display());
+        // Mounts below the temporary directory but the namespace's own, deepest first.
         let netns_file = self.dir.join("netns").display().to_string();
-        let mut mounts: Vec<String> = std::fs::read_to_string("/proc/self/mountinfo")
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| l.split(' ').nth(4).map(str::to_string))
-            .filter(|m| m.starts_with(&prefix) && *m != netns_file)
-            .collect();
-        mounts.sort();
-        mounts.dedup();
-        for m in mounts.iter().rev() {
+        for m in mounts_below(&self.dir)
+            .into_iter()
+            .rev()
+            .filter(|m| *m != netns_file)
+        {
             left.push(format!("mount left: {m}"));
             if let Ok(c) = std::ffi::CString::new(m.as_bytes()) {
                 // SAFETY: a NUL-terminated path.
@@ -802,10 +769,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         // The shims' socket directory, when no other containerd uses it.
         let _ = std::fs::remove_dir("/run/containerd/s");
         let _ = std::fs::remove_dir("/run/containerd");
-        let still_mounted = std::fs::read_to_string("/proc/self/mountinfo")
-            .unwrap_or_default()
-            .lines()
-            .any(|l| l.split(' ').nth(4).is_some_and(|m| m.starts_with(&prefix)));
+        let still_mounted = !mounts_below(&self.dir).is_empty();
         if let Some(work) = self.work.take() {
             if still_mounted {
                 let kept = work.keep();
@@ -820,10 +784,69 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     }
 }
 
+/// The host-local leases in `dir` (files named by an address, holding the container's ID),
+/// each as `ADDRESS (container ID)`, removed once listed: a lease no pod holds any more is
+/// an address a runtime did not release, and left in place it would be found again at
+/// every later check.
+fn take_leases(dir: &Path) -> Vec<String> {
+    let mut leases = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.parse::<IpAddr>().is_err() {
+            continue; // host-local's lock and last_reserved_ip files
+        }
+        let holder = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        let id = holder.lines().next().unwrap_or("").trim().to_string();
+        leases.push(format!("{name} (container {id})"));
+        let _ = std::fs::remove_file(entry.path());
+    }
+    leases.sort();
+    leases
+}
+
+/// The mount points below `dir` (mountinfo's fifth field), sorted, each once.
+fn mounts_below(dir: &Path) -> Vec<String> {
+    let prefix = format!("{}/", dir.display());
+    let mut mounts: Vec<String> = std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .filter(|m| m.starts_with(&prefix))
+        .map(str::to_string)
+        .collect();
+    mounts.sort();
+    mounts.dedup();
+    mounts
+}
+
 impl Drop for World {
     fn drop(&mut self) {
         for l in self.teardown() {
             eprintln!("rkt-bench: CRI cleanup: {l}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leases_are_the_address_files_and_are_released_once_listed() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let file = |name: &str, text: &str| {
+            std::fs::write(dir.path().join(name), text).expect("a file in the directory")
+        };
+        file("10.248.0.7", "c7\r\neth0");
+        file("10.248.0.2", "c2");
+        file("lock", "");
+        file("last_reserved_ip.0", "10.248.0.7");
+        assert_eq!(
+            take_leases(dir.path()),
+            ["10.248.0.2 (container c2)", "10.248.0.7 (container c7)"]
+        );
+        assert!(take_leases(dir.path()).is_empty());
+        assert!(dir.path().join("lock").exists());
+        assert!(take_leases(&dir.path().join("missing")).is_empty());
     }
 }

@@ -152,10 +152,8 @@ impl FloorPlugin {
         cni_path: &str,
     ) -> Result<FloorPlugin, BenchError> {
         let bytes = std::fs::read(conf_file).map_err(|e| BenchError::io(conf_file, e))?;
-        let list: Value = serde_json::from_slice(&bytes).map_err(|e| BenchError::Scenario {
-            scenario: "floor",
-            message: format!("{}: {e}", conf_file.display()),
-        })?;
+        let list: Value = serde_json::from_slice(&bytes)
+            .map_err(|e| BenchError::scenario("floor", format!("{}: {e}", conf_file.display())))?;
         let mut config = list["plugins"][0].as_object().cloned().unwrap_or_default();
         config.insert("name".into(), list["name"].clone());
         config.insert("cniVersion".into(), list["cniVersion"].clone());

@@ -52,6 +52,14 @@ pub enum BenchError {
 }
 
 impl BenchError {
+    /// A [`BenchError::Scenario`]: `scenario` produced something it must not.
+    pub fn scenario(scenario: &'static str, message: impl Into<String>) -> BenchError {
+        BenchError::Scenario {
+            scenario,
+            message: message.into(),
+        }
+    }
+
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> BenchError {
         BenchError::Io {
             path: path.into(),

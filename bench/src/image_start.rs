@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::BenchError;
 use crate::proc::run;
-use crate::scenarios::which;
+use crate::scenarios::tool;
 use crate::stats::{alternate, Series, Variant};
 
 /// The labels of the two variants, in order.
@@ -23,20 +23,8 @@ pub struct ImageStartResult {
     pub series: Vec<Series>,
 }
 
-fn scenario(message: String) -> BenchError {
-    BenchError::Scenario {
-        scenario: "image pod start",
-        message,
-    }
-}
-
-fn tool(name: &'static str, hint: &'static str) -> Result<PathBuf, BenchError> {
-    which(name).ok_or(BenchError::Missing {
-        what: name,
-        path: PathBuf::from("$PATH"),
-        hint,
-    })
-}
+/// The scenario this module's errors name.
+const SCENARIO: &str = "image pod start";
 
 /// An OCI layout `<work>/layout:v1` of two layers: busybox (`/bin/busybox`, `/bin/sh`),
 /// then a small layer with `/etc/second`.
@@ -72,7 +60,10 @@ fn fetch(rkt: &Path, data: &Path, layout: &Path) -> Result<String, BenchError> {
     let out = run(rkt, &[dir.as_str(), "fetch", &image], &[], None)?;
     let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     if !id.starts_with("sha256:") {
-        return Err(scenario(format!("rkt fetch {image} printed {id:?}")));
+        return Err(BenchError::scenario(
+            SCENARIO,
+            format!("rkt fetch {image} printed {id:?}"),
+        ));
     }
     Ok(id)
 }

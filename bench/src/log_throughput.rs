@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 use crate::cpu_cgroup::CpuCgroup;
 use crate::error::BenchError;
 use crate::proc::run;
-use crate::scenarios::which;
-use crate::stats::{alternate, Series, Variant};
+use crate::scenarios::{tool, which};
+use crate::stats::{alternate, per_round, secs, Series, Variant};
 
 pub const RKT_RUN: &str = "rkt run --stdout=log (runner thread copies)";
 pub const RKT_RUN_CANDIDATE: &str =
@@ -60,30 +60,16 @@ impl LogResult {
 
     /// Per round, `a` over `b` in wall time (`cpu`: in CPU time).
     pub fn per_round(&self, a: &str, b: &str, cpu: bool) -> Vec<f64> {
-        let pick = |s: &Series| {
-            if cpu {
-                s.cpu.clone()
-            } else {
-                s.samples.clone()
-            }
-        };
+        let pick = |s: &Series| secs(if cpu { &s.cpu } else { &s.samples });
         match (self.get(a), self.get(b)) {
-            (Some(a), Some(b)) => pick(a)
-                .iter()
-                .zip(pick(b))
-                .map(|(x, y)| x.as_secs_f64() / y.as_secs_f64().max(1e-9))
-                .collect(),
+            (Some(a), Some(b)) => per_round(&pick(a), &pick(b)),
             _ => Vec::new(),
         }
     }
 }
 
-fn scenario(message: String) -> BenchError {
-    BenchError::Scenario {
-        scenario: "log throughput",
-        message,
-    }
-}
+/// The scenario this module's errors name.
+const SCENARIO: &str = "log throughput";
 
 /// A busybox root directory with `sh`, `yes` and `head`.
 fn rootfs(dir: &Path, busybox: &Path) -> Result<(), BenchError> {
@@ -200,11 +186,7 @@ pub fn log_throughput(
     warmup: usize,
     iterations: usize,
 ) -> Result<LogResult, BenchError> {
-    let busybox = which("busybox").ok_or(BenchError::Missing {
-        what: "busybox",
-        path: PathBuf::from("$PATH"),
-        hint: "install busybox-static",
-    })?;
+    let busybox = tool("busybox", "install busybox-static")?;
     let bytes = mib << 20;
     let lines = bytes / LINE_BYTES;
     let work = tempfile::Builder::new()
@@ -271,10 +253,13 @@ pub fn log_throughput(
             c.1 += 1;
             return Ok(());
         }
-        Err(scenario(format!(
-            "{what}: {} whole lines of {lines} in its log, {} records wrong",
-            count.lines, count.wrong
-        )))
+        Err(BenchError::scenario(
+            SCENARIO,
+            format!(
+                "{what}: {} whole lines of {lines} in its log, {} records wrong",
+                count.lines, count.wrong
+            ),
+        ))
     };
     // Starts a run in cgroup `i`, waits until all its processes are gone.
     let finish = |i: usize, before: Duration, start: Instant| -> Result<Duration, BenchError> {
@@ -311,7 +296,9 @@ pub fn log_throughput(
             .flatten()
             .map(|e| e.path())
             .find(|p| p.extension().is_some_and(|x| x == "log"))
-            .ok_or_else(|| scenario(format!("no log in {}", logs.display())))?;
+            .ok_or_else(|| {
+                BenchError::scenario(SCENARIO, format!("no log in {}", logs.display()))
+            })?;
         let files = with_rotated(&log);
         verify(i, label, count_cri(&files)?)?;
         remove_all(&files);

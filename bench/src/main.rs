@@ -290,14 +290,13 @@ fn cri_scenarios(cli: &Cli) -> Result<cri::CriResult, BenchError> {
         note("scenario 11: a CRI pod's life, rkt-cri vs containerd");
         let (cycles, floor) = cri::cycles(&world, cli.warmup, cli.cri_cycles)?;
         res.cycles = cycles;
-        res.floor = Some(floor);
+        res.floor = floor;
     }
     if wants(12) || wants(13) {
         note(&format!(
             "scenarios 12-13: {} pods at once, rkt-cri vs containerd",
             cli.cri_pods
         ));
-        res.memory_measured = wants(13);
         res.many = cri::many(&world, cli.cri_pods, cli.cri_rounds, wants(13))?;
     }
     res.leftovers = world.close();
@@ -310,22 +309,13 @@ fn network_scenarios(
     self_exe: &std::path::Path,
     r: &mut Results,
 ) -> Result<(), BenchError> {
-    let ip = scenarios::which("ip").ok_or(BenchError::Missing {
-        what: "ip",
-        path: PathBuf::from("$PATH"),
-        hint: "install iproute2",
-    })?;
     let tools = Tools {
         rkt: absolute(&cli.rkt),
         libcni: absolute(&cli.libcni_driver),
         test_plugin_dir: absolute(&cli.test_plugin_dir),
         cni_bin: absolute(&cli.cni_bin),
-        ip,
-        true_bin: scenarios::which("true").ok_or(BenchError::Missing {
-            what: "true",
-            path: PathBuf::from("$PATH"),
-            hint: "install coreutils",
-        })?,
+        ip: scenarios::tool("ip", "install iproute2")?,
+        true_bin: scenarios::tool("true", "install coreutils")?,
         candidate_rkt: cli.candidate_rkt.as_deref().map(absolute),
     };
     tools.check()?;

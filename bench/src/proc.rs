@@ -1,4 +1,5 @@
-//! Running the programs a scenario times, and noticing Ctrl-C.
+//! Running the programs a scenario times, reading what `/proc/PID/stat` says of a process,
+//! and noticing Ctrl-C.
 //!
 //! The benchmark shares its terminal's process group with the programs it runs, so Ctrl-C
 //! reaches `rkt run` (which tears its pod down) and the others directly. The driver only
@@ -94,6 +95,22 @@ pub fn run<S: AsRef<OsStr>>(
     check(program, args, out)
 }
 
+/// Runs `cmd` as it is set up (stdin /dev/null, output captured) and returns its output
+/// when it exits 0: for a command that must start somewhere [`run`] cannot put it (a
+/// cgroup, a network namespace).
+pub fn output(cmd: &mut Command) -> Result<Output, BenchError> {
+    let program = Path::new(cmd.get_program()).to_path_buf();
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| BenchError::Spawn {
+            program: program.display().to_string(),
+            source,
+        })?;
+    let args: Vec<&OsStr> = cmd.get_args().collect();
+    check(&program, &args, out)
+}
+
 /// `out` when the program succeeded, else [`BenchError::Failed`] (or
 /// [`BenchError::Interrupted`] when an interrupt is why it failed).
 pub fn check<S: AsRef<OsStr>>(
@@ -114,4 +131,50 @@ pub fn check<S: AsRef<OsStr>>(
         status: out.status.to_string(),
         stderr,
     })
+}
+
+/// What the benchmark reads of a process's `/proc/PID/stat`.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Stat {
+    /// The parent's PID (field 4 of proc(5)).
+    pub ppid: u32,
+    /// User plus system time, all threads (fields 14 and 15), in clock ticks.
+    pub cpu_ticks: u64,
+}
+
+impl Stat {
+    /// Process `pid`'s; `None` when it is gone.
+    pub fn of(pid: u32) -> Option<Stat> {
+        Stat::parse(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+    }
+
+    fn parse(text: &str) -> Option<Stat> {
+        // The fields are counted after the command's last closing parenthesis (the command
+        // may hold blanks and parentheses): field 3, the state, is the first there.
+        let fields: Vec<&str> = text.rsplit_once(')')?.1.split_whitespace().collect();
+        let field = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<u64>().ok());
+        Some(Stat {
+            ppid: u32::try_from(field(4)?).ok()?,
+            cpu_ticks: field(14)? + field(15)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_are_counted_past_a_command_name_with_parentheses() {
+        let stat = "42 (crit) (x) S 1 42 42 0 -1 4194560 100 0 0 0 17 5 0 0 20 0 9 0 123";
+        assert_eq!(
+            Stat::parse(stat),
+            Some(Stat {
+                ppid: 1,
+                cpu_ticks: 22
+            })
+        );
+        assert_eq!(Stat::parse(""), None);
+        assert_eq!(Stat::parse("42 (short) S 1 42"), None);
+    }
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::BenchError;
 use crate::proc::run;
-use crate::scenarios::which;
+use crate::scenarios::tool;
 use crate::stats::{alternate, Series, Variant};
 
 /// Layers of pseudo-random files on top of the busybox layer, and their size each.
@@ -32,20 +32,8 @@ pub struct PullResult {
     pub warm: Vec<Series>,
 }
 
-fn tool(name: &'static str, hint: &'static str) -> Result<PathBuf, BenchError> {
-    which(name).ok_or(BenchError::Missing {
-        what: name,
-        path: PathBuf::from("$PATH"),
-        hint,
-    })
-}
-
-fn scenario(message: String) -> BenchError {
-    BenchError::Scenario {
-        scenario: "image pull",
-        message,
-    }
-}
+/// The scenario this module's errors name.
+const SCENARIO: &str = "image pull";
 
 fn remove(path: &Path) -> Result<(), BenchError> {
     match std::fs::remove_dir_all(path) {
@@ -88,13 +76,16 @@ impl Registry {
         let deadline = Instant::now() + Duration::from_secs(20);
         while std::net::TcpStream::connect(&reg.addr).is_err() {
             if let Ok(Some(status)) = reg.child.try_wait() {
-                return Err(scenario(format!("docker-registry exited: {status}")));
+                return Err(BenchError::scenario(
+                    SCENARIO,
+                    format!("docker-registry exited: {status}"),
+                ));
             }
             if Instant::now() > deadline {
-                return Err(scenario(format!(
-                    "docker-registry did not listen on {}",
-                    reg.addr
-                )));
+                return Err(BenchError::scenario(
+                    SCENARIO,
+                    format!("docker-registry did not listen on {}", reg.addr),
+                ));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -181,7 +172,8 @@ fn build_image(umoci: &Path, busybox: &Path, work: &Path) -> Result<PathBuf, Ben
 fn layer_sizes(layout: &Path) -> Result<(u64, usize), BenchError> {
     let read_json = |path: PathBuf| -> Result<serde_json::Value, BenchError> {
         let text = std::fs::read(&path).map_err(|e| BenchError::io(&path, e))?;
-        serde_json::from_slice(&text).map_err(|e| scenario(format!("{}: {e}", path.display())))
+        serde_json::from_slice(&text)
+            .map_err(|e| BenchError::scenario(SCENARIO, format!("{}: {e}", path.display())))
     };
     let blob = |digest: &str| {
         let (alg, hex) = digest.split_once(':').unwrap_or(("sha256", digest));
@@ -190,7 +182,7 @@ fn layer_sizes(layout: &Path) -> Result<(u64, usize), BenchError> {
     let index = read_json(layout.join("index.json"))?;
     let digest = index["manifests"][0]["digest"]
         .as_str()
-        .ok_or_else(|| scenario("the layout's index lists no manifest".into()))?
+        .ok_or_else(|| BenchError::scenario(SCENARIO, "the layout's index lists no manifest"))?
         .to_owned();
     let manifest = read_json(blob(&digest))?;
     let layers = manifest["layers"].as_array().cloned().unwrap_or_default();
@@ -259,9 +251,10 @@ pub fn image_pull(
         let took = start.elapsed();
         let unpacked = String::from_utf8_lossy(&out.stdout).lines().count();
         if unpacked != layers {
-            return Err(scenario(format!(
-                "rkt unpacked {unpacked} layers of {id}, the image has {layers}"
-            )));
+            return Err(BenchError::scenario(
+                SCENARIO,
+                format!("rkt unpacked {unpacked} layers of {id}, the image has {layers}"),
+            ));
         }
         Ok(took)
     };

@@ -9,7 +9,8 @@ use crate::error::BenchError;
 use crate::rss::Peaks;
 use crate::scenarios::{ManyResult, ScaleResult};
 use crate::stats::{
-    fmt_duration, median_ci, median_diff_ci, median_f64, ratio, verdict_interval, Series,
+    fmt_duration, median_ci, median_diff_ci, median_f64, per_round, ratio, secs, verdict_interval,
+    Series,
 };
 
 /// The markers in docs/PERFORMANCE.md between which the latest report goes.
@@ -106,6 +107,14 @@ fn holds_ci(lo: f64, hi: f64, limit: f64) -> &'static str {
     }
 }
 
+/// What a check for leftovers found, as a table cell: `nothing`, or how many and the first.
+fn leftovers_cell(found: &[String]) -> String {
+    match found.first() {
+        None => "nothing".to_string(),
+        Some(first) => format!("{} (first: {})", found.len(), first.replace('|', "/")),
+    }
+}
+
 /// `+1.2 ms [+0.4, +2.0]`: a median and its 95% interval, in milliseconds.
 fn ms_ci(values: &[f64]) -> String {
     let m = median_f64(values) * 1e3;
@@ -187,11 +196,7 @@ fn render_busy_targets(out: &mut String, b: &crate::busy::BusyResult) {
         let _ = writeln!(
             out,
             "| 6 | busy host: left after the last stop and `rkt gc` (namespaces, links, rules and chains, leases, cache entries, pods, cgroups) | {} | — | nothing | {} |",
-            if b.leaks.is_empty() {
-                "nothing".to_string()
-            } else {
-                format!("{} (first: {})", b.leaks.len(), b.leaks[0].replace('|', "/"))
-            },
+            leftovers_cell(&b.leaks),
             holds(b.leaks.is_empty())
         );
     }
@@ -318,11 +323,7 @@ fn render_app_start_targets(out: &mut String, a: &crate::app_start::AppStartResu
     let _ = writeln!(
         out,
         "| 9 | left after the sandboxes stopped and `rkt gc` (the leak checker) | {} | — | nothing | {} |",
-        if a.leaks.is_empty() {
-            "nothing".to_string()
-        } else {
-            format!("{} (first: {})", a.leaks.len(), a.leaks[0].replace('|', "/"))
-        },
+        leftovers_cell(&a.leaks),
         holds(a.leaks.is_empty())
     );
 }
@@ -394,11 +395,6 @@ fn render_log_targets(out: &mut String, l: &crate::log_throughput::LogResult) {
     }
 }
 
-/// Per round, `a[i] / b[i]`.
-fn per_round_ratio(a: &[f64], b: &[f64]) -> Vec<f64> {
-    a.iter().zip(b).map(|(x, y)| x / y.max(1e-12)).collect()
-}
-
 /// The verdict for a per-round ratio against a lower `limit`.
 fn ratio_holds_min(values: &[f64], limit: f64) -> &'static str {
     let (lo, hi) = verdict_interval(values);
@@ -411,18 +407,14 @@ fn ratio_holds_min(values: &[f64], limit: f64) -> &'static str {
     }
 }
 
-fn secs(v: &[Duration]) -> Vec<f64> {
-    v.iter().map(Duration::as_secs_f64).collect()
-}
-
 /// Scenarios 11 to 13's rows: rkt-cri against containerd.
 fn render_cri_targets(out: &mut String, c: &crate::cri::CriResult) {
     use crate::cri::Client;
-    use crate::cri_world::{CONTAINERD, RKT_CRI};
-    let pair = |client| Some((c.cycle(RKT_CRI, client)?, c.cycle(CONTAINERD, client)?));
+    use crate::cri_world::Kind::{Containerd, RktCri};
+    let pair = |client| Some((c.cycle(RktCri, client)?, c.cycle(Containerd, client)?));
     if let Some((rkt, ctd)) = pair(Client::OneProcess) {
         for (cpu, what) in [(false, "wall"), (true, "CPU")] {
-            let pick = |s: &Series| if cpu { secs(&s.cpu) } else { secs(&s.samples) };
+            let pick = |s: &Series| secs(if cpu { &s.cpu } else { &s.samples });
             let med = |s: &Series| {
                 if cpu {
                     s.cpu_median().unwrap_or_default()
@@ -430,7 +422,7 @@ fn render_cri_targets(out: &mut String, c: &crate::cri::CriResult) {
                     s.median()
                 }
             };
-            let per_round = per_round_ratio(&pick(&rkt.whole), &pick(&ctd.whole));
+            let ratios = per_round(&pick(&rkt.whole), &pick(&ctd.whole));
             let _ = writeln!(
                 out,
                 "| 11 | a CRI pod's life (RunPodSandbox, CreateContainer, StartContainer, StopContainer, RemoveContainer, StopPodSandbox, RemovePodSandbox) through one client process with one connection, as kubelet, {what} time{}: rkt-cri vs containerd (per round) | {} / {} | {} | ≤ 0.5× | {} |",
@@ -441,44 +433,41 @@ fn render_cri_targets(out: &mut String, c: &crate::cri::CriResult) {
                 },
                 fmt_duration(med(&rkt.whole)),
                 fmt_duration(med(&ctd.whole)),
-                ratio_ci(&per_round),
-                ratio_holds(&per_round, 0.5)
+                ratio_ci(&ratios),
+                ratio_holds(&ratios, 0.5)
             );
         }
     }
     if let Some((rkt, ctd)) = pair(Client::Crictl) {
-        let per_round = per_round_ratio(&secs(&rkt.whole.samples), &secs(&ctd.whole.samples));
-        let floor = c
-            .floor
-            .as_ref()
-            .filter(|f| !f.samples.is_empty())
-            .map(|f| {
-                format!(
-                    "; crictl's own floor, 7 × `crictl version`: {}",
-                    fmt_duration(f.median())
-                )
-            })
-            .unwrap_or_default();
+        let ratios = per_round(&secs(&rkt.whole.samples), &secs(&ctd.whole.samples));
+        let floor = if c.floor.samples.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; crictl's own floor, 7 × `crictl version`: {}",
+                fmt_duration(c.floor.median())
+            )
+        };
         let _ = writeln!(
             out,
             "| 11 | for information, the same life through crictl, a process per command (runp, create, start, stop, rm, stopp, rmp{floor}), wall time: rkt-cri vs containerd (per round) | {} / {} | {} | — | — |",
             fmt_duration(rkt.whole.median()),
             fmt_duration(ctd.whole.median()),
-            ratio_ci(&per_round),
+            ratio_ci(&ratios),
         );
     }
-    if let (Some(rkt), Some(ctd)) = (c.many_of(RKT_CRI), c.many_of(CONTAINERD)) {
+    if let (Some(rkt), Some(ctd)) = (c.many_of(RktCri), c.many_of(Containerd)) {
         let (tr, tc) = (rkt.throughputs(c.pods), ctd.throughputs(c.pods));
-        let per_round = per_round_ratio(&tr, &tc);
+        let ratios = per_round(&tr, &tc);
         let _ = writeln!(
             out,
             "| 12 | {} pods at once through the CRI (one client process, a goroutine per pod: RunPodSandbox + CreateContainer + StartContainer), throughput: rkt-cri vs containerd (per round, {} rounds) | {:.1} / {:.1} pods/s | {} | ≥ 2× | {} |",
             c.pods,
-            per_round.len(),
+            ratios.len(),
             median_f64(&tr),
             median_f64(&tc),
-            ratio_ci(&per_round),
-            ratio_holds_min(&per_round, 2.0)
+            ratio_ci(&ratios),
+            ratio_holds_min(&ratios, 2.0)
         );
         let errors: usize = rkt
             .rounds
@@ -491,7 +480,12 @@ fn render_cri_targets(out: &mut String, c: &crate::cri::CriResult) {
             "| 12 | pods that failed to come up, to run or to go (both runtimes, every round) | {errors} | — | none | {} |",
             holds(errors == 0)
         );
-        if c.memory_measured {
+        let memory_measured = rkt
+            .rounds
+            .iter()
+            .chain(&ctd.rounds)
+            .any(|r| r.memory.is_some());
+        if memory_measured {
             for (pss, what) in [(true, "PSS"), (false, "RSS")] {
                 let kib = |m: &crate::cri::ManyRuntime| -> Vec<f64> {
                     m.rounds
@@ -501,28 +495,24 @@ fn render_cri_targets(out: &mut String, c: &crate::cri::CriResult) {
                         .collect()
                 };
                 let (kr, kc) = (kib(rkt), kib(ctd));
-                let per_round = per_round_ratio(&kr, &kc);
+                let ratios = per_round(&kr, &kc);
                 let _ = writeln!(
                     out,
                     "| 13 | memory ({what}) of the runtime's processes with {} pods running, the containers' own left out: rkt-cri vs containerd + shims (per round) | {} / {} | {} | {} | {} |",
                     c.pods,
                     mib(median_f64(&kr) as u64),
                     mib(median_f64(&kc) as u64),
-                    ratio_ci(&per_round),
+                    ratio_ci(&ratios),
                     if pss { "≤ 0.25×" } else { "—" },
-                    if pss { ratio_holds(&per_round, 0.25) } else { "—" }
+                    if pss { ratio_holds(&ratios, 0.25) } else { "—" }
                 );
             }
         }
     }
     let _ = writeln!(
         out,
-        "| 11–13 | left behind at the end (processes in the runtimes' cgroups, mounts) | {} | — | nothing | {} |",
-        if c.leftovers.is_empty() {
-            "nothing".to_string()
-        } else {
-            c.leftovers.join("; ").replace('|', "/")
-        },
+        "| 11–13 | left behind at the end (processes in the runtimes' cgroups, host-local leases, mounts) | {} | — | nothing | {} |",
+        leftovers_cell(&c.leftovers),
         holds(c.leftovers.is_empty())
     );
 }
@@ -542,7 +532,7 @@ fn render_cri_details(out: &mut String, c: &crate::cri::CriResult) {
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                r.label,
+                r.kind.label(),
                 r.client.describe(),
                 r.version,
                 fmt_duration(r.whole.median()),
@@ -553,25 +543,25 @@ fn render_cri_details(out: &mut String, c: &crate::cri::CriResult) {
                 r.whole.cpu_median().map(fmt_duration).unwrap_or_default()
             );
         }
-        if let Some(f) = &c.floor {
-            let _ = writeln!(
-                out,
-                "| — | {} | — | {} | {} | {} | — | — | — |",
-                f.label,
-                fmt_duration(f.median()),
-                fmt_duration(f.min()),
-                fmt_duration(f.p90())
-            );
-        }
+        let f = &c.floor;
+        let _ = writeln!(
+            out,
+            "| — | {} | — | {} | {} | {} | — | — | — |",
+            f.label,
+            fmt_duration(f.median()),
+            fmt_duration(f.min()),
+            fmt_duration(f.p90())
+        );
     }
     for m in &c.many {
         let _ = writeln!(
             out,
             "\nScenarios 12 and 13, {}, {} pods at once, each round:\n",
-            m.label, c.pods
+            m.kind.label(),
+            c.pods
         );
         out.push_str("| round | all running after | pods/s | CPU meanwhile (the client's) | stop + remove all at once | CPU meanwhile | failed | running | PSS (RSS) with the pods | server alone before |\n|---|---|---|---|---|---|---|---|---|---|\n");
-        for (i, r) in m.rounds.iter().enumerate() {
+        for (i, (r, per_s)) in m.rounds.iter().zip(m.throughputs(c.pods)).enumerate() {
             let mem = |x: &Option<crate::cri::Memory>| {
                 x.as_ref()
                     .map(|x| format!("{} ({})", mib(x.pss_kib), mib(x.rss_kib)))
@@ -582,7 +572,7 @@ fn render_cri_details(out: &mut String, c: &crate::cri::CriResult) {
                 "| {} | {} | {:.1} | {} ({}) | {} | {} | {} | {} | {} | {} |",
                 i + 1,
                 fmt_duration(r.start),
-                c.pods as f64 / r.start.as_secs_f64().max(1e-9),
+                per_s,
                 fmt_duration(r.start_cpu),
                 fmt_duration(r.client_cpu),
                 fmt_duration(r.stop),
@@ -597,7 +587,7 @@ fn render_cri_details(out: &mut String, c: &crate::cri::CriResult) {
             let _ = writeln!(
                 out,
                 "\n{}'s processes by role, last round (the containers' own: {} processes, {} PSS, left out):\n",
-                m.label,
+                m.kind.label(),
                 mem.workload_count,
                 mib(mem.workload_pss_kib)
             );
@@ -607,8 +597,17 @@ fn render_cri_details(out: &mut String, c: &crate::cri::CriResult) {
             }
         }
         for e in m.rounds.iter().flat_map(|r| &r.errors).take(3) {
-            let _ = writeln!(out, "\n{} failure: `{}`", m.label, e.replace('`', "'"));
+            let _ = writeln!(
+                out,
+                "\n{} failure: `{}`",
+                m.kind.label(),
+                e.replace('`', "'")
+            );
         }
+    }
+    // The targets' table shows the first only.
+    for l in &c.leftovers {
+        let _ = writeln!(out, "\nLeft behind: `{}`", l.replace('`', "'"));
     }
 }
 

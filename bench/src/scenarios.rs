@@ -181,10 +181,10 @@ pub fn config_scale(
                 let text = String::from_utf8_lossy(&out.stdout);
                 let mut words = text.split_whitespace();
                 if words.next() != Some(last.as_str()) {
-                    return Err(BenchError::Scenario {
-                        scenario: "configuration at scale",
-                        message: format!("load-dir picked {text:?}, not {last:?}"),
-                    });
+                    return Err(BenchError::scenario(
+                        "configuration at scale",
+                        format!("load-dir picked {text:?}, not {last:?}"),
+                    ));
                 }
                 if let Some(us) = words.next().and_then(|w| w.parse::<u64>().ok()) {
                     in_process.borrow_mut().push(Duration::from_micros(us));
@@ -204,10 +204,10 @@ pub fn config_scale(
                 )?;
                 let elapsed = start.elapsed();
                 if String::from_utf8_lossy(&out.stdout).trim() != last {
-                    return Err(BenchError::Scenario {
-                        scenario: "configuration at scale",
-                        message: "libcni-driver picked another network".into(),
-                    });
+                    return Err(BenchError::scenario(
+                        "configuration at scale",
+                        "libcni-driver picked another network",
+                    ));
                 }
                 Ok(elapsed)
             }),
@@ -369,13 +369,13 @@ pub fn memory(ws: &Workspace, net: &str, runs: usize) -> Result<Vec<Peaks>, Benc
 /// prints the picked network's name and the microseconds loading took.
 pub fn load_dir_command(dir: &Path, name: &str) -> Result<String, BenchError> {
     let start = Instant::now();
-    let loaded = cni::conf::load_dir(dir).map_err(|e| BenchError::Scenario {
-        scenario: "load-dir",
-        message: cni::error::chain(&e),
-    })?;
-    let found = loaded.find(name).ok_or_else(|| BenchError::Scenario {
-        scenario: "load-dir",
-        message: format!("network {name:?} not found in {}", dir.display()),
+    let loaded = cni::conf::load_dir(dir)
+        .map_err(|e| BenchError::scenario("load-dir", cni::error::chain(&e)))?;
+    let found = loaded.find(name).ok_or_else(|| {
+        BenchError::scenario(
+            "load-dir",
+            format!("network {name:?} not found in {}", dir.display()),
+        )
     })?;
     Ok(format!("{} {}", found.name, start.elapsed().as_micros()))
 }
@@ -386,6 +386,15 @@ pub fn which(program: &str) -> Option<PathBuf> {
     std::env::split_paths(&path)
         .map(|d| d.join(program))
         .find(|p| p.is_file())
+}
+
+/// [`which`], or an error saying what to install (`hint`).
+pub fn tool(name: &'static str, hint: &'static str) -> Result<PathBuf, BenchError> {
+    which(name).ok_or(BenchError::Missing {
+        what: name,
+        path: PathBuf::from("$PATH"),
+        hint,
+    })
 }
 
 /// The do-nothing plugin must answer an ADD (a quick check before timing it).

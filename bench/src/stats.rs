@@ -137,6 +137,17 @@ pub fn ratio(a: Duration, b: Duration) -> f64 {
     }
 }
 
+/// Per round, `a`'s value over `b`'s (the two measured in the same round). A `b` of zero
+/// (nothing measured) counts as 1e-9, so that its ratio is huge rather than infinite.
+pub fn per_round(a: &[f64], b: &[f64]) -> Vec<f64> {
+    a.iter().zip(b).map(|(x, y)| x / y.max(1e-9)).collect()
+}
+
+/// Durations in seconds.
+pub fn secs(v: &[Duration]) -> Vec<f64> {
+    v.iter().map(Duration::as_secs_f64).collect()
+}
+
 /// The median of `values` (the mean of the middle two for an even count); 0 without any.
 pub fn median_f64(values: &[f64]) -> f64 {
     let mut s = values.to_vec();
@@ -152,21 +163,6 @@ pub fn median_f64(values: &[f64]) -> f64 {
 /// values of ranks `j` and `k` such that the true median lies between them with probability
 /// at least 95% whatever the distribution (the count of values below the median is
 /// binomial(n, 1/2)). `None` below 6 values, where no such pair of ranks exists.
-/// The interval a verdict is judged on: the median's 95% interval ([`median_ci`]), or with
-/// too few values for one, the range of all of them (a target then holds only when every
-/// round holds it).
-pub fn verdict_interval(values: &[f64]) -> (f64, f64) {
-    median_ci(values).unwrap_or_else(|| {
-        let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        if values.is_empty() {
-            (f64::NAN, f64::NAN)
-        } else {
-            (lo, hi)
-        }
-    })
-}
-
 pub fn median_ci(values: &[f64]) -> Option<(f64, f64)> {
     let n = values.len();
     if n < 6 {
@@ -193,6 +189,21 @@ pub fn median_ci(values: &[f64]) -> Option<(f64, f64)> {
         return None;
     }
     Some((s[j - 1], s[n - j]))
+}
+
+/// The interval a verdict is judged on: the median's 95% interval ([`median_ci`]), or with
+/// too few values for one, the range of all of them (a target then holds only when every
+/// round holds it).
+pub fn verdict_interval(values: &[f64]) -> (f64, f64) {
+    median_ci(values).unwrap_or_else(|| {
+        let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if values.is_empty() {
+            (f64::NAN, f64::NAN)
+        } else {
+            (lo, hi)
+        }
+    })
 }
 
 /// A small deterministic random number generator (xorshift64*), so a bootstrap gives the

@@ -79,12 +79,7 @@ impl Tools {
                 "give the path of a built rkt binary",
             )
         });
-        for (what, path, hint) in need.into_iter().chain(candidate) {
-            if !path.is_file() {
-                return Err(BenchError::Missing { what, path, hint });
-            }
-        }
-        Ok(())
+        check_files(need.into_iter().chain(candidate))
     }
 
     /// `CNI_PATH` for the real plugins.
@@ -283,6 +278,18 @@ fn leftover_netns() -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// Fails with the first of `need`'s (what, file, hint) whose file is not there.
+pub fn check_files(
+    need: impl IntoIterator<Item = (&'static str, PathBuf, &'static str)>,
+) -> Result<(), BenchError> {
+    for (what, path, hint) in need {
+        if !path.is_file() {
+            return Err(BenchError::Missing { what, path, hint });
+        }
+    }
+    Ok(())
 }
 
 /// A network whose only plugin is the test plugin, which without a script answers at once.
