@@ -12,7 +12,7 @@ mod image_common;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
-use test_kit::{wait_for, PATIENCE};
+use test_kit::{wait_for, KillOnDrop, PATIENCE};
 
 /// crictl, if built; under CI a missing one fails (tools/test.sh builds it).
 fn crictl_path() -> Option<PathBuf> {
@@ -448,7 +448,7 @@ fn a_pod_in_the_hosts_pid_namespace_sees_the_hosts_processes() {
     };
     let image = "mirror.test/test/busybox:v1";
     server.ok(&["pull", image]);
-    let mut bystander = Command::new("sleep").arg("300").spawn().unwrap();
+    let mut bystander = KillOnDrop(Command::new("sleep").arg("300").spawn().unwrap());
     let pod = write(
         &work.path().join("pod.json"),
         r#"{"metadata":{"name":"hostpid","namespace":"test","uid":"u3"},
@@ -503,8 +503,7 @@ fn a_pod_in_the_hosts_pid_namespace_sees_the_hosts_processes() {
         bystander.try_wait().unwrap().is_none(),
         "stopping the pod left the host's processes alone"
     );
-    let _ = bystander.kill();
-    let _ = bystander.wait();
+    drop(bystander);
     server.ok(&["rmp", &pod_id]);
     drop(registry);
 }

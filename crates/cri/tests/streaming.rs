@@ -23,7 +23,7 @@ use leak_check::Guard;
 use serde_json::json;
 use spdy::k8s::{self, Outcome, StreamProtocol};
 use spdy::websocket::{self, Channels, Decoder, Message, Opcode, Role};
-use test_kit::{wait_for, PATIENCE};
+use test_kit::{wait_for, KillOnDrop, PATIENCE};
 
 use operator_support::*;
 
@@ -135,12 +135,13 @@ fn crictl_and_websocket_clients_exec_attach_and_forward() {
 
     // crictl port-forward into the pod's network namespace.
     let local = free_port();
-    let mut forward = node
-        .crictl_command(&["port-forward", &pod_id, &format!("{local}:80")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let forward = KillOnDrop(
+        node.crictl_command(&["port-forward", &pod_id, &format!("{local}:80")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let body = wait_for("crictl port-forward to serve", PATIENCE, || {
         http_get(&format!("127.0.0.1:{local}"), "/greeting").ok()
     });
@@ -151,8 +152,7 @@ fn crictl_and_websocket_clients_exec_attach_and_forward() {
             "hello\n"
         );
     }
-    let _ = forward.kill();
-    let _ = forward.wait();
+    drop(forward);
 
     // WebSocket exec (v5): stdin, its close, stdout, stderr, the exit code.
     let url = url_of(
@@ -446,10 +446,11 @@ impl WsClient {
     }
 }
 
-/// crictl on a pseudo-terminal of its own, its output collected.
+/// crictl on a pseudo-terminal of its own, its output collected; killed on drop, so a
+/// failing test leaves no `crictl exec -it` or `attach` behind.
 struct Terminal {
     master: OwnedFd,
-    child: Mutex<std::process::Child>,
+    child: Mutex<KillOnDrop>,
     output: Arc<Mutex<Vec<u8>>>,
 }
 
@@ -479,7 +480,7 @@ impl Terminal {
         });
         Terminal {
             master: pty.master,
-            child: Mutex::new(child),
+            child: Mutex::new(KillOnDrop(child)),
             output,
         }
     }
