@@ -53,6 +53,8 @@ fn setup(test: &str) -> Option<(tempfile::TempDir, image_common::Registry, Serve
 struct Server {
     child: Option<Child>,
     socket: PathBuf,
+    /// The data directory (`--dir`).
+    data: PathBuf,
     args: Vec<String>,
     crictl: PathBuf,
 }
@@ -74,15 +76,17 @@ impl Server {
         )
         .unwrap();
         let socket = work.join("cri.sock");
+        let data = work.join("data");
         let args = vec![
             format!("--listen=unix://{}", socket.display()),
-            format!("--dir={}", work.join("data").display()),
+            format!("--dir={}", data.display()),
             format!("--local-config={}", conf.display()),
             format!("--net-conf-dir={}", net.display()),
         ];
         let mut server = Server {
             child: None,
             socket,
+            data,
             args,
             crictl,
         };
@@ -101,6 +105,12 @@ impl Server {
         wait_for("rkt-cri to answer", PATIENCE, || {
             self.crictl(&["version"]).status.success().then_some(())
         });
+    }
+
+    /// The leak checker's context for this server's pods: its data directory (the pods use
+    /// the host's network, so no network, subnet or link is theirs).
+    fn leak_ctx(&self) -> leak_check::Ctx {
+        leak_check::Ctx::new(&self.data)
     }
 
     fn kill_9(&mut self) {
@@ -158,6 +168,7 @@ fn crictl_drives_pods_containers_and_images() {
     else {
         return;
     };
+    let guard = leak_check::Guard::new(server.leak_ctx());
 
     // info: the runtime is ready; the network is not until a configuration is written, and
     // one written now is seen without a restart.
@@ -209,6 +220,7 @@ fn crictl_drives_pods_containers_and_images() {
     );
     let pod_id = server.ok(&["runp", &pod]);
     assert_eq!(pod_id.len(), 32, "{pod_id}");
+    guard.remember();
     assert!(server.ok(&["pods"]).contains("web"));
     let ctr_id = server.ok(&["create", &pod_id, &ctr, &pod]);
     assert!(ctr_id.starts_with(&pod_id), "{ctr_id}");
@@ -279,6 +291,7 @@ fn crictl_drives_pods_containers_and_images() {
     // Nothing is left of the pod in the data directory.
     let store = rkt::pod::PodStore::new(work.path().join("data/pods"));
     assert_eq!(store.list().unwrap().len(), 0);
+    guard.check();
     drop(registry);
 }
 
@@ -309,7 +322,7 @@ fn killed_during_run_pod_sandbox_and_create_container_then_removed_leaves_nothin
     let Some((work, registry, mut server)) = setup(test) else {
         return;
     };
-    let mut guard = leak_check::Guard::new(leak_check::Ctx::new(work.path().join("data")));
+    let mut guard = leak_check::Guard::new(server.leak_ctx());
     let image = "mirror.test/test/busybox:v1";
     server.ok(&["pull", image]);
     let pod = write(
@@ -386,6 +399,7 @@ fn a_container_of_its_own_pid_namespace_is_its_pid_1() {
     let Some((work, registry, server)) = setup(test) else {
         return;
     };
+    let guard = leak_check::Guard::new(server.leak_ctx());
     let image = "mirror.test/test/busybox:v1";
     server.ok(&["pull", image]);
     let pod = write(
@@ -406,6 +420,7 @@ fn a_container_of_its_own_pid_namespace_is_its_pid_1() {
         config
     };
     let pod_id = server.ok(&["runp", &pod]);
+    guard.remember();
     let own = server.ok(&["create", &pod_id, &container("own", 1), &pod]);
     let shared = server.ok(&["create", &pod_id, &container("shared", 0), &pod]);
     server.ok(&["start", &own]);
@@ -434,6 +449,7 @@ fn a_container_of_its_own_pid_namespace_is_its_pid_1() {
     assert_eq!(inspect["status"]["exitCode"], 7, "{inspect}");
     server.ok(&["stopp", &pod_id]);
     server.ok(&["rmp", &pod_id]);
+    guard.check();
     drop(registry);
 }
 
@@ -446,6 +462,7 @@ fn a_pod_in_the_hosts_pid_namespace_sees_the_hosts_processes() {
     let Some((work, registry, server)) = setup(test) else {
         return;
     };
+    let guard = leak_check::Guard::new(server.leak_ctx());
     let image = "mirror.test/test/busybox:v1";
     server.ok(&["pull", image]);
     let mut bystander = KillOnDrop(Command::new("sleep").arg("300").spawn().unwrap());
@@ -466,6 +483,7 @@ fn a_pod_in_the_hosts_pid_namespace_sees_the_hosts_processes() {
         )
     };
     let pod_id = server.ok(&["runp", &pod]);
+    guard.remember();
     let inspectp: serde_json::Value =
         serde_json::from_str(&server.ok(&["inspectp", &pod_id])).unwrap();
     let options = &inspectp["status"]["linux"]["namespaces"]["options"];
@@ -505,5 +523,6 @@ fn a_pod_in_the_hosts_pid_namespace_sees_the_hosts_processes() {
     );
     drop(bystander);
     server.ok(&["rmp", &pod_id]);
+    guard.check();
     drop(registry);
 }
