@@ -47,20 +47,6 @@ fn condition(info: &Value, kind: &str) -> Value {
         .unwrap_or_else(|| panic!("no {kind} condition in {info}"))
 }
 
-/// A TCP port free on the host now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("0.0.0.0:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// The command of a container serving the image's `/etc` over HTTP on port 80.
-const HTTPD: [&str; 7] = ["/bin/busybox", "httpd", "-f", "-p", "80", "-h", "/etc"];
-/// The command of a container that waits.
-const SLEEP: [&str; 3] = ["sh", "-c", "exec sleep 100000"];
-
 #[test]
 fn every_operator_command_on_a_pod_network() {
     let Some(crictl) = ready("every_operator_command_on_a_pod_network") else {
@@ -369,16 +355,6 @@ fn a_restarted_server_finds_its_running_pods() {
     node.terminate();
     net.assert_empty_and_remove();
     node.assert_clean(&guard, &seen);
-}
-
-/// The arguments of process `pid` (its `/proc/PID/cmdline`, empty ones dropped).
-fn args_of(pid: u32) -> Vec<String> {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .unwrap_or_default()
-        .split(|b| *b == 0)
-        .filter(|a| !a.is_empty())
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect()
 }
 
 #[test]

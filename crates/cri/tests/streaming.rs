@@ -27,9 +27,6 @@ use test_kit::{wait_for, KillOnDrop, PATIENCE};
 
 use operator_support::*;
 
-const HTTPD: [&str; 7] = ["/bin/busybox", "httpd", "-f", "-p", "80", "-h", "/etc"];
-const SLEEP: [&str; 3] = ["sh", "-c", "exec sleep 100000"];
-
 #[test]
 fn crictl_and_websocket_clients_exec_attach_and_forward() {
     let Some(crictl) = ready("crictl_and_websocket_clients_exec_attach_and_forward") else {
@@ -281,23 +278,13 @@ fn open_fds(pid: u32) -> usize {
         .count()
 }
 
-/// `rkt-cri exec-in` children of `pid` still there.
+/// `rkt-cri exec-in` children of `pid` still there, their command lines.
 fn helpers_of(pid: u32) -> Vec<String> {
-    rkt::procfs::children(pid as i32)
+    children_of(pid)
         .into_iter()
-        .map(|child| std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default())
-        .filter(|cmdline| cmdline.windows(7).any(|w| w == b"exec-in"))
-        .map(|cmdline| String::from_utf8_lossy(&cmdline).into_owned())
+        .map(|child| args_of(child).join(" "))
+        .filter(|cmdline| cmdline.contains("exec-in"))
         .collect()
-}
-
-/// A TCP port free on the host now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// The streaming URL the RPC behind `crictl ARGS` returned, its token unused: crictl runs

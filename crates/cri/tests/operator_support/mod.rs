@@ -25,6 +25,10 @@ pub mod image_common;
 pub const MIRRORED: &str = "operator.test";
 /// The test image, as pods ask for it.
 pub const IMAGE: &str = "operator.test/test/busybox:v1";
+/// The command of a container serving the image's `/etc` over HTTP on port 80.
+pub const HTTPD: [&str; 7] = ["/bin/busybox", "httpd", "-f", "-p", "80", "-h", "/etc"];
+/// The command of a container that waits.
+pub const SLEEP: [&str; 3] = ["sh", "-c", "exec sleep 100000"];
 
 /// One operator test at a time in this binary: each starts pods by the dozen on a small
 /// machine, and the timings they print mean more alone.
@@ -337,10 +341,9 @@ impl Node {
     /// log monitors), when it runs.
     pub fn spawner_pid(&self) -> Option<u32> {
         let server = self.server_pid()?;
-        children_of(server).into_iter().find(|pid| {
-            fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| c.split(|b| *b == 0).nth(1) == Some(b"spawner"))
-        })
+        children_of(server)
+            .into_iter()
+            .find(|pid| args_of(*pid).get(1).is_some_and(|a| a == "spawner"))
     }
 
     /// Kills the server with SIGKILL (nothing else: its pods' runners live on); its
@@ -613,6 +616,17 @@ pub fn children_of(parent: u32) -> Vec<u32> {
     children.into_iter().map(|pid| pid as u32).collect()
 }
 
+/// The arguments of process `pid` (its `/proc/PID/cmdline`, empty ones dropped; none when
+/// it is gone).
+pub fn args_of(pid: u32) -> Vec<String> {
+    fs::read(format!("/proc/{pid}/cmdline"))
+        .unwrap_or_default()
+        .split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect()
+}
+
 /// Asserts that process `pid` (if any) ends within 10 s (a zombie counts as ended).
 fn assert_gone(what: &str, pid: Option<u32>) {
     let Some(pid) = pid else { return };
@@ -718,6 +732,15 @@ fn merge(base: &mut Value, extra: Value) {
 pub fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// A TCP port free on the host now, on every address (so on the loopback too).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("0.0.0.0:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// An HTTP GET of `path` on `addr` (`IP:PORT`): the response's body, or why none came.
