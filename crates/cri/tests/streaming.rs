@@ -19,7 +19,6 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use leak_check::Guard;
 use serde_json::json;
 use spdy::k8s::{self, Outcome, StreamProtocol};
 use spdy::websocket::{self, Channels, Decoder, Message, Opcode, Role};
@@ -29,17 +28,13 @@ use operator_support::*;
 
 #[test]
 fn crictl_and_websocket_clients_exec_attach_and_forward() {
-    let Some(crictl) = ready("crictl_and_websocket_clients_exec_attach_and_forward") else {
+    let Some((_held, mut node, net, guard)) = setup(
+        "crictl_and_websocket_clients_exec_attach_and_forward",
+        "stream",
+        Images::Registry,
+    ) else {
         return;
     };
-    let _serial = serial();
-    let images = tempfile::tempdir().unwrap();
-    let registry = registry(images.path());
-    let mut node = Node::new(&crictl, &registry.addr);
-    let net = Net::new(node.work.path(), "stream");
-    net.write(&node.path("net.d"), "10-stream.conflist");
-    let guard = Guard::new(node.leak_ctx(&[&net]));
-    node.start();
     let server_pid = node.server_pid().unwrap();
 
     node.ok(&["pull", IMAGE]);

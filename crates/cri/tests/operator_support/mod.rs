@@ -238,6 +238,60 @@ pub fn registry(work: &Path) -> image_common::Registry {
     registry
 }
 
+/// Whether a test's node pulls images from a loopback registry of its own.
+pub enum Images {
+    /// A registry holding the test image, mirrored as [`MIRRORED`].
+    Registry,
+    /// None: the test's pods need no image.
+    NoRegistry,
+}
+
+/// What a test started by [`setup`] holds until it ends, without using it: the loopback
+/// registry, the directory its image was built in, and the test's turn ([`serial`]), given
+/// up in that order.
+pub struct Held {
+    _registry: Option<image_common::Registry>,
+    _images: Option<tempfile::TempDir>,
+    _serial: MutexGuard<'static, ()>,
+}
+
+/// What most operator tests start from: their turn ([`serial`]), a loopback registry with
+/// the test image (with [`Images::Registry`]), a [`Node`] whose CNI directory holds one
+/// bridge network of the test's own (named `…-<suffix>`), the leak checker's guard for both
+/// and the node started; `None` when the test is skipped (see [`ready`]).
+///
+/// Bound in this order, `let Some((_held, mut node, net, guard)) = setup(…) else { return };`,
+/// they drop in reverse, as a test that makes them one by one: the guard reports, the
+/// bridge goes, the node removes what is left of its pods and ends, then the registry.
+pub fn setup(
+    test: &str,
+    suffix: &str,
+    images: Images,
+) -> Option<(Held, Node, Net, leak_check::Guard)> {
+    let crictl = ready(test)?;
+    let serial = serial();
+    let (images, registry) = match images {
+        Images::Registry => {
+            let dir = tempfile::tempdir().unwrap();
+            let registry = registry(dir.path());
+            (Some(dir), Some(registry))
+        }
+        Images::NoRegistry => (None, None),
+    };
+    let addr = registry.as_ref().map_or("", |r| r.addr.as_str());
+    let mut node = Node::new(&crictl, addr);
+    let net = Net::new(node.work.path(), suffix);
+    net.write(&node.path("net.d"), &format!("10-{suffix}.conflist"));
+    let guard = leak_check::Guard::new(node.leak_ctx(&[&net]));
+    node.start();
+    let held = Held {
+        _registry: registry,
+        _images: images,
+        _serial: serial,
+    };
+    Some((held, node, net, guard))
+}
+
 /// An `rkt-cri` server in a directory of its own, driven with `crictl`.
 pub struct Node {
     pub work: tempfile::TempDir,
