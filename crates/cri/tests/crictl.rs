@@ -12,7 +12,12 @@ mod image_common;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
-use test_kit::{wait_for, PATIENCE};
+use serde_json::{json, Value};
+use test_kit::{wait_for, KillOnDrop, PATIENCE};
+
+/// The test image, as pods ask for it (the loopback registry serves it as `mirror.test`'s
+/// mirror).
+const IMAGE: &str = "mirror.test/test/busybox:v1";
 
 /// crictl, if built; under CI a missing one fails (tools/test.sh builds it).
 fn crictl_path() -> Option<PathBuf> {
@@ -53,6 +58,8 @@ fn setup(test: &str) -> Option<(tempfile::TempDir, image_common::Registry, Serve
 struct Server {
     child: Option<Child>,
     socket: PathBuf,
+    /// The data directory (`--dir`).
+    data: PathBuf,
     args: Vec<String>,
     crictl: PathBuf,
 }
@@ -74,15 +81,17 @@ impl Server {
         )
         .unwrap();
         let socket = work.join("cri.sock");
+        let data = work.join("data");
         let args = vec![
             format!("--listen=unix://{}", socket.display()),
-            format!("--dir={}", work.join("data").display()),
+            format!("--dir={}", data.display()),
             format!("--local-config={}", conf.display()),
             format!("--net-conf-dir={}", net.display()),
         ];
         let mut server = Server {
             child: None,
             socket,
+            data,
             args,
             crictl,
         };
@@ -101,6 +110,12 @@ impl Server {
         wait_for("rkt-cri to answer", PATIENCE, || {
             self.crictl(&["version"]).status.success().then_some(())
         });
+    }
+
+    /// The leak checker's context for this server's pods: its data directory (the pods use
+    /// the host's network, so no network, subnet or link is theirs).
+    fn leak_ctx(&self) -> leak_check::Ctx {
+        leak_check::Ctx::new(&self.data)
     }
 
     fn kill_9(&mut self) {
@@ -123,6 +138,14 @@ impl Server {
             .args(args)
             .output()
             .unwrap()
+    }
+
+    /// crictl's stdout as JSON (`inspect`, `inspectp`, `info`, `stats -o json`), the command
+    /// having succeeded.
+    fn json(&self, args: &[&str]) -> Value {
+        let text = self.ok(args);
+        serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("crictl {args:?}: not JSON ({e}): {text}"))
     }
 
     /// crictl's stdout, the command having succeeded.
@@ -152,16 +175,30 @@ fn write(path: &Path, text: &str) -> String {
     path.display().to_string()
 }
 
+/// Writes `<work>/<name>.json`, the config of container `name` of [`IMAGE`] running
+/// `sh -c SCRIPT` in the host's network and in PID namespace mode `pid` (0 the pod's, 1 its
+/// own, 2 the host's); returns its path.
+fn shell_container(work: &Path, name: &str, script: &str, pid: u8) -> String {
+    let config = json!({
+        "metadata": {"name": name},
+        "image": {"image": IMAGE},
+        "command": ["sh", "-c", script],
+        "linux": {"security_context": {"namespace_options": {"network": 2, "pid": pid}}}
+    });
+    write(&work.join(format!("{name}.json")), &config.to_string())
+}
+
 #[test]
 fn crictl_drives_pods_containers_and_images() {
     let Some((work, registry, mut server)) = setup("crictl_drives_pods_containers_and_images")
     else {
         return;
     };
+    let guard = leak_check::Guard::new(server.leak_ctx());
 
     // info: the runtime is ready; the network is not until a configuration is written, and
     // one written now is seen without a restart.
-    let info: serde_json::Value = serde_json::from_str(&server.ok(&["info"])).unwrap();
+    let info = server.json(&["info"]);
     let conditions = &info["status"]["conditions"];
     assert_eq!(conditions[0]["type"], "RuntimeReady");
     assert_eq!(conditions[0]["status"], true);
@@ -175,13 +212,12 @@ fn crictl_drives_pods_containers_and_images() {
         &work.path().join("etc/net.d/10-late.conflist"),
         r#"{"cniVersion":"1.0.0","name":"late","plugins":[{"type":"bridge","bridge":"rktcri-unused"}]}"#,
     );
-    let info: serde_json::Value = serde_json::from_str(&server.ok(&["info"])).unwrap();
+    let info = server.json(&["info"]);
     assert_eq!(info["status"]["conditions"][1]["status"], true, "{info}");
     assert!(server.ok(&["version"]).contains("RuntimeName:  rkt"));
 
     // pull through the mirror: the image keeps the name it was asked by.
-    let image = "mirror.test/test/busybox:v1";
-    server.ok(&["pull", image]);
+    server.ok(&["pull", IMAGE]);
     let images = server.ok(&["images"]);
     assert!(
         images.contains("mirror.test/test/busybox") && images.contains("v1"),
@@ -202,13 +238,14 @@ fn crictl_drives_pods_containers_and_images() {
     let ctr = write(
         &work.path().join("ctr.json"),
         &format!(
-            r#"{{"metadata":{{"name":"c1"}},"image":{{"image":"{image}"}},
+            r#"{{"metadata":{{"name":"c1"}},"image":{{"image":"{IMAGE}"}},
                 "command":["sh","-c","echo hello; echo oops >&2; exec sleep 1000"],
                 "log_path":"c1.log","linux":{{}}}}"#
         ),
     );
     let pod_id = server.ok(&["runp", &pod]);
     assert_eq!(pod_id.len(), 32, "{pod_id}");
+    guard.remember();
     assert!(server.ok(&["pods"]).contains("web"));
     let ctr_id = server.ok(&["create", &pod_id, &ctr, &pod]);
     assert!(ctr_id.starts_with(&pod_id), "{ctr_id}");
@@ -242,20 +279,17 @@ fn crictl_drives_pods_containers_and_images() {
         let ps = server.ok(&["exec", "-s", &ctr_id, "sh", "-c", "busybox ps"]);
         (!ps.contains("sleep 300")).then_some(())
     });
-    let inspect: serde_json::Value =
-        serde_json::from_str(&server.ok(&["inspect", &ctr_id])).unwrap();
+    let inspect = server.json(&["inspect", &ctr_id]);
     assert_eq!(inspect["status"]["state"], "CONTAINER_RUNNING", "{inspect}");
-    assert_eq!(inspect["status"]["image"]["image"], image);
+    assert_eq!(inspect["status"]["image"]["image"], IMAGE);
     assert_eq!(
         inspect["status"]["logPath"],
         logs.join("c1.log").display().to_string()
     );
-    let inspectp: serde_json::Value =
-        serde_json::from_str(&server.ok(&["inspectp", &pod_id])).unwrap();
+    let inspectp = server.json(&["inspectp", &pod_id]);
     assert_eq!(inspectp["status"]["state"], "SANDBOX_READY");
     assert_eq!(inspectp["status"]["labels"]["app"], "web");
-    let stats = server.ok(&["stats", "-o", "json"]);
-    let stats: serde_json::Value = serde_json::from_str(&stats).unwrap();
+    let stats = server.json(&["stats", "-o", "json"]);
     let memory = &stats["stats"][0]["memory"]["workingSetBytes"]["value"];
     assert!(memory.as_str().unwrap_or("0") != "0", "{stats}");
 
@@ -266,19 +300,19 @@ fn crictl_drives_pods_containers_and_images() {
     assert!(server.ok(&["ps", "-q"]).contains(&ctr_id));
 
     server.ok(&["stop", &ctr_id]);
-    let inspect: serde_json::Value =
-        serde_json::from_str(&server.ok(&["inspect", &ctr_id])).unwrap();
+    let inspect = server.json(&["inspect", &ctr_id]);
     assert_eq!(inspect["status"]["state"], "CONTAINER_EXITED", "{inspect}");
     server.ok(&["rm", &ctr_id]);
     assert_eq!(server.ok(&["ps", "-a", "-q"]), "");
     server.ok(&["stopp", &pod_id]);
     server.ok(&["rmp", &pod_id]);
     assert_eq!(server.ok(&["pods", "-q"]), "");
-    server.ok(&["rmi", image]);
+    server.ok(&["rmi", IMAGE]);
     assert!(!server.ok(&["images"]).contains("mirror.test"));
     // Nothing is left of the pod in the data directory.
     let store = rkt::pod::PodStore::new(work.path().join("data/pods"));
     assert_eq!(store.list().unwrap().len(), 0);
+    guard.check();
     drop(registry);
 }
 
@@ -309,9 +343,8 @@ fn killed_during_run_pod_sandbox_and_create_container_then_removed_leaves_nothin
     let Some((work, registry, mut server)) = setup(test) else {
         return;
     };
-    let mut guard = leak_check::Guard::new(leak_check::Ctx::new(work.path().join("data")));
-    let image = "mirror.test/test/busybox:v1";
-    server.ok(&["pull", image]);
+    let mut guard = leak_check::Guard::new(server.leak_ctx());
+    server.ok(&["pull", IMAGE]);
     let pod = write(
         &work.path().join("pod.json"),
         r#"{"metadata":{"name":"k","namespace":"test","uid":"u2"},
@@ -320,7 +353,7 @@ fn killed_during_run_pod_sandbox_and_create_container_then_removed_leaves_nothin
     let ctr = write(
         &work.path().join("ctr.json"),
         &format!(
-            r#"{{"metadata":{{"name":"c"}},"image":{{"image":"{image}"}},
+            r#"{{"metadata":{{"name":"c"}},"image":{{"image":"{IMAGE}"}},
                 "command":["sh","-c","exec sleep 1000"],"linux":{{}}}}"#
         ),
     );
@@ -386,26 +419,17 @@ fn a_container_of_its_own_pid_namespace_is_its_pid_1() {
     let Some((work, registry, server)) = setup(test) else {
         return;
     };
-    let image = "mirror.test/test/busybox:v1";
-    server.ok(&["pull", image]);
+    let guard = leak_check::Guard::new(server.leak_ctx());
+    server.ok(&["pull", IMAGE]);
     let pod = write(
         &work.path().join("pod.json"),
         r#"{"metadata":{"name":"pids","namespace":"test","uid":"u2"},
             "linux":{"security_context":{"namespace_options":{"network":2}}}}"#,
     );
-    let container = |name: &str, pid_mode: u8| {
-        let config = write(
-            &work.path().join(format!("{name}.json")),
-            &format!(
-                r#"{{"metadata":{{"name":"{name}"}},"image":{{"image":"{image}"}},
-                    "command":["sh","-c","trap 'exit 7' TERM; while :; do sleep 1; done"],
-                    "linux":{{"security_context":{{"namespace_options":
-                        {{"network":2,"pid":{pid_mode}}}}}}}}}"#
-            ),
-        );
-        config
-    };
+    let trapping = "trap 'exit 7' TERM; while :; do sleep 1; done";
+    let container = |name: &str, pid| shell_container(work.path(), name, trapping, pid);
     let pod_id = server.ok(&["runp", &pod]);
+    guard.remember();
     let own = server.ok(&["create", &pod_id, &container("own", 1), &pod]);
     let shared = server.ok(&["create", &pod_id, &container("shared", 0), &pod]);
     server.ok(&["start", &own]);
@@ -429,11 +453,12 @@ fn a_container_of_its_own_pid_namespace_is_its_pid_1() {
     assert!(!pid_1(&shared).contains("trap"), "{:?}", pid_1(&shared));
     assert_eq!(shells(&shared), 2, "the pod's namespace shows both shells");
     server.ok(&["stop", "--timeout", "10", &own]);
-    let inspect: serde_json::Value = serde_json::from_str(&server.ok(&["inspect", &own])).unwrap();
+    let inspect = server.json(&["inspect", &own]);
     assert_eq!(inspect["status"]["state"], "CONTAINER_EXITED", "{inspect}");
     assert_eq!(inspect["status"]["exitCode"], 7, "{inspect}");
     server.ok(&["stopp", &pod_id]);
     server.ok(&["rmp", &pod_id]);
+    guard.check();
     drop(registry);
 }
 
@@ -446,28 +471,18 @@ fn a_pod_in_the_hosts_pid_namespace_sees_the_hosts_processes() {
     let Some((work, registry, server)) = setup(test) else {
         return;
     };
-    let image = "mirror.test/test/busybox:v1";
-    server.ok(&["pull", image]);
-    let mut bystander = Command::new("sleep").arg("300").spawn().unwrap();
+    let guard = leak_check::Guard::new(server.leak_ctx());
+    server.ok(&["pull", IMAGE]);
+    let mut bystander = KillOnDrop(Command::new("sleep").arg("300").spawn().unwrap());
     let pod = write(
         &work.path().join("pod.json"),
         r#"{"metadata":{"name":"hostpid","namespace":"test","uid":"u3"},
             "linux":{"security_context":{"namespace_options":{"network":2,"pid":2}}}}"#,
     );
-    let config = |name: &str, script: &str| {
-        write(
-            &work.path().join(format!("{name}.json")),
-            &format!(
-                r#"{{"metadata":{{"name":"{name}"}},"image":{{"image":"{image}"}},
-                    "command":["sh","-c","{script}"],
-                    "linux":{{"security_context":{{"namespace_options":
-                        {{"network":2,"pid":2}}}}}}}}"#
-            ),
-        )
-    };
+    let config = |name: &str, script: &str| shell_container(work.path(), name, script, 2);
     let pod_id = server.ok(&["runp", &pod]);
-    let inspectp: serde_json::Value =
-        serde_json::from_str(&server.ok(&["inspectp", &pod_id])).unwrap();
+    guard.remember();
+    let inspectp = server.json(&["inspectp", &pod_id]);
     let options = &inspectp["status"]["linux"]["namespaces"]["options"];
     assert_eq!(options["pid"], "NODE", "{inspectp}");
     let trapped = config("trapped", "trap 'exit 7' TERM; while :; do sleep 1; done");
@@ -487,13 +502,12 @@ fn a_pod_in_the_hosts_pid_namespace_sees_the_hosts_processes() {
     ]);
     assert!(seen.status.success(), "the host's process is seen");
     server.ok(&["stop", "--timeout", "10", &trapped]);
-    let inspect: serde_json::Value =
-        serde_json::from_str(&server.ok(&["inspect", &trapped])).unwrap();
+    let inspect = server.json(&["inspect", &trapped]);
     assert_eq!(inspect["status"]["state"], "CONTAINER_EXITED", "{inspect}");
     assert_eq!(inspect["status"]["exitCode"], 7, "{inspect}");
-    let stubborn_pid: serde_json::Value =
-        serde_json::from_str(&server.ok(&["inspect", &stubborn])).unwrap();
-    let stubborn_pid = stubborn_pid["info"]["pid"].as_i64().unwrap();
+    let stubborn_pid = server.json(&["inspect", &stubborn])["info"]["pid"]
+        .as_i64()
+        .unwrap();
     assert!(Path::new(&format!("/proc/{stubborn_pid}")).exists());
     server.ok(&["stopp", &pod_id]);
     wait_for("the pod's process to end", PATIENCE, || {
@@ -503,8 +517,8 @@ fn a_pod_in_the_hosts_pid_namespace_sees_the_hosts_processes() {
         bystander.try_wait().unwrap().is_none(),
         "stopping the pod left the host's processes alone"
     );
-    let _ = bystander.kill();
-    let _ = bystander.wait();
+    drop(bystander);
     server.ok(&["rmp", &pod_id]);
+    guard.check();
     drop(registry);
 }

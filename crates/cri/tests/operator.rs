@@ -47,33 +47,15 @@ fn condition(info: &Value, kind: &str) -> Value {
         .unwrap_or_else(|| panic!("no {kind} condition in {info}"))
 }
 
-/// A TCP port free on the host now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("0.0.0.0:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// The command of a container serving the image's `/etc` over HTTP on port 80.
-const HTTPD: [&str; 7] = ["/bin/busybox", "httpd", "-f", "-p", "80", "-h", "/etc"];
-/// The command of a container that waits.
-const SLEEP: [&str; 3] = ["sh", "-c", "exec sleep 100000"];
-
 #[test]
 fn every_operator_command_on_a_pod_network() {
-    let Some(crictl) = ready("every_operator_command_on_a_pod_network") else {
+    let Some((_held, mut node, net, guard)) = setup(
+        "every_operator_command_on_a_pod_network",
+        "pods",
+        Images::Registry,
+    ) else {
         return;
     };
-    let _serial = serial();
-    let images = tempfile::tempdir().unwrap();
-    let registry = registry(images.path());
-    let mut node = Node::new(&crictl, &registry.addr);
-    let net = Net::new(node.work.path(), "pods");
-    net.write(&node.path("net.d"), "10-pods.conflist");
-    let guard = Guard::new(node.leak_ctx(&[&net]));
-    node.start();
 
     // info and version: ready, on our network.
     let info = node.json(&["info"]);
@@ -260,17 +242,13 @@ fn every_operator_command_on_a_pod_network() {
 
 #[test]
 fn a_restarted_server_finds_its_running_pods() {
-    let Some(crictl) = ready("a_restarted_server_finds_its_running_pods") else {
+    let Some((_held, mut node, net, guard)) = setup(
+        "a_restarted_server_finds_its_running_pods",
+        "restart",
+        Images::Registry,
+    ) else {
         return;
     };
-    let _serial = serial();
-    let images = tempfile::tempdir().unwrap();
-    let registry = registry(images.path());
-    let mut node = Node::new(&crictl, &registry.addr);
-    let net = Net::new(node.work.path(), "restart");
-    net.write(&node.path("net.d"), "10-restart.conflist");
-    let guard = Guard::new(node.leak_ctx(&[&net]));
-    node.start();
     node.ok(&["pull", IMAGE]);
 
     // Two pods, each serving from a container.
@@ -371,29 +349,15 @@ fn a_restarted_server_finds_its_running_pods() {
     node.assert_clean(&guard, &seen);
 }
 
-/// The arguments of process `pid` (its `/proc/PID/cmdline`, empty ones dropped).
-fn args_of(pid: u32) -> Vec<String> {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .unwrap_or_default()
-        .split(|b| *b == 0)
-        .filter(|a| !a.is_empty())
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect()
-}
-
 #[test]
 fn pods_helpers_are_forked_by_a_spawner_that_comes_back() {
-    let Some(crictl) = ready("pods_helpers_are_forked_by_a_spawner_that_comes_back") else {
+    let Some((_held, mut node, net, guard)) = setup(
+        "pods_helpers_are_forked_by_a_spawner_that_comes_back",
+        "spawner",
+        Images::Registry,
+    ) else {
         return;
     };
-    let _serial = serial();
-    let images = tempfile::tempdir().unwrap();
-    let registry = registry(images.path());
-    let mut node = Node::new(&crictl, &registry.addr);
-    let net = Net::new(node.work.path(), "spawner");
-    net.write(&node.path("net.d"), "10-spawner.conflist");
-    let guard = Guard::new(node.leak_ctx(&[&net]));
-    node.start();
     node.ok(&["pull", IMAGE]);
     let spawner = node.spawner_pid().expect("the server's spawner runs");
     assert_eq!(args_of(spawner)[1..], ["spawner"], "{:?}", args_of(spawner));
@@ -485,16 +449,14 @@ fn pods_helpers_are_forked_by_a_spawner_that_comes_back() {
 
 #[test]
 fn a_server_stopped_during_rpcs_ends_and_leaves_nothing() {
-    let Some(crictl) = ready("a_server_stopped_during_rpcs_ends_and_leaves_nothing") else {
+    let Some((_held, mut node, net, guard)) = setup(
+        "a_server_stopped_during_rpcs_ends_and_leaves_nothing",
+        "term",
+        Images::NoRegistry,
+    ) else {
         return;
     };
-    let _serial = serial();
     const PODS: usize = 10;
-    let mut node = Node::new(&crictl, "");
-    let net = Net::new(node.work.path(), "term");
-    net.write(&node.path("net.d"), "10-term.conflist");
-    let guard = Guard::new(node.leak_ctx(&[&net]));
-    node.start();
 
     // SIGTERM (a service manager's stop or restart) while RunPodSandboxes are under way:
     // the server ends (within PATIENCE, else the test fails), each RPC answered or cut.
@@ -593,15 +555,13 @@ fn soon(what: &str, mut f: impl FnMut() -> bool) {
 
 #[test]
 fn a_server_killed_during_run_pod_sandbox_leaves_nothing() {
-    let Some(crictl) = ready("a_server_killed_during_run_pod_sandbox_leaves_nothing") else {
+    let Some((_held, mut node, net, guard)) = setup(
+        "a_server_killed_during_run_pod_sandbox_leaves_nothing",
+        "kill-runp",
+        Images::NoRegistry,
+    ) else {
         return;
     };
-    let _serial = serial();
-    let mut node = Node::new(&crictl, "");
-    let net = Net::new(node.work.path(), "kill-runp");
-    net.write(&node.path("net.d"), "10-kill.conflist");
-    let guard = Guard::new(node.leak_ctx(&[&net]));
-    node.start();
 
     // How long an undisturbed RunPodSandbox takes here, to kill the server within it.
     let probe = node.pod_config("probe", json!({}));
@@ -649,16 +609,14 @@ fn a_server_killed_during_run_pod_sandbox_leaves_nothing() {
 
 #[test]
 fn a_server_killed_during_many_run_pod_sandboxes_leaves_nothing() {
-    let Some(crictl) = ready("a_server_killed_during_many_run_pod_sandboxes_leaves_nothing") else {
+    let Some((_held, mut node, net, guard)) = setup(
+        "a_server_killed_during_many_run_pod_sandboxes_leaves_nothing",
+        "kill-many",
+        Images::NoRegistry,
+    ) else {
         return;
     };
-    let _serial = serial();
     const PODS: usize = 20;
-    let mut node = Node::new(&crictl, "");
-    let net = Net::new(node.work.path(), "kill-many");
-    net.write(&node.path("net.d"), "10-kill.conflist");
-    let guard = Guard::new(node.leak_ctx(&[&net]));
-    node.start();
 
     // Twenty RunPodSandboxes at once, the server killed once about half the pods exist.
     let children = node.runp_at_once("crowd", PODS);
@@ -706,17 +664,13 @@ fn wait_for_settled(node: &Node) -> Vec<String> {
 
 #[test]
 fn a_server_killed_during_create_container_leaves_nothing() {
-    let Some(crictl) = ready("a_server_killed_during_create_container_leaves_nothing") else {
+    let Some((_held, mut node, net, guard)) = setup(
+        "a_server_killed_during_create_container_leaves_nothing",
+        "kill-create",
+        Images::Registry,
+    ) else {
         return;
     };
-    let _serial = serial();
-    let images = tempfile::tempdir().unwrap();
-    let registry = registry(images.path());
-    let mut node = Node::new(&crictl, &registry.addr);
-    let net = Net::new(node.work.path(), "kill-create");
-    net.write(&node.path("net.d"), "10-kill.conflist");
-    let guard = Guard::new(node.leak_ctx(&[&net]));
-    node.start();
     node.ok(&["pull", IMAGE]);
 
     // How long an undisturbed CreateContainer takes here, to kill the server within it.
@@ -780,17 +734,13 @@ fn a_server_killed_during_create_container_leaves_nothing() {
 
 #[test]
 fn a_server_killed_during_start_stop_or_remove_leaves_nothing() {
-    let Some(crictl) = ready("a_server_killed_during_start_stop_or_remove_leaves_nothing") else {
+    let Some((_held, mut node, net, guard)) = setup(
+        "a_server_killed_during_start_stop_or_remove_leaves_nothing",
+        "kill-other",
+        Images::Registry,
+    ) else {
         return;
     };
-    let _serial = serial();
-    let images = tempfile::tempdir().unwrap();
-    let registry = registry(images.path());
-    let mut node = Node::new(&crictl, &registry.addr);
-    let net = Net::new(node.work.path(), "kill-other");
-    net.write(&node.path("net.d"), "10-kill.conflist");
-    let guard = Guard::new(node.leak_ctx(&[&net]));
-    node.start();
     node.ok(&["pull", IMAGE]);
 
     let mut seen = Vec::new();
@@ -988,18 +938,14 @@ fn pods_on_the_networks_the_directories_name() {
 
 #[test]
 fn ten_containers_in_one_pod_at_once() {
-    let Some(crictl) = ready("ten_containers_in_one_pod_at_once") else {
+    let Some((_held, mut node, net, guard)) = setup(
+        "ten_containers_in_one_pod_at_once",
+        "crowd",
+        Images::Registry,
+    ) else {
         return;
     };
-    let _serial = serial();
     const CONTAINERS: usize = 10;
-    let images = tempfile::tempdir().unwrap();
-    let registry = registry(images.path());
-    let mut node = Node::new(&crictl, &registry.addr);
-    let net = Net::new(node.work.path(), "crowd");
-    net.write(&node.path("net.d"), "10-crowd.conflist");
-    let guard = Guard::new(node.leak_ctx(&[&net]));
-    node.start();
     node.ok(&["pull", IMAGE]);
     let pod = node.pod_config("crowded", json!({}));
     let pod_id = node.ok(&["runp", &pod]);
@@ -1057,18 +1003,12 @@ fn ten_containers_in_one_pod_at_once() {
 
 #[test]
 fn fifty_pods_at_once() {
-    let Some(crictl) = ready("fifty_pods_at_once") else {
+    let Some((_held, mut node, net, guard)) =
+        setup("fifty_pods_at_once", "fifty", Images::Registry)
+    else {
         return;
     };
-    let _serial = serial();
     const PODS: usize = 50;
-    let images = tempfile::tempdir().unwrap();
-    let registry = registry(images.path());
-    let mut node = Node::new(&crictl, &registry.addr);
-    let net = Net::new(node.work.path(), "fifty");
-    net.write(&node.path("net.d"), "10-fifty.conflist");
-    let guard = Guard::new(node.leak_ctx(&[&net]));
-    node.start();
     node.ok(&["pull", IMAGE]);
 
     let configs: Vec<String> = (0..PODS)

@@ -19,30 +19,22 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use leak_check::Guard;
 use serde_json::json;
 use spdy::k8s::{self, Outcome, StreamProtocol};
 use spdy::websocket::{self, Channels, Decoder, Message, Opcode, Role};
-use test_kit::{wait_for, PATIENCE};
+use test_kit::{wait_for, KillOnDrop, PATIENCE};
 
 use operator_support::*;
 
-const HTTPD: [&str; 7] = ["/bin/busybox", "httpd", "-f", "-p", "80", "-h", "/etc"];
-const SLEEP: [&str; 3] = ["sh", "-c", "exec sleep 100000"];
-
 #[test]
 fn crictl_and_websocket_clients_exec_attach_and_forward() {
-    let Some(crictl) = ready("crictl_and_websocket_clients_exec_attach_and_forward") else {
+    let Some((_held, mut node, net, guard)) = setup(
+        "crictl_and_websocket_clients_exec_attach_and_forward",
+        "stream",
+        Images::Registry,
+    ) else {
         return;
     };
-    let _serial = serial();
-    let images = tempfile::tempdir().unwrap();
-    let registry = registry(images.path());
-    let mut node = Node::new(&crictl, &registry.addr);
-    let net = Net::new(node.work.path(), "stream");
-    net.write(&node.path("net.d"), "10-stream.conflist");
-    let guard = Guard::new(node.leak_ctx(&[&net]));
-    node.start();
     let server_pid = node.server_pid().unwrap();
 
     node.ok(&["pull", IMAGE]);
@@ -135,12 +127,13 @@ fn crictl_and_websocket_clients_exec_attach_and_forward() {
 
     // crictl port-forward into the pod's network namespace.
     let local = free_port();
-    let mut forward = node
-        .crictl_command(&["port-forward", &pod_id, &format!("{local}:80")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let forward = KillOnDrop(
+        node.crictl_command(&["port-forward", &pod_id, &format!("{local}:80")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let body = wait_for("crictl port-forward to serve", PATIENCE, || {
         http_get(&format!("127.0.0.1:{local}"), "/greeting").ok()
     });
@@ -151,8 +144,7 @@ fn crictl_and_websocket_clients_exec_attach_and_forward() {
             "hello\n"
         );
     }
-    let _ = forward.kill();
-    let _ = forward.wait();
+    drop(forward);
 
     // WebSocket exec (v5): stdin, its close, stdout, stderr, the exit code.
     let url = url_of(
@@ -281,23 +273,13 @@ fn open_fds(pid: u32) -> usize {
         .count()
 }
 
-/// `rkt-cri exec-in` children of `pid` still there.
+/// `rkt-cri exec-in` children of `pid` still there, their command lines.
 fn helpers_of(pid: u32) -> Vec<String> {
-    rkt::procfs::children(pid as i32)
+    children_of(pid)
         .into_iter()
-        .map(|child| std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default())
-        .filter(|cmdline| cmdline.windows(7).any(|w| w == b"exec-in"))
-        .map(|cmdline| String::from_utf8_lossy(&cmdline).into_owned())
+        .map(|child| args_of(child).join(" "))
+        .filter(|cmdline| cmdline.contains("exec-in"))
         .collect()
-}
-
-/// A TCP port free on the host now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// The streaming URL the RPC behind `crictl ARGS` returned, its token unused: crictl runs
@@ -446,10 +428,11 @@ impl WsClient {
     }
 }
 
-/// crictl on a pseudo-terminal of its own, its output collected.
+/// crictl on a pseudo-terminal of its own, its output collected; killed on drop, so a
+/// failing test leaves no `crictl exec -it` or `attach` behind.
 struct Terminal {
     master: OwnedFd,
-    child: Mutex<std::process::Child>,
+    child: Mutex<KillOnDrop>,
     output: Arc<Mutex<Vec<u8>>>,
 }
 
@@ -479,7 +462,7 @@ impl Terminal {
         });
         Terminal {
             master: pty.master,
-            child: Mutex::new(child),
+            child: Mutex::new(KillOnDrop(child)),
             output,
         }
     }

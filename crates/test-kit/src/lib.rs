@@ -3,8 +3,9 @@
 //! share with the host ([`unique`]), the one polling loop ([`wait_for`]), a command helper
 //! that runs a binary as a user would and asserts on its outcome ([`Rkt`], [`Outcome`]), a
 //! temporary rkt world with directories of its own ([`World`]), the workspace's helper
-//! binaries built on demand ([`workspace_bin`]), and a pseudo-terminal no other child
-//! inherits ([`pty`]).
+//! binaries built on demand ([`workspace_bin`]), a pseudo-terminal no other child
+//! inherits ([`pty`]), and a child process killed when the test ends, also when it fails
+//! ([`KillOnDrop`]).
 //!
 //! A dev-dependency only. It knows no rkt type: the tests of `crates/rkt` pass the binary
 //! under test in (`env!("CARGO_BIN_EXE_rkt")` exists only in that package's tests), through
@@ -20,6 +21,7 @@
 //! ```
 
 mod build;
+mod child;
 mod command;
 mod names;
 pub mod pty;
@@ -28,6 +30,7 @@ mod wait;
 mod world;
 
 pub use build::workspace_bin;
+pub use child::KillOnDrop;
 pub use command::{output_with_stdin, Outcome, Rkt};
 pub use names::unique;
 pub use root::is_root;

@@ -25,6 +25,10 @@ pub mod image_common;
 pub const MIRRORED: &str = "operator.test";
 /// The test image, as pods ask for it.
 pub const IMAGE: &str = "operator.test/test/busybox:v1";
+/// The command of a container serving the image's `/etc` over HTTP on port 80.
+pub const HTTPD: [&str; 7] = ["/bin/busybox", "httpd", "-f", "-p", "80", "-h", "/etc"];
+/// The command of a container that waits.
+pub const SLEEP: [&str; 3] = ["sh", "-c", "exec sleep 100000"];
 
 /// One operator test at a time in this binary: each starts pods by the dozen on a small
 /// machine, and the timings they print mean more alone.
@@ -234,6 +238,60 @@ pub fn registry(work: &Path) -> image_common::Registry {
     registry
 }
 
+/// Whether a test's node pulls images from a loopback registry of its own.
+pub enum Images {
+    /// A registry holding the test image, mirrored as [`MIRRORED`].
+    Registry,
+    /// None: the test's pods need no image.
+    NoRegistry,
+}
+
+/// What a test started by [`setup`] holds until it ends, without using it: the loopback
+/// registry, the directory its image was built in, and the test's turn ([`serial`]), given
+/// up in that order.
+pub struct Held {
+    _registry: Option<image_common::Registry>,
+    _images: Option<tempfile::TempDir>,
+    _serial: MutexGuard<'static, ()>,
+}
+
+/// What most operator tests start from: their turn ([`serial`]), a loopback registry with
+/// the test image (with [`Images::Registry`]), a [`Node`] whose CNI directory holds one
+/// bridge network of the test's own (named `…-<suffix>`), the leak checker's guard for both
+/// and the node started; `None` when the test is skipped (see [`ready`]).
+///
+/// Bound in this order, `let Some((_held, mut node, net, guard)) = setup(…) else { return };`,
+/// they drop in reverse, as a test that makes them one by one: the guard reports, the
+/// bridge goes, the node removes what is left of its pods and ends, then the registry.
+pub fn setup(
+    test: &str,
+    suffix: &str,
+    images: Images,
+) -> Option<(Held, Node, Net, leak_check::Guard)> {
+    let crictl = ready(test)?;
+    let serial = serial();
+    let (images, registry) = match images {
+        Images::Registry => {
+            let dir = tempfile::tempdir().unwrap();
+            let registry = registry(dir.path());
+            (Some(dir), Some(registry))
+        }
+        Images::NoRegistry => (None, None),
+    };
+    let addr = registry.as_ref().map_or("", |r| r.addr.as_str());
+    let mut node = Node::new(&crictl, addr);
+    let net = Net::new(node.work.path(), suffix);
+    net.write(&node.path("net.d"), &format!("10-{suffix}.conflist"));
+    let guard = leak_check::Guard::new(node.leak_ctx(&[&net]));
+    node.start();
+    let held = Held {
+        _registry: registry,
+        _images: images,
+        _serial: serial,
+    };
+    Some((held, node, net, guard))
+}
+
 /// An `rkt-cri` server in a directory of its own, driven with `crictl`.
 pub struct Node {
     pub work: tempfile::TempDir,
@@ -337,10 +395,9 @@ impl Node {
     /// log monitors), when it runs.
     pub fn spawner_pid(&self) -> Option<u32> {
         let server = self.server_pid()?;
-        children_of(server).into_iter().find(|pid| {
-            fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| c.split(|b| *b == 0).nth(1) == Some(b"spawner"))
-        })
+        children_of(server)
+            .into_iter()
+            .find(|pid| args_of(*pid).get(1).is_some_and(|a| a == "spawner"))
     }
 
     /// Kills the server with SIGKILL (nothing else: its pods' runners live on); its
@@ -613,6 +670,17 @@ pub fn children_of(parent: u32) -> Vec<u32> {
     children.into_iter().map(|pid| pid as u32).collect()
 }
 
+/// The arguments of process `pid` (its `/proc/PID/cmdline`, empty ones dropped; none when
+/// it is gone).
+pub fn args_of(pid: u32) -> Vec<String> {
+    fs::read(format!("/proc/{pid}/cmdline"))
+        .unwrap_or_default()
+        .split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect()
+}
+
 /// Asserts that process `pid` (if any) ends within 10 s (a zombie counts as ended).
 fn assert_gone(what: &str, pid: Option<u32>) {
     let Some(pid) = pid else { return };
@@ -718,6 +786,15 @@ fn merge(base: &mut Value, extra: Value) {
 pub fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// A TCP port free on the host now, on every address (so on the loopback too).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("0.0.0.0:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// An HTTP GET of `path` on `addr` (`IP:PORT`): the response's body, or why none came.

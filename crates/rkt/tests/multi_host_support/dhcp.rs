@@ -8,11 +8,11 @@ use std::fs;
 use std::net::Ipv4Addr;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use super::{Host, Lan};
-use test_kit::wait_for;
+use test_kit::{wait_for, KillOnDrop};
 
 /// Where distributions install the CNI plugins (and so the `dhcp` daemon).
 pub const CNI_DHCP: &str = "/usr/lib/cni/dhcp";
@@ -20,19 +20,9 @@ pub const CNI_DHCP: &str = "/usr/lib/cni/dhcp";
 /// The addresses dnsmasq hands out.
 pub const DHCP_POOL: &str = "192.0.2.128/26";
 
-/// A process killed (SIGKILL) and reaped on drop.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// dnsmasq serving DHCP on the LAN's bridge: addresses `192.0.2.128`-`192.0.2.191` ([`DHCP_POOL`]).
 pub struct Dnsmasq {
-    _process: Killed,
+    _process: KillOnDrop,
     pub dir: tempfile::TempDir,
 }
 
@@ -73,7 +63,7 @@ impl Dnsmasq {
             .spawn()
             .expect("start dnsmasq (apt-get install dnsmasq-base)");
         let dnsmasq = Dnsmasq {
-            _process: Killed(child),
+            _process: KillOnDrop(child),
             dir,
         };
         wait_for("dnsmasq to serve DHCP", Duration::from_secs(10), || {
@@ -142,7 +132,7 @@ impl DhcpDaemon {
             .stderr(out)
             .spawn()
             .expect("start the CNI dhcp daemon");
-        host.services.push(Box::new(Killed(child)));
+        host.services.push(Box::new(KillOnDrop(child)));
         let daemon = DhcpDaemon { socket, log };
         wait_for("the dhcp daemon's socket", Duration::from_secs(10), || {
             UnixStream::connect(&daemon.socket).ok().map(drop)

@@ -9,11 +9,11 @@ use crate::{leaks, support};
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use rkt::isolation::cgroups::ProcCgroup;
 use support::World;
-use test_kit::{wait_for, PATIENCE};
+use test_kit::{wait_for, KillOnDrop, PATIENCE};
 
 /// The v1 hierarchies these tests place pods in: `pids` (every pod's) and `memory`
 /// (`--memory`).
@@ -138,19 +138,9 @@ fn unique_name() -> String {
     )
 }
 
-/// A background `rkt` started from inside a [`TestCgroup`]; killed on drop.
-struct Runner(Child);
-
-impl Drop for Runner {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `rkt <world's global options> args`, started by a shell that first moves itself into
-/// `cg` in every hierarchy, then becomes rkt.
-fn rkt_in(world: &World, cg: &TestCgroup, args: &[&str]) -> Runner {
+/// `rkt <world's global options> args` in the background, started by a shell that first
+/// moves itself into `cg` in every hierarchy, then becomes rkt; killed on drop.
+fn rkt_in(world: &World, cg: &TestCgroup, args: &[&str]) -> KillOnDrop {
     let mut script = String::new();
     for (c, _) in &cg.paths {
         script += &format!("echo $$ > '{}/cgroup.procs' && ", cg.dir(c).display());
@@ -170,7 +160,7 @@ fn rkt_in(world: &World, cg: &TestCgroup, args: &[&str]) -> Runner {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    Runner(child)
+    KillOnDrop(child)
 }
 
 /// Waits for the UUID `--uuid-file-save` writes to `file`.
@@ -256,7 +246,7 @@ fn a_pod_run_from_a_cgroup_is_below_it_in_every_hierarchy_and_goes_with_the_pod(
     assert_eq!(inside.v1["pids"], want[0].1);
 
     world.rkt(&["stop", &uuid]).run().assert_success();
-    runner.0.wait().unwrap();
+    runner.wait().unwrap();
     // The pod's cgroup and the shared `rkt` went with it; the test's cgroup is as it was.
     for c in CONTROLLERS {
         assert!(cg.dir(c).is_dir());
@@ -309,12 +299,12 @@ fn with_cgroup_parent_the_pod_is_rkt_uuid_below_it_also_when_prepared() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut runner = Runner(runner);
+    let mut runner = KillOnDrop(runner);
     let init = world.wait_running(&prepared);
     let pids_path = format!("{}/rkt-{prepared}", cg.path("pids"));
     assert_pod_in(init, &[("pids", pids_path)]);
     world.rkt(&["stop", &prepared]).run().assert_success();
-    runner.0.wait().unwrap();
+    runner.wait().unwrap();
     assert_eq!(cg.children("pids"), Vec::<String>::new());
 
     // A relative path or one with `..` is refused, naming the flag, before any pod exists.
@@ -363,8 +353,8 @@ fn gc_after_kill_9_of_the_runner_removes_the_pods_cgroup_where_it_was_recorded()
             false => cg.dir("pids").join(format!("rkt/{uuid}")),
         };
         assert!(pod.is_dir(), "no pod cgroup {}", pod.display());
-        runner.0.kill().unwrap();
-        runner.0.wait().unwrap();
+        runner.kill().unwrap();
+        runner.wait().unwrap();
         wait_gone(init);
         assert!(pod.is_dir(), "the pod's cgroup is gc's to remove");
         world

@@ -11,7 +11,7 @@ use std::process::Command;
 use leaks::lab::{stderr, Lab, RemoveHostLocal};
 use leaks::Guard;
 use serde_json::json;
-use test_kit::{wait_for, PATIENCE};
+use test_kit::{wait_for, KillOnDrop, PATIENCE};
 
 fn kill9(pid: u32) {
     nix::sys::signal::kill(
@@ -152,7 +152,7 @@ fn kill_9_of_gc_itself() {
     wait_for("the DEL of slowdel", PATIENCE, || {
         (count(&lab, "DEL slowdel eth0") == 1).then_some(())
     });
-    kill9(gc.0.id());
+    kill9(gc.id());
     wait_plugin_gone(&lab, "slowdel");
     lab.plugin("slowdel", json!({}));
     gc_twice(&lab);
@@ -276,15 +276,6 @@ fn split_rule(line: &str) -> Vec<String> {
 fn real_subnet(lab: &Lab) -> String {
     let n = u32::from_str_radix(&lab.id[..4], 16).unwrap();
     format!("10.{}.{}.0/24", 200 + n % 40, (n >> 6) % 256)
-}
-
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// 200 iterations: a pod on ptp + a test plugin that sleeps a random time on ADD and DEL,
