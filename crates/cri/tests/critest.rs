@@ -3,12 +3,13 @@
 //! local registry with the suite's images under their upstream names, the CNI
 //! configuration, a cleanup that leaves the host as it was).
 //!
-//! Part of the suite (CI runs it): about 100 s, with the harness's fixed paths (`/tmp/ctd-*`,
-//! `/tmp/rt.sock`), so two runs on one machine must not overlap. Run it alone with
-//! `cargo test -p rkt-cri --test critest -- --nocapture` (as root; critest is built into
-//! `/tmp/critest-bin` from `../shared/cri-tools` when missing). It fails when a spec fails that is
-//! not in [`KNOWN_FAILING`], the one place where the specs that do not pass yet are named
-//! with the reason; it also fails when one of those passes, so the list stays true.
+//! Part of the suite (CI runs it): about 55 s once its images are built, with the harness's
+//! fixed paths (`/tmp/ctd-*`, `/tmp/rt.sock`), so two runs on one machine must not overlap.
+//! Run it alone with `cargo test -p rkt-cri --test critest -- --nocapture` (as root;
+//! critest is built into `/tmp/critest-bin` from `../shared/cri-tools` when missing). It
+//! fails when a spec fails that is not in [`KNOWN_FAILING`], the one place where the specs
+//! that do not pass yet are named with the reason; it also fails when one of those passes,
+//! so the list stays true.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
