@@ -16,7 +16,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::fd::OwnedFd;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -433,7 +433,7 @@ impl WsClient {
 struct Terminal {
     master: OwnedFd,
     child: Mutex<KillOnDrop>,
-    output: Arc<Mutex<Vec<u8>>>,
+    screen: test_kit::pty::Screen,
 }
 
 impl Terminal {
@@ -448,22 +448,10 @@ impl Terminal {
             .spawn()
             .unwrap();
         drop(pty.slave);
-        let output = Arc::new(Mutex::new(Vec::new()));
-        let mut reader = std::fs::File::from(pty.master.try_clone().unwrap());
-        let sink = output.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock().unwrap().extend_from_slice(&buf[..n]);
-            }
-        });
         Terminal {
+            screen: test_kit::pty::Screen::record(&pty.master),
             master: pty.master,
             child: Mutex::new(KillOnDrop(child)),
-            output,
         }
     }
 
@@ -472,19 +460,11 @@ impl Terminal {
     }
 
     fn text(&self) -> String {
-        String::from_utf8_lossy(&self.output.lock().unwrap()).into_owned()
+        self.screen.text()
     }
 
     fn expect(&self, what: &str) {
-        let deadline = Instant::now() + PATIENCE;
-        while !self.text().contains(what) {
-            assert!(
-                Instant::now() < deadline,
-                "{what:?} never came: {:?}",
-                self.text()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        self.screen.wait_for(what);
     }
 
     fn kill(&self) {

@@ -45,3 +45,53 @@ pub fn open(size: Option<(u16, u16)>) -> Pty {
     }
     Pty { master, slave }
 }
+
+/// What a terminal has shown: everything read from its master, by a thread of its own
+/// from [`Screen::record`] until the terminal's other end is closed.
+pub struct Screen {
+    shown: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+}
+
+impl Screen {
+    /// Starts reading `master` (a copy of it: the caller keeps typing into its own).
+    pub fn record(master: &OwnedFd) -> Screen {
+        use std::io::Read;
+        let shown = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut reader = std::fs::File::from(master.try_clone().expect("dup the master"));
+        let sink = shown.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            // EIO once the last other end is closed.
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        Screen { shown }
+    }
+
+    /// All it has shown so far.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.shown.lock().unwrap()).into_owned()
+    }
+
+    /// Waits until it has shown `needle` ([`crate::PATIENCE`] at most); returns all it
+    /// showed then.
+    pub fn wait_for(&self, needle: &str) -> String {
+        let deadline = std::time::Instant::now() + crate::PATIENCE;
+        loop {
+            let text = self.text();
+            if text.contains(needle) {
+                return text;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no {needle:?} on the terminal after {:?}:\n{text}",
+                crate::PATIENCE
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}

@@ -15,8 +15,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use pod_support::{escape_probe, World};
 use test_kit::{wait_for, PATIENCE};
@@ -26,7 +25,7 @@ const RKT: &str = env!("CARGO_BIN_EXE_rkt");
 /// A shell on a terminal the test holds the other end of, as an administrator's.
 struct Terminal {
     master: std::fs::File,
-    output: Arc<Mutex<Vec<u8>>>,
+    screen: test_kit::pty::Screen,
     shell: Child,
 }
 
@@ -51,21 +50,10 @@ impl Terminal {
             });
         }
         let shell = cmd.spawn().unwrap();
-        let master = std::fs::File::from(pty.master);
-        let output = Arc::new(Mutex::new(Vec::new()));
-        let (mut reader, sink) = (master.try_clone().unwrap(), output.clone());
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock().unwrap().extend_from_slice(&buf[..n]);
-            }
-        });
+        let screen = test_kit::pty::Screen::record(&pty.master);
         Terminal {
-            master,
-            output,
+            master: std::fs::File::from(pty.master),
+            screen,
             shell,
         }
     }
@@ -75,24 +63,9 @@ impl Terminal {
         self.master.write_all(b"\n").unwrap();
     }
 
-    fn output(&self) -> String {
-        String::from_utf8_lossy(&self.output.lock().unwrap()).into_owned()
-    }
-
     /// Waits until the terminal has shown `needle` (60 s at most); returns all it showed.
     fn wait_for(&self, needle: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let out = self.output();
-            if out.contains(needle) {
-                return out;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no {needle:?} on the terminal:\n{out}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        self.screen.wait_for(needle)
     }
 
     /// Runs `line` in the shell and waits until it has finished: the marker the shell
