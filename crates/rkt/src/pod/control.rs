@@ -47,7 +47,7 @@ pub fn stop(pod: &Pod, force: bool) -> Result<(), StopError> {
         });
     }
     // The recorded PID must still be the pod's init (not a reused PID after it ended).
-    let init = status.record.pid.filter(|pid| is_pid_namespace_init(*pid));
+    let init = status.record.pid.filter(|pid| is_pod_init(*pid, &pod.uuid));
     let (pid, signal) = match (init, force) {
         (Some(pid), false) => (pid, Signal::SIGTERM),
         (Some(pid), true) => (pid, Signal::SIGKILL),
@@ -130,15 +130,23 @@ fn parse_lock_line(line: &str, ino: u64) -> Option<i32> {
     }
 }
 
-/// Whether host process `pid` is PID 1 of a PID namespace below ours, as a pod's init is
-/// (its `NSpid` line in `/proc/<pid>/status` ends in 1), or a host-PID sandbox's init
-/// (rkt's stage, a subreaper).
-pub fn is_pid_namespace_init(pid: i32) -> bool {
+/// Whether host process `pid` is pod `uuid`'s init: PID 1 of a PID namespace below ours
+/// (its `NSpid` line in `/proc/<pid>/status` ends in 1), or, for a host-PID sandbox, rkt's
+/// stage for that pod (a subreaper in our namespace, `stage1-init ... --pod UUID`).
+pub fn is_pod_init(pid: i32, uuid: &str) -> bool {
     let ids = crate::procfs::ns_pids(pid);
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    let stage = cmdline.split(|b| *b == 0).nth(1) == Some(crate::stage::INIT_COMMAND.as_bytes());
-    // A host-PID sandbox's init is the stage in our own PID namespace: one PID.
-    (stage && ids.len() == 1) || (ids.len() >= 2 && ids.last() == Some(&1))
+    (is_stage_of(&cmdline, uuid) && ids.len() == 1) || (ids.len() >= 2 && ids.last() == Some(&1))
+}
+
+/// Whether `cmdline` (NUL-separated) is pod `uuid`'s stage: `rkt stage1-init ... --pod UUID`.
+fn is_stage_of(cmdline: &[u8], uuid: &str) -> bool {
+    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+    let pod = crate::stage::init::POD_UUID.as_bytes();
+    args.get(1) == Some(&crate::stage::INIT_COMMAND.as_bytes())
+        && args
+            .windows(2)
+            .any(|w| w[0] == pod && w[1] == uuid.as_bytes())
 }
 
 /// Waits until the pod is no longer prepared or running (its runner released it), or until
@@ -277,9 +285,16 @@ mod tests {
     }
 
     #[test]
-    fn only_pid_namespace_inits_count_as_pod_inits() {
-        assert!(!is_pid_namespace_init(std::process::id() as i32));
-        assert!(!is_pid_namespace_init(1));
-        assert!(!is_pid_namespace_init(i32::MAX));
+    fn only_pid_namespace_inits_and_the_pods_stage_count_as_pod_inits() {
+        let uuid = "7f1c0b5e-0000-4000-8000-000000000000";
+        assert!(!is_pod_init(std::process::id() as i32, uuid));
+        assert!(!is_pod_init(1, uuid));
+        assert!(!is_pod_init(i32::MAX, uuid));
+        // A stage's command line: the pod's own only.
+        let stage = |pod: &str| format!("rkt\0stage1-init\0--args-fd\x003\0--pod\0{pod}\0");
+        assert!(is_stage_of(stage(uuid).as_bytes(), uuid));
+        assert!(!is_stage_of(stage("another").as_bytes(), uuid));
+        assert!(!is_stage_of(b"rkt\0stage1-log\0--pod\0x\0", "x"));
+        assert!(!is_stage_of(b"", uuid));
     }
 }
