@@ -189,7 +189,7 @@ fn accept_loop(listener: TcpListener, tokens: Arc<Tokens>, config: Arc<Config>) 
 }
 
 /// One connection: its request head, its token, its transport.
-fn handle(mut sock: TcpStream, tokens: &Tokens, config: &Config) -> Result<(), String> {
+fn handle(mut sock: TcpStream, tokens: &Tokens, config: &Arc<Config>) -> Result<(), String> {
     let peer = sock
         .peer_addr()
         .map(|a| a.to_string())
@@ -250,12 +250,12 @@ fn handle(mut sock: TcpStream, tokens: &Tokens, config: &Config) -> Result<(), S
 /// returns where the client's input goes (dropping it ends stdin; the backend then
 /// finishes on its own).
 fn start_backend(
-    config: &Config,
+    config: &Arc<Config>,
     request: Request,
     out: Arc<dyn Output>,
 ) -> Result<SyncSender<Input>, String> {
     let (tx, rx) = sync_channel::<Input>(64);
-    let config = config.clone();
+    let config = Arc::clone(config);
     std::thread::Builder::new()
         .name("streaming-backend".into())
         .spawn(move || run_backend(&config, request, rx, out))

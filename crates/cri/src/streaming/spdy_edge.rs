@@ -31,7 +31,7 @@ pub fn serve(
     head: &RequestHead,
     rest: Vec<u8>,
     request: Request,
-    config: &Config,
+    config: &Arc<Config>,
 ) -> Result<(), String> {
     let supported = match request {
         Request::PortForward { .. } => StreamProtocol::PORT_FORWARD,
@@ -119,7 +119,7 @@ fn exec_or_attach_session(
     events: &mut Events,
     protocol: StreamProtocol,
     request: Request,
-    config: &Config,
+    config: &Arc<Config>,
 ) -> Result<(), String> {
     let conn = events.conn.clone();
     let want = expected(&request, protocol);

@@ -54,7 +54,7 @@ pub fn serve(
     head: &RequestHead,
     rest: Vec<u8>,
     request: Request,
-    config: &Config,
+    config: &Arc<Config>,
 ) -> Result<(), String> {
     let supported = match request {
         Request::PortForward { .. } => websocket::PORT_FORWARD_PROTOCOLS,
@@ -196,7 +196,7 @@ fn exec_or_attach(
     messages: &mut Messages,
     protocol: StreamProtocol,
     request: Request,
-    config: &Config,
+    config: &Arc<Config>,
 ) -> Result<(), String> {
     let Some(streams) = request.streams() else {
         return Err(format!("a {} request has no streams", request.kind()));
